@@ -1,0 +1,5 @@
+"""keras-textattn: Keras 3 attention layers for text classification."""
+
+from keras_textattn import layers
+
+__version__ = "0.1.0"

@@ -1,0 +1,122 @@
+"""Helpers shared by the attention layers: argument checks, masks, stable softmax.
+
+Everything here uses `keras.ops` only, so the layers run on any Keras 3 backend.
+Scores are normalised in float32 whatever the layer's compute dtype, so that
+`mixed_float16` / `mixed_bfloat16` policies neither overflow nor lose the
+ordering of close scores; callers cast the result back to the compute dtype.
+"""
+
+import keras
+from keras import ops
+
+# Added to the scores of masked keys before a softmax. Finite (unlike -inf),
+# so a row whose keys are all masked gives no NaN; those rows are then zeroed.
+_MASKED_SCORE = -1e9
+
+
+def check_positive_int(layer_name, arg_name, value, allow_none=False):
+    """Raise a `ValueError` unless `value` is a positive int (or None if allowed)."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        expected = "a positive integer" + (" or None" if allow_none else "")
+        raise ValueError(
+            f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}"
+        )
+
+
+def check_choice(layer_name, arg_name, value, choices):
+    """Raise a `ValueError` unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(
+            f"{layer_name}: `{arg_name}` must be one of {sorted(c for c in choices if c is not None)}"
+            f"{' or None' if None in choices else ''}. Received: {arg_name}={value!r}"
+        )
+
+
+def check_sequence_shape(layer_name, input_shape, static_time=False):
+    """Check a `(batch, time, features)` input shape and return it as a tuple.
+
+    `features` must be known; `time` must be known too when `static_time`.
+    """
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 3:
+        raise ValueError(
+            f"{layer_name} expects inputs of shape (batch, time, features), a rank-3 "
+            f"tensor. Received: input shape {input_shape} (rank {len(input_shape)})"
+        )
+    if input_shape[-1] is None:
+        raise ValueError(
+            f"{layer_name} needs a known feature size (last axis). "
+            f"Received: input shape {input_shape}"
+        )
+    if static_time and input_shape[1] is None:
+        raise ValueError(
+            f"{layer_name} has weights for every position, so it needs a static time "
+            "length (e.g. `keras.Input(shape=(sequence_length,))` before the "
+            f"embedding, or a fixed `sequence_length` in the text encoder). "
+            f"Received: input shape {input_shape}"
+        )
+    return input_shape
+
+
+def check_built_shape(layer_name, built_shape, input_shape, axes):
+    """Raise a `ValueError` if `input_shape` differs from the built one on `axes`."""
+    for axis in axes:
+        expected, given = built_shape[axis], input_shape[axis]
+        if expected is not None and given is not None and expected != given:
+            raise ValueError(
+                f"{layer_name} was built for inputs of shape {tuple(built_shape)}; "
+                f"axis {axis} must be {expected}. Received: input shape {tuple(input_shape)}"
+            )
+
+
+def float_mask(mask, inputs):
+    """Return `mask` as float32 of shape `(batch, time)`; all ones if `mask` is None."""
+    if mask is None:
+        return ops.ones(ops.shape(inputs)[:2], dtype="float32")
+    return ops.cast(mask, "float32")
+
+
+def zero_padding(inputs, mask):
+    """Set padded time steps of `(batch, time, features)` inputs to exactly zero.
+
+    `where` (not a product) so that even inf/NaN at padded steps cannot leak.
+    """
+    if mask is None:
+        return inputs
+    keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+    return ops.where(keep, inputs, ops.zeros_like(inputs))
+
+
+def masked_softmax(scores, key_mask=None, axis=-1):
+    """Softmax over `axis` in float32, ignoring masked keys.
+
+    Args:
+        scores: scores of any float dtype.
+        key_mask: float32 mask broadcastable to `scores`, 1 for real keys, or None.
+        axis: the axis that is normalised (the keys' axis).
+
+    Returns:
+        float32 weights that sum to 1 over the real keys and are exactly 0 at
+        masked keys; a row with no real key is all zeros (not NaN, not uniform).
+    """
+    scores = ops.cast(scores, "float32")
+    if key_mask is None:
+        return ops.softmax(scores, axis=axis)
+    scores = ops.where(key_mask > 0, scores, ops.full_like(scores, _MASKED_SCORE))
+    return ops.softmax(scores, axis=axis) * key_mask
+
+
+def masked_softplus(scores, key_mask=None):
+    """softplus(scores) in float32, exactly 0 at masked keys."""
+    weights = ops.softplus(ops.cast(scores, "float32"))
+    if key_mask is None:
+        return weights
+    return weights * key_mask
+
+
+
+def clone_initializer(initializer):
+    """A fresh copy of `initializer`, so that sublayers never share one instance."""
+    return keras.initializers.get(keras.initializers.serialize(initializer))

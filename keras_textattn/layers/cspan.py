@@ -1,0 +1,258 @@
+"""CSPAN blocks (Jiang et al., "Cascaded Semantic and Positional Self-Attention
+Network for Document Classification", ../shared/papers/cspan_cascaded_semantic_positional.md,
+section 2)."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_textattn.layers import _attention_utils as utils
+
+
+@keras.saving.register_keras_serializable(package="keras_textattn")
+class SemanticSelfAttention(keras.layers.Layer):
+    """Parameter-free self-attention, then layer normalisation (section 2.1, Eq. 4).
+
+    `S = LayerNorm(softmax(D D^T / sqrt(d)) D)`: queries, keys and values are the
+    input itself; the only weights are the layer normalisation's scale and offset.
+
+    Choices where the paper is silent: padded tokens are masked as keys and their
+    outputs are zero (not the layer normalisation's offset), so padding never
+    changes a real token's output.
+
+    Args:
+        epsilon: of the layer normalisation.
+
+    Call arguments:
+        inputs: `(batch, time, features)`.
+        mask: optional `(batch, time)` padding mask, propagated.
+        return_attention_scores: also return the weights, `(batch, time, time)`.
+
+    Returns:
+        `(batch, time, features)`.
+    """
+
+    def __init__(self, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)
+        self._built_shape = input_shape
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
+        self.layer_norm.build(input_shape)
+
+    def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
+        inputs = utils.zero_padding(inputs, mask)
+        key_mask = utils.float_mask(mask, inputs)
+        scale = 1.0 / math.sqrt(inputs.shape[-1])
+        scores = ops.einsum("bic,bjc->bij", inputs, inputs)
+        weights = utils.masked_softmax(ops.cast(scores, "float32") * scale, key_mask[:, None, :], axis=-1)
+        weights = ops.cast(weights, self.compute_dtype)
+        outputs = utils.zero_padding(self.layer_norm(ops.matmul(weights, inputs)), mask)
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        outputs = keras.KerasTensor(inputs.shape, self.compute_dtype)
+        if return_attention_scores:
+            batch, time = inputs.shape[0], inputs.shape[1]
+            return outputs, keras.KerasTensor((batch, time, time), self.compute_dtype)
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config["epsilon"] = self.epsilon
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_textattn")
+class CascadedSemanticPositional(keras.layers.Layer):
+    """Semantic self-attention, Bi-LSTM, self-attention, residual (section 2.1-2.2, Eq. 4-9).
+
+    `S = SemanticSelfAttention(D)` (Eq. 4); `H = BiLSTM(S)` with d/2 units per
+    direction (Eq. 5-7); `P = LayerNorm(softmax(H H^T / sqrt(d)) H)` (Eq. 8, the
+    same parameter-free attention); output `F = S + P` (Eq. 9).
+
+    Each direction has d/2 units, fixed by the residual of Eq. 9, so d must be even.
+    Choice where the paper is silent: `lstm_layers > 1` stacks Bi-LSTMs.
+
+    Args:
+        lstm_layers: number of stacked Bi-LSTM layers (1 in the paper's base model).
+        epsilon: of both layer normalisations.
+
+    Call arguments:
+        inputs: `(batch, time, features)`.
+        mask: optional `(batch, time)` padding mask, propagated; the LSTMs skip
+            padded steps and padded outputs are zero.
+        return_attention_scores: also return `{"semantic": ..., "positional": ...}`,
+            each `(batch, time, time)`.
+
+    Returns:
+        `F`, `(batch, time, features)`.
+    """
+
+    def __init__(self, lstm_layers=1, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        utils.check_positive_int(type(self).__name__, "lstm_layers", lstm_layers)
+        self.lstm_layers = lstm_layers
+        self.epsilon = epsilon
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        name = type(self).__name__
+        input_shape = utils.check_sequence_shape(name, input_shape)
+        features = input_shape[-1]
+        if features % 2:
+            raise ValueError(
+                f"{name}: the residual F = S + P (Eq. 9) needs Bi-LSTM outputs of the input "
+                f"size, d/2 per direction, so d must be even. Received: features={features}"
+            )
+        self.semantic_attention = SemanticSelfAttention(
+            epsilon=self.epsilon, dtype=self.dtype_policy, name="semantic_attention"
+        )
+        self.semantic_attention.build(input_shape)
+        self.bilstms = []
+        for i in range(self.lstm_layers):
+            bilstm = keras.layers.Bidirectional(
+                keras.layers.LSTM(features // 2, return_sequences=True, dtype=self.dtype_policy),
+                dtype=self.dtype_policy,
+                name=f"bilstm_{i}",
+            )
+            bilstm.build(input_shape)
+            self.bilstms.append(bilstm)
+        self.positional_attention = SemanticSelfAttention(
+            epsilon=self.epsilon, dtype=self.dtype_policy, name="positional_attention"
+        )
+        self.positional_attention.build(input_shape)
+
+    def call(self, inputs, mask=None, return_attention_scores=False):
+        semantic, semantic_weights = self.semantic_attention(inputs, mask=mask, return_attention_scores=True)
+        hidden = semantic
+        for bilstm in self.bilstms:
+            hidden = bilstm(hidden, mask=mask)
+        positional, positional_weights = self.positional_attention(
+            hidden, mask=mask, return_attention_scores=True
+        )
+        outputs = semantic + positional
+        if return_attention_scores:
+            return outputs, {"semantic": semantic_weights, "positional": positional_weights}
+        return outputs
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        outputs = keras.KerasTensor(inputs.shape, self.compute_dtype)
+        if not return_attention_scores:
+            return outputs
+        batch, time = inputs.shape[0], inputs.shape[1]
+        weights = keras.KerasTensor((batch, time, time), self.compute_dtype)
+        return outputs, {"semantic": weights, "positional": weights}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"lstm_layers": self.lstm_layers, "epsilon": self.epsilon}
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_textattn")
+class MultiQueryAttention(keras.layers.Layer):
+    """Multi-query soft attention (section 2.3, Eq. 10-13).
+
+    `u_t = tanh(F_t W_h + b_h)` (Eq. 10); m learned queries;
+    `alpha_it = softmax_t(u_t . Q_i)` (Eq. 11); `F_i = sum_t alpha_it F_t` (Eq. 12);
+    output `concat(F_1..F_m) W_f` (Eq. 13), shape `(batch, output_dim)`.
+
+    Choices where the paper is silent: `W_f` has no bias (Eq. 13 has none);
+    queries are drawn Glorot uniform; padded tokens get zero weight and an
+    all-padding text gives a zero output.
+
+    Args:
+        num_queries: m (16 in the paper).
+        output_dim: columns of `W_f`; None (default) is d, as in the paper.
+
+    Call arguments:
+        inputs: `F`, `(batch, time, features)`.
+        mask: optional `(batch, time)` padding mask; consumed.
+        return_attention_scores: also return `alpha`, `(batch, queries, time)`.
+
+    Returns:
+        `(batch, output_dim)`.
+    """
+
+    def __init__(self, num_queries=16, output_dim=None, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        utils.check_positive_int(type(self).__name__, "num_queries", num_queries)
+        utils.check_positive_int(type(self).__name__, "output_dim", output_dim, allow_none=True)
+        self.num_queries = num_queries
+        self.output_dim = output_dim
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)
+        self._built_shape = input_shape
+        features = input_shape[-1]
+        self.hidden = keras.layers.Dense(
+            features, activation="tanh", kernel_initializer=utils.clone_initializer(self.kernel_initializer), dtype=self.dtype_policy, name="hidden"
+        )
+        self.hidden.build(input_shape)
+        self.queries = self.add_weight(name="queries", shape=(self.num_queries, features), initializer=utils.clone_initializer(self.kernel_initializer))
+        self.fusion = keras.layers.Dense(
+            self.output_dim or features,
+            use_bias=False,
+            kernel_initializer=utils.clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy,
+            name="fusion",
+        )
+        self.fusion.build((input_shape[0], self.num_queries * features))
+
+    def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
+        inputs = utils.zero_padding(inputs, mask)
+        key_mask = utils.float_mask(mask, inputs)
+        hidden = self.hidden(inputs)
+        scores = ops.einsum("btf,mf->bmt", hidden, ops.cast(self.queries, self.compute_dtype))
+        alpha = utils.masked_softmax(scores, key_mask[:, None, :], axis=-1)
+        pooled = ops.einsum("bmt,btf->bmf", alpha, ops.cast(inputs, "float32"))
+        pooled = ops.reshape(pooled, (ops.shape(pooled)[0], self.num_queries * inputs.shape[-1]))
+        outputs = self.fusion(ops.cast(pooled, self.compute_dtype))
+        if return_attention_scores:
+            return outputs, ops.cast(alpha, self.compute_dtype)
+        return outputs
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.output_dim or input_shape[-1])
+
+    def compute_output_spec(self, inputs, mask=None, return_attention_scores=False):
+        outputs = keras.KerasTensor(self.compute_output_shape(inputs.shape), self.compute_dtype)
+        if return_attention_scores:
+            shape = (inputs.shape[0], self.num_queries, inputs.shape[1])
+            return outputs, keras.KerasTensor(shape, self.compute_dtype)
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_queries": self.num_queries,
+                "output_dim": self.output_dim,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config

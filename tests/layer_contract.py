@@ -1,0 +1,198 @@
+"""The layer contract, checked the same way for every layer of keras_textattn.layers.
+
+Modelled on Keras's `TestCase.run_layer_test`. `run_layer_contract` checks:
+shapes and dtypes symbolically and eagerly, the config round trip, `.keras`
+save/load without `custom_objects`, a training step in a compiled model (with and
+without XLA), mixed precision, and how the padding mask is consumed or propagated.
+`check_padding_invariance` and `check_finite_on_extremes` are the per-layer
+masking and numerics checks the issue asks for, shared here too.
+"""
+
+import os
+
+import keras
+import numpy as np
+
+VOCAB = 20
+
+
+def _token_ids(batch, time, seed, real_lengths=None):
+    """Random ids in [1, VOCAB) with zero padding after `real_lengths` tokens."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, VOCAB, size=(batch, time)).astype("int32")
+    if real_lengths is None:
+        real_lengths = [time] + [max(1, time - 2 - i) for i in range(batch - 1)]
+    for row, length in enumerate(real_lengths):
+        ids[row, length:] = 0
+    return ids
+
+
+def _embedding_model(layer, time, features, static_time, dtype=None):
+    """ids -> Embedding(mask_zero=True) -> layer; the way users feed our layers."""
+    ids = keras.Input(shape=(time if static_time else None,), dtype="int32")
+    embedded = keras.layers.Embedding(VOCAB, features, mask_zero=True, dtype=dtype)(ids)
+    return keras.Model(ids, layer(embedded))
+
+
+def _first(outputs):
+    return outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+
+
+def _as_numpy(outputs):
+    return keras.tree.map_structure(keras.ops.convert_to_numpy, outputs)
+
+
+def run_layer_contract(
+    layer_cls,
+    init_kwargs,
+    expected_output_shape,
+    *,
+    propagates_mask,
+    static_time=False,
+    time=7,
+    features=8,
+    batch=3,
+    expected_num_losses=0,
+    tmp_path,
+):
+    """Run the contract checks on `layer_cls(**init_kwargs)`.
+
+    Args:
+        expected_output_shape: the output shape without the batch axis, for
+            inputs of shape `(batch, time, features)`.
+        propagates_mask: True if the output keeps the input's padding mask,
+            False if the layer consumes it (pooling layers).
+        static_time: the layer needs a static time length.
+        expected_num_losses: losses the layer adds in one call (`add_loss`).
+        tmp_path: a pytest temporary folder for the `.keras` file.
+    """
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(batch, time, features)).astype("float32")
+    mask = _token_ids(batch, time, seed=1) > 0
+
+    # Symbolic shape and dtype, also with a dynamic time axis where allowed.
+    layer = layer_cls(**init_kwargs)
+    symbolic = layer(keras.Input(shape=(time, features)))
+    assert tuple(symbolic.shape) == (None,) + tuple(expected_output_shape)
+    assert symbolic.dtype == "float32"
+    if not static_time:
+        dynamic = layer_cls(**init_kwargs)(keras.Input(shape=(None, features)))
+        assert dynamic.shape[0] is None and len(dynamic.shape) == 1 + len(expected_output_shape)
+
+    # Eager shape and dtype; output mask propagated or consumed as declared.
+    layer = layer_cls(**init_kwargs)
+    outputs = layer(inputs, mask=mask)
+    assert tuple(outputs.shape) == (batch,) + tuple(expected_output_shape)
+    assert keras.backend.standardize_dtype(outputs.dtype) == "float32"
+    assert np.isfinite(keras.ops.convert_to_numpy(outputs)).all()
+    assert layer.supports_masking
+    output_mask = layer.compute_mask(inputs, keras.ops.convert_to_tensor(mask))
+    if propagates_mask:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(output_mask), mask)
+    else:
+        assert output_mask is None
+    assert len(layer.losses) == expected_num_losses
+    assert layer.compute_output_shape((batch, time, features)) == (batch,) + tuple(expected_output_shape)
+
+    # Config round trip: same config, and the same outputs with the same weights.
+    config = layer.get_config()
+    revived = layer_cls.from_config(config)
+    assert revived.get_config() == config
+    revived(inputs, mask=mask)
+    revived.set_weights(layer.get_weights())
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(revived(inputs, mask=mask)),
+        keras.ops.convert_to_numpy(outputs),
+        rtol=1e-6,
+        atol=1e-6,
+    )
+
+    # Save and load a model using the layer; no custom_objects, safe mode on.
+    ids = _token_ids(batch, time, seed=2)
+    model = _embedding_model(layer_cls(**init_kwargs), time, features, static_time)
+    expected = _as_numpy(model(ids))
+    path = os.path.join(str(tmp_path), "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded.layers[-1]) is layer_cls
+    keras.tree.map_structure(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6),
+        _as_numpy(loaded(ids)),
+        expected,
+    )
+
+    # A training step inside a compiled model, with and without XLA.
+    targets = rng.normal(size=(batch,) + tuple(expected_output_shape)).astype("float32")
+    for jit_compile in (False, True):
+        model = _embedding_model(layer_cls(**init_kwargs), time, features, static_time)
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", jit_compile=jit_compile)
+        before = [keras.ops.convert_to_numpy(w).copy() for w in model.layers[-1].trainable_weights]
+        history = model.fit(ids, targets, batch_size=batch, epochs=2, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+        after = [keras.ops.convert_to_numpy(w) for w in model.layers[-1].trainable_weights]
+        changed = sum(not np.array_equal(a, b) for a, b in zip(before, after))
+        assert changed == len(before), f"{changed} of {len(before)} weights moved (jit_compile={jit_compile})"
+
+    # Mixed precision: finite outputs in the compute dtype, float32 weights.
+    for policy, compute_dtype in (("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")):
+        layer = layer_cls(**init_kwargs, dtype=policy)
+        mixed = _first(layer(inputs.astype(compute_dtype), mask=mask))
+        assert keras.backend.standardize_dtype(mixed.dtype) == compute_dtype
+        assert np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(mixed, "float32"))).all()
+        assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in layer.weights)
+        model = _embedding_model(layer_cls(**init_kwargs, dtype=policy), time, features, static_time, policy)
+        model.compile(optimizer="adam", loss="mse")
+        history = model.fit(ids, targets, batch_size=batch, epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+
+
+def check_padding_invariance(layer, inputs, real_length, *, static_time=False, call_kwargs=None):
+    """Padding must never change the outputs of real positions.
+
+    Dynamic time: `inputs[:, :real_length]` unmasked, against the same tokens
+    with 50 extra padded steps of random content. Static time: the same tokens
+    with zeros, against random content, in the padded steps.
+    Outputs with a time axis are compared on the real steps only.
+    """
+    call_kwargs = call_kwargs or {}
+    rng = np.random.default_rng(3)
+    batch, time, features = inputs.shape
+    if static_time:
+        reference_inputs = inputs.copy()
+        reference_inputs[:, real_length:] = 0.0
+        mask = np.zeros((batch, time), bool)
+        mask[:, :real_length] = True
+        reference = layer(reference_inputs, mask=mask, **call_kwargs)
+    else:
+        reference_inputs = inputs[:, :real_length]
+        reference = layer(reference_inputs, **call_kwargs)
+        time = real_length + 50
+        mask = np.zeros((batch, time), bool)
+        mask[:, :real_length] = True
+    padded = 100.0 * rng.normal(size=(batch, time, features)).astype("float32")
+    padded[:, :real_length] = inputs[:, :real_length]
+    result = layer(padded, mask=mask, **call_kwargs)
+
+    def compare(expected, actual):
+        expected = keras.ops.convert_to_numpy(expected)
+        actual = keras.ops.convert_to_numpy(actual)
+        # Axes that the extra padding made longer are compared on the real steps.
+        real = tuple(slice(0, real_length) if e != a else slice(None) for e, a in zip(expected.shape, actual.shape))
+        np.testing.assert_allclose(actual[real], expected, rtol=1e-5, atol=1e-5)
+
+    keras.tree.map_structure(compare, reference, result)
+    return reference, result
+
+
+def check_finite_on_extremes(layer, features, time=6, call_kwargs=None):
+    """An all-padding row and very large activations give finite outputs."""
+    call_kwargs = call_kwargs or {}
+    rng = np.random.default_rng(4)
+    inputs = rng.normal(size=(3, time, features)).astype("float32")
+    inputs[2] *= 1e4
+    mask = np.ones((3, time), bool)
+    mask[1] = False
+    outputs = layer(inputs, mask=mask, return_attention_scores=True, **call_kwargs)
+    for value in keras.tree.flatten(outputs):
+        assert np.isfinite(keras.ops.convert_to_numpy(value)).all()
+    return outputs
