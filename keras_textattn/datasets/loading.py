@@ -1,0 +1,307 @@
+"""TFDS names and local CSV/TSV files to `tf.data` datasets of `(text, label)`.
+
+TensorFlow backend only (tf.data and TFDS).
+"""
+
+import csv
+import dataclasses
+import gzip
+import io
+import os
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from keras_textattn.text import _backend
+
+# Raise csv's field limit so that a 1 MB text is read, not refused.
+csv.field_size_limit(64 * 1024 * 1024)
+
+
+@dataclasses.dataclass
+class LocalFile:
+    """A CSV or TSV file (plain or gzip) of labelled texts.
+
+    Args:
+        path: the file.
+        text_column: a column name or index, or a list of them joined with a space
+            (AG News's original format is headerless `class,title,description`:
+            `LocalFile(path, text_column=[1, 2], label_column=0, header=False)`).
+        label_column: a column name or index.
+        header: whether the first row names the columns.
+        delimiter: None picks `\\t` for `.tsv` / `.tsv.gz`, `,` otherwise.
+    """
+
+    path: str
+    text_column: object = "text"
+    label_column: object = "label"
+    header: bool = True
+    delimiter: str = None
+
+
+@dataclasses.dataclass
+class TextClassificationData:
+    """What `load_dataset` returns.
+
+    Attributes:
+        splits: split name to a `tf.data.Dataset` of `(text: tf.string, label: tf.int32)`
+            scalars, unbatched.
+        label_names: class names; label id i is `label_names[i]`.
+    """
+
+    splits: dict
+    label_names: list
+
+    def __getitem__(self, split):
+        return self.splits[split]
+
+    @property
+    def num_classes(self):
+        return len(self.label_names)
+
+
+def load_dataset(
+    source,
+    splits=("train", "test"),
+    *,
+    text_column=None,
+    validation_fraction=0.1,
+    seed=0,
+    data_dir=None,
+):
+    """Load labelled texts from TFDS or from local files.
+
+    Args:
+        source: a TFDS dataset name (`"imdb_reviews"`, `"ag_news_subset"`, ...), a
+            `LocalFile`, a path (read as `LocalFile(path)`), or a dict of split name
+            to `LocalFile` or path.
+        splits: the splits to return. A `"validation"` split that the source lacks
+            is carved from `"train"`: `validation_fraction` of it, chosen by a seeded
+            hash of the row index, so the same seed always gives the same rows; those
+            rows then leave `"train"`.
+        text_column: TFDS only: the text feature, or a list joined with a space.
+            Default: the feature named "text" if any, else every text feature
+            (e.g. `["description", "title"]`).
+        validation_fraction, seed: of the carved validation split.
+        data_dir: TFDS only: where prepared datasets live (TFDS's default otherwise).
+
+    Returns:
+        A `TextClassificationData`.
+    """
+    _backend.require_tensorflow("keras_textattn.datasets")
+    splits = tuple(splits)
+    if not 0 < validation_fraction < 1:
+        raise ValueError(f"`validation_fraction` must be in (0, 1). Received: {validation_fraction!r}")
+    carve = "validation" in splits
+    if isinstance(source, str) and not _looks_like_path(source):
+        data = _load_tfds(source, splits, text_column, data_dir, carve)
+    else:
+        if text_column is not None:
+            raise ValueError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
+        data = _load_local(source, splits, carve)
+    if carve and "validation" not in data.splits:
+        data.splits["train"], data.splits["validation"] = _carve(data.splits["train"], validation_fraction, seed)
+    return TextClassificationData({name: data.splits[name] for name in splits}, data.label_names)
+
+
+def _looks_like_path(source):
+    return os.sep in source or "." in os.path.basename(source) or os.path.exists(source)
+
+
+def _carve(dataset, fraction, seed):
+    """Split `dataset` in two by a seeded hash of each row's index."""
+    buckets = 10000
+    cut = int(round(fraction * buckets))
+
+    def held_out(index, row):
+        key = tf.strings.join([tf.strings.as_string(index), str(seed)], ":")
+        return tf.strings.to_hash_bucket_fast(key, buckets) < cut
+
+    def kept(index, row):
+        return tf.logical_not(held_out(index, row))
+
+    def drop_index(index, row):
+        return row
+
+    indexed = dataset.enumerate()
+    keep = indexed.filter(kept).map(drop_index)
+    held = indexed.filter(held_out).map(drop_index)
+    return keep, held
+
+
+# ---------------------------------------------------------------------- TFDS
+def _load_tfds(name, splits, text_column, data_dir, carve):
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except Exception as error:  # TFDS raises several types for unknown names
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"Unknown dataset {name!r}: not a TFDS dataset and not a file ({reason})") from None
+    if not builder.is_prepared():
+        try:
+            builder.download_and_prepare()
+        except Exception as error:
+            raise ValueError(
+                f"TFDS dataset {name!r} is not prepared in {builder.data_dir} and could not be "
+                f"downloaded ({type(error).__name__}). Without internet, pass a local file instead, "
+                "e.g. LocalFile('../shared/data/imdb/train.csv.gz')."
+            ) from None
+    features = builder.info.features
+    label_name = _tfds_label_feature(name, features)
+    text_names = _tfds_text_features(name, features, text_column)
+    wanted = [s for s in splits if not (carve and s == "validation" and s not in builder.info.splits)]
+    missing = [s for s in wanted if s not in builder.info.splits]
+    if missing:
+        raise ValueError(
+            f"TFDS dataset {name!r} has no split {missing[0]!r}. Available: {sorted(builder.info.splits)}"
+        )
+
+    def to_pair(example):
+        text = tf.strings.reduce_join([example[n] for n in text_names], separator=" ")
+        return text, tf.cast(example[label_name], tf.int32)
+
+    datasets = {
+        s: builder.as_dataset(split=s, shuffle_files=False).map(to_pair, num_parallel_calls=tf.data.AUTOTUNE)
+        for s in wanted
+    }
+    return TextClassificationData(datasets, list(features[label_name].names))
+
+
+def _tfds_label_feature(name, features):
+    labels = [n for n, f in features.items() if isinstance(f, tfds.features.ClassLabel)]
+    if len(labels) != 1:
+        raise ValueError(
+            f"TFDS dataset {name!r} must have exactly one ClassLabel feature to be a text-classification "
+            f"dataset. Received features: {dict((n, type(f).__name__) for n, f in features.items())}"
+        )
+    return labels[0]
+
+
+def _tfds_text_features(name, features, text_column):
+    texts = sorted(n for n, f in features.items() if isinstance(f, tfds.features.Text))
+    if text_column is None:
+        chosen = ["text"] if "text" in texts else texts
+    else:
+        chosen = [text_column] if isinstance(text_column, str) else list(text_column)
+    unknown = [n for n in chosen if n not in texts]
+    if not chosen or unknown:
+        raise ValueError(
+            f"TFDS dataset {name!r}: text feature {unknown[0] if unknown else None!r} not found. "
+            f"Text features: {texts}"
+        )
+    return chosen
+
+
+# --------------------------------------------------------------- local files
+def _load_local(source, splits, carve):
+    if not isinstance(source, dict):
+        source = {"train": source}
+    files = {split: LocalFile(f) if isinstance(f, (str, os.PathLike)) else f for split, f in source.items()}
+    wanted = [s for s in splits if not (carve and s == "validation" and s not in files)]
+    missing = [s for s in wanted if s not in files]
+    if missing:
+        raise ValueError(
+            f"No file for split {missing[0]!r}. Give a dict of split to file, e.g. "
+            f"{{'train': 'train.csv', {missing[0]!r}: '{missing[0]}.csv'}}. Received splits: {sorted(files)}"
+        )
+    # Label ids come from the training file (or the first file): sorted, numerically if all integers.
+    reference = "train" if "train" in files else wanted[0]
+    rows = {split: read_labelled_texts(files[split]) for split in dict.fromkeys([reference] + wanted)}
+    label_names = _label_names(rows[reference][1])
+    if len(label_names) < 2:
+        raise ValueError(
+            f"{files[reference].path}: a classifier needs at least 2 classes; the label column has "
+            f"{len(label_names)}: {label_names}"
+        )
+    label_ids = {name: i for i, name in enumerate(label_names)}
+    datasets = {}
+    for split in wanted:
+        texts, labels = rows[split][0], []
+        for row_number, label in enumerate(rows[split][1]):
+            if label not in label_ids:
+                raise ValueError(
+                    f"{files[split].path}, row {rows[split][2][row_number]}, column "
+                    f"{files[split].label_column!r}: label {label!r} was not seen in "
+                    f"{files[reference].path}. Known labels: {label_names}"
+                )
+            labels.append(label_ids[label])
+        datasets[split] = tf.data.Dataset.from_tensor_slices(
+            (tf.constant(texts, tf.string), tf.constant(np.array(labels, "int32")))
+        )
+    return TextClassificationData(datasets, label_names)
+
+
+def _label_names(labels):
+    unique = set(labels)
+    try:
+        return [str(v) for v in sorted(unique, key=int)]
+    except ValueError:
+        return sorted(unique)
+
+
+def _open_text(path):
+    if not os.path.isfile(path):
+        raise ValueError(f"Data file not found: {path!r}")
+    raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    # Invalid UTF-8 bytes become U+FFFD rather than stopping the read.
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+
+
+def read_labelled_texts(file):
+    """Read a `LocalFile`.
+
+    Returns:
+        `(texts, labels, row_numbers)`: texts and stripped labels as str, and each
+        row's 1-based line number in the file, for error messages.
+    """
+    path = os.fspath(file.path)
+    delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
+    with _open_text(path) as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        try:
+            first = next(reader)
+        except StopIteration:
+            raise ValueError(f"{path}: the file is empty") from None
+        width = len(first)
+        header = first if file.header else None
+        text_columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
+        text_index = [_column_index(path, header, width, c) for c in text_columns]
+        label_index = _column_index(path, header, width, file.label_column)
+        texts, labels, row_numbers = [], [], []
+        records = reader if file.header else _chain(first, reader)
+        for record in records:
+            line = reader.line_num
+            if not record:
+                continue
+            if len(record) != width:
+                raise ValueError(
+                    f"{path}, row {line}: expected {width} columns like the first row, found {len(record)}"
+                )
+            label = record[label_index].strip()
+            if not label:
+                raise ValueError(f"{path}, row {line}, column {file.label_column!r}: the label is empty")
+            texts.append(" ".join(record[i] for i in text_index))
+            labels.append(label)
+            row_numbers.append(line)
+    if not texts:
+        raise ValueError(f"{path}: no data rows")
+    return texts, labels, row_numbers
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+def _column_index(path, header, width, column):
+    if isinstance(column, int) and not isinstance(column, bool):
+        if not 0 <= column < width:
+            raise ValueError(f"{path}: column index {column} is out of range; the file has {width} columns")
+        return column
+    if header is None:
+        raise ValueError(
+            f"{path}: column {column!r} is a name but the file has no header; use a column index (0..{width - 1})"
+        )
+    if column not in header:
+        raise ValueError(f"{path}: no column {column!r}. Columns: {header}")
+    return header.index(column)

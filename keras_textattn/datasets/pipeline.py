@@ -1,0 +1,52 @@
+"""Batches of encoded texts for training and evaluation (TensorFlow backend only)."""
+
+import tensorflow as tf
+
+
+def make_batches(
+    dataset,
+    encoder,
+    batch_size=32,
+    *,
+    shuffle=False,
+    seed=0,
+    cache=True,
+    bucket_boundaries=None,
+):
+    """`(text, label)` rows to prefetched batches of `(token_ids, label)`.
+
+    Texts are batched first and encoded a batch at a time (vectorised tf-text ops
+    on parallel calls), so each batch is padded to its own longest text unless the
+    encoder has a fixed `sequence_length`.
+
+    Args:
+        dataset: unbatched `(text, label)` pairs, e.g. from `load_dataset`.
+        encoder: a `TextEncoder` with a vocabulary.
+        batch_size: rows per batch.
+        shuffle: shuffle rows before batching (training), with `seed`, anew each epoch.
+        cache: keep the raw rows in memory after the first pass.
+        bucket_boundaries: word counts; when given, texts of similar length are
+            batched together (less padding for long, uneven texts such as IMDB).
+
+    Returns:
+        A `tf.data.Dataset` of `(ids, labels)`; `ids` is `(token_ids, bigram_ids)`
+        when the encoder makes bigrams.
+    """
+    if cache:
+        dataset = dataset.cache()
+    if shuffle:
+        dataset = dataset.shuffle(10000, seed=seed, reshuffle_each_iteration=True)
+    if bucket_boundaries:
+        dataset = dataset.bucket_by_sequence_length(
+            lambda text, label: tf.size(tf.strings.split(text)),
+            bucket_boundaries=list(bucket_boundaries),
+            bucket_batch_sizes=[batch_size] * (len(bucket_boundaries) + 1),
+        )
+    else:
+        dataset = dataset.batch(batch_size)
+    dataset = dataset.map(
+        lambda texts, labels: (encoder(texts), labels),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,281 @@
+"""`TextEncoder`: raw UTF-8 strings to padded token ids, inside the TensorFlow graph.
+
+TensorFlow backend only: it is built on tensorflow-text ops and Keras's
+`StringLookup`, so the same preprocessing runs in tf.data, in training and inside an
+exported SavedModel, and its vocabulary travels with a `.keras` file as an asset.
+"""
+
+import collections
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_textattn.text import _backend
+
+PAD_ID = 0
+OOV_ID = 1
+OOV_TOKEN = "[UNK]"
+
+# A word is a run of letters, digits, combining marks or "_"; every other
+# non-space character is a token of its own; HTML tags and (Unicode) spaces
+# separate tokens and are dropped. RE2's \w and \s are ASCII-only, hence \p{..}.
+_WORD_CHARS = r"\pL\pN\pM_"
+_SPACE = r"\s\p{Z}"
+_PUNCTUATION = rf"[^{_WORD_CHARS}{_SPACE}]"
+_HTML_TAG = r"<[^<>]{0,200}>"
+_SENTENCE_END = r"[.!?]+"
+
+
+@keras.saving.register_keras_serializable(package="keras_textattn")
+class TextEncoder(keras.layers.Layer):
+    """Raw strings `(batch,)` to token ids `(batch, sequence_length)`, 0 for padding.
+
+    Steps: invalid UTF-8 bytes become U+FFFD; the text is split into words and
+    punctuation marks (HTML tags such as `<br />` dropped when `strip_html`); each
+    token is Unicode-normalised and case-folded; tokens beyond `sequence_length`
+    are dropped; `StringLookup` maps tokens to ids (0 padding, 1 out of
+    vocabulary, then the vocabulary by decreasing frequency).
+
+    An empty or whitespace-only text encodes to all padding (id 0), which the
+    layers treat as an all-padding row. With `sequence_length=None` a batch is
+    padded to its longest text (at least one step).
+
+    Bigrams (`bigram_buckets > 0`, for the dual-axial model, which adds bigram
+    information to its input): the call returns `(token_ids, bigram_ids)`, where
+    `bigram_ids[:, i]` is the bigram of tokens i and i+1 hashed (FarmHash
+    fingerprint, as fastText hashes n-grams) into `1..bigram_buckets`, and 0 where
+    there is no next token. Hashing, not a learned bigram vocabulary: no second
+    vocabulary to adapt and store, unseen bigrams still get an id, and the memory is
+    fixed by the number of buckets.
+
+    Hierarchical mode (`hierarchical=True`, for HCAN): texts are split into
+    sentences on `.`, `!` and `?` (the paper's rule), sentences with no token are
+    dropped, and the output is `(batch, max_sentences, sequence_length)` with
+    padding on both axes; a padded sentence is all zeros.
+
+    Args:
+        max_tokens: the largest vocabulary, padding and OOV ids included; None: no limit.
+        min_frequency: tokens seen fewer times during `adapt` are left out.
+        sequence_length: tokens per text (per sentence when hierarchical); None:
+            the batch's longest.
+        max_sentences: sentences per text when hierarchical; None: the batch's longest.
+        lowercase: case-fold tokens (Unicode case folding).
+        strip_html: drop HTML tags.
+        normalization: "NFKC" (default), "NFC", "NFD", "NFKD" or None.
+        bigram_buckets: 0 for no bigrams, else the number of hash buckets.
+        hierarchical: sentence-then-word output for HCAN.
+    """
+
+    def __init__(
+        self,
+        max_tokens=20000,
+        min_frequency=1,
+        sequence_length=None,
+        max_sentences=None,
+        lowercase=True,
+        strip_html=True,
+        normalization="NFKC",
+        bigram_buckets=0,
+        hierarchical=False,
+        **kwargs,
+    ):
+        _backend.require_tensorflow("TextEncoder")
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        for name, value, allow_none in (
+            ("max_tokens", max_tokens, True),
+            ("min_frequency", min_frequency, False),
+            ("sequence_length", sequence_length, True),
+            ("max_sentences", max_sentences, True),
+        ):
+            if not (value is None and allow_none) and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"TextEncoder: `{name}` must be a positive integer. Received: {name}={value!r}")
+        if max_tokens is not None and max_tokens < 3:
+            raise ValueError(
+                f"TextEncoder: `max_tokens` counts padding and OOV, so it must be at least 3. "
+                f"Received: max_tokens={max_tokens}"
+            )
+        if normalization not in (None, "NFC", "NFD", "NFKC", "NFKD"):
+            raise ValueError(
+                f"TextEncoder: `normalization` must be one of None, 'NFC', 'NFD', 'NFKC', 'NFKD'. "
+                f"Received: normalization={normalization!r}"
+            )
+        if isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int) or bigram_buckets < 0:
+            raise ValueError(
+                f"TextEncoder: `bigram_buckets` must be an integer >= 0. Received: bigram_buckets={bigram_buckets!r}"
+            )
+        if hierarchical and bigram_buckets:
+            raise ValueError("TextEncoder: bigrams are not available in hierarchical mode. Received: "
+                             f"hierarchical=True, bigram_buckets={bigram_buckets}")
+        if max_sentences is not None and not hierarchical:
+            raise ValueError("TextEncoder: `max_sentences` needs hierarchical=True. "
+                             f"Received: max_sentences={max_sentences}, hierarchical=False")
+        self.max_tokens = max_tokens
+        self.min_frequency = min_frequency
+        self.sequence_length = sequence_length
+        self.max_sentences = max_sentences
+        self.lowercase = lowercase
+        self.strip_html = strip_html
+        self.normalization = normalization
+        self.bigram_buckets = bigram_buckets
+        self.hierarchical = hierarchical
+        self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{_PUNCTUATION}"
+        self.lookup = keras.layers.StringLookup(
+            mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup"
+        )
+        self._adapted = False
+
+    # ----------------------------------------------------------------- tokens
+    def tokenize_with_offsets(self, texts):
+        """Tokens as written in the text, with byte offsets into the text.
+
+        Args:
+            texts: strings `(batch,)`.
+
+        Returns:
+            `(tokens, starts, ends)`, ragged `(batch, None)`: `text[start:end] == token`
+            for the UTF-8 bytes of each text (after invalid bytes became U+FFFD).
+        """
+        texts = self._as_strings(texts)
+        return tf_text.regex_split_with_offsets(texts, self._delimiter, _PUNCTUATION)
+
+    def _standardize(self, tokens):
+        """Normalise and case-fold the flat values of ragged `tokens`."""
+        values = tokens.flat_values
+        if self.normalization:
+            values = tf_text.normalize_utf8(values, self.normalization)
+        if self.lowercase:
+            values = tf_text.case_fold_utf8(values)
+        return tokens.with_flat_values(values)
+
+    def _words(self, texts):
+        """Standardised tokens, ragged `(batch, None)`, not truncated."""
+        return self._standardize(self.tokenize_with_offsets(texts)[0])
+
+    @staticmethod
+    def _as_strings(texts):
+        texts = tf.convert_to_tensor(texts)
+        if texts.dtype != tf.string:
+            raise ValueError(f"TextEncoder expects strings. Received: a tensor of dtype {texts.dtype.name}")
+        if texts.shape.rank == 2 and texts.shape[-1] == 1:
+            texts = tf.squeeze(texts, -1)
+        if texts.shape.rank != 1:
+            raise ValueError(f"TextEncoder expects a batch of strings of shape (batch,). Received: shape {texts.shape}")
+        return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+    # -------------------------------------------------------------- vocabulary
+    def adapt(self, data, batch_size=256):
+        """Learn the vocabulary from texts: a list or array of strings, or a
+        `tf.data.Dataset` of strings or of `(text, label)` pairs (batched or not)."""
+        if not isinstance(data, tf.data.Dataset):
+            data = tf.data.Dataset.from_tensor_slices(tf.convert_to_tensor(data, tf.string))
+        if isinstance(data.element_spec, tuple):
+            data = data.map(lambda text, *_: text)
+        if data.element_spec.shape.rank == 0:
+            data = data.batch(batch_size)
+        words = tf.function(lambda texts: self._words(texts).flat_values)
+        counts = collections.Counter()
+        for batch in data.prefetch(tf.data.AUTOTUNE):
+            tokens, frequency = np.unique(words(batch).numpy(), return_counts=True)
+            counts.update(dict(zip(tokens.tolist(), frequency.tolist())))
+        kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency]
+        kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
+        if self.max_tokens is not None:
+            kept = kept[: self.max_tokens - 2]
+        self.set_vocabulary([token.decode("utf-8") for token, _ in kept])
+
+    def set_vocabulary(self, vocabulary):
+        """Use `vocabulary` (tokens, most frequent first, without padding and OOV)."""
+        if not vocabulary:
+            raise ValueError("TextEncoder: the vocabulary is empty; adapt on texts that contain tokens.")
+        self.lookup.set_vocabulary(list(vocabulary))
+        self._adapted = True
+
+    def get_vocabulary(self):
+        """All tokens by id: `["", "[UNK]", most frequent, ...]`."""
+        return [str(token) for token in self.lookup.get_vocabulary()]
+
+    def vocabulary_size(self):
+        return self.lookup.vocabulary_size()
+
+    # ------------------------------------------------------------------- call
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, (list, tuple, np.ndarray)):  # Keras takes only tensors
+            inputs = tf.constant(inputs, tf.string)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def call(self, inputs):
+        if not self._adapted:
+            raise ValueError("TextEncoder has no vocabulary: call `adapt(texts)` or `set_vocabulary(...)` first.")
+        texts = self._as_strings(inputs)
+        if self.hierarchical:
+            return self._encode_hierarchical(texts)
+        words = self._words(texts)
+        ids = self._pad(self._ids(words[:, : self.sequence_length]), [None, self.sequence_length])
+        if not self.bigram_buckets:
+            return ids
+        pairs = tf.strings.join([words[:, :-1], words[:, 1:]], separator=" ")
+        bigrams = tf.strings.to_hash_bucket_fast(pairs[:, : self.sequence_length], self.bigram_buckets) + 1
+        return ids, self._pad(tf.cast(bigrams, "int32"), [None, tf.shape(ids)[1]])
+
+    def _encode_hierarchical(self, texts):
+        sentences = tf_text.regex_split(texts, _SENTENCE_END)  # (batch, sentences)
+        words = self._words(sentences.flat_values)  # (all sentences, words)
+        words = sentences.with_flat_values(words)  # (batch, sentences, words)
+        words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
+        words = words[:, : self.max_sentences, : self.sequence_length]
+        return self._pad(self._ids(words), [None, self.max_sentences, self.sequence_length])
+
+    def _ids(self, tokens):
+        return tokens.with_flat_values(tf.cast(self.lookup(tokens.flat_values), "int32"))
+
+    @staticmethod
+    def _pad(ragged, shape):
+        """Zero-pad `ragged` to `shape`; an axis of size None gets the longest
+        row's length, and at least one step, so an all-empty batch still has a time axis."""
+        dense = ragged.to_tensor(default_value=0, shape=shape)
+        extra = [[0, 0]] + [
+            [0, tf.maximum(1 - tf.shape(dense)[axis], 0)] if size is None else [0, 0]
+            for axis, size in enumerate(shape[1:], start=1)
+        ]
+        return tf.pad(dense, extra)
+
+    # ------------------------------------------------------------ Keras glue
+    def build(self, input_shape):
+        self.built = True  # no weights: the vocabulary lives in the lookup table
+
+    def compute_output_shape(self, input_shape):
+        if self.hierarchical:
+            return (input_shape[0], self.max_sentences, self.sequence_length)
+        shape = (input_shape[0], self.sequence_length)
+        return (shape, shape) if self.bigram_buckets else shape
+
+    def compute_output_spec(self, inputs):
+        return keras.tree.map_shape_structure(
+            lambda shape: keras.KerasTensor(shape, "int32"), self.compute_output_shape(inputs.shape)
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "max_tokens": self.max_tokens,
+                "min_frequency": self.min_frequency,
+                "sequence_length": self.sequence_length,
+                "max_sentences": self.max_sentences,
+                "lowercase": self.lowercase,
+                "strip_html": self.strip_html,
+                "normalization": self.normalization,
+                "bigram_buckets": self.bigram_buckets,
+                "hierarchical": self.hierarchical,
+            }
+        )
+        return config
+
+    def load_assets(self, dir_path):
+        # The vocabulary itself is restored by the StringLookup sublayer's assets.
+        self._adapted = True
