@@ -31,6 +31,9 @@ class LocalFile:
         label_column: a column name or index.
         header: whether the first row names the columns.
         delimiter: None picks `\\t` for `.tsv` / `.tsv.gz`, `,` otherwise.
+        label_offset: subtracted from integer labels, so that files numbering
+            classes differently agree (AG News's original test file counts 1-4, the
+            training sample 0-3: `label_offset=1` for the former).
     """
 
     path: str
@@ -38,6 +41,7 @@ class LocalFile:
     label_column: object = "label"
     header: bool = True
     delimiter: str = None
+    label_offset: int = 0
 
 
 @dataclasses.dataclass
@@ -69,6 +73,7 @@ def load_dataset(
     validation_fraction=0.1,
     seed=0,
     data_dir=None,
+    label_names=None,
 ):
     """Load labelled texts from TFDS or from local files.
 
@@ -85,6 +90,9 @@ def load_dataset(
             (e.g. `["description", "title"]`).
         validation_fraction, seed: of the carved validation split.
         data_dir: TFDS only: where prepared datasets live (TFDS's default otherwise).
+        label_names: local files only: class names for integer labels 0..n-1
+            (e.g. AG News's `classes.txt`). Default: the labels found in the training
+            file, sorted (numerically when they are all integers).
 
     Returns:
         A `TextClassificationData`.
@@ -95,11 +103,13 @@ def load_dataset(
         raise ValueError(f"`validation_fraction` must be in (0, 1). Received: {validation_fraction!r}")
     carve = "validation" in splits
     if isinstance(source, str) and not _looks_like_path(source):
+        if label_names is not None:
+            raise ValueError("`label_names` is for local files; TFDS datasets name their classes.")
         data = _load_tfds(source, splits, text_column, data_dir, carve)
     else:
         if text_column is not None:
             raise ValueError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
-        data = _load_local(source, splits, carve)
+        data = _load_local(source, splits, carve, label_names)
     if carve and "validation" not in data.splits:
         data.splits["train"], data.splits["validation"] = _carve(data.splits["train"], validation_fraction, seed)
     return TextClassificationData({name: data.splits[name] for name in splits}, data.label_names)
@@ -193,7 +203,7 @@ def _tfds_text_features(name, features, text_column):
 
 
 # --------------------------------------------------------------- local files
-def _load_local(source, splits, carve):
+def _load_local(source, splits, carve, label_names=None):
     if not isinstance(source, dict):
         source = {"train": source}
     files = {split: LocalFile(f) if isinstance(f, (str, os.PathLike)) else f for split, f in source.items()}
@@ -207,13 +217,18 @@ def _load_local(source, splits, carve):
     # Label ids come from the training file (or the first file): sorted, numerically if all integers.
     reference = "train" if "train" in files else wanted[0]
     rows = {split: read_labelled_texts(files[split]) for split in dict.fromkeys([reference] + wanted)}
-    label_names = _label_names(rows[reference][1])
-    if len(label_names) < 2:
+    if label_names is None:
+        label_names = _label_names(rows[reference][1])
+        label_ids = {name: i for i, name in enumerate(label_names)}
+    else:
+        label_names = [str(name) for name in label_names]
+        label_ids = {str(i): i for i in range(len(label_names))}
+    found = sorted(set(rows[reference][1]))
+    if len(found) < 2:
         raise ValueError(
-            f"{files[reference].path}: a classifier needs at least 2 classes; the label column has "
-            f"{len(label_names)}: {label_names}"
+            f"{files[reference].path}: a classifier needs at least 2 classes; the label column "
+            f"{files[reference].label_column!r} has {len(found)}: {found}"
         )
-    label_ids = {name: i for i, name in enumerate(label_names)}
     datasets = {}
     for split in wanted:
         texts, labels = rows[split][0], []
@@ -222,7 +237,7 @@ def _load_local(source, splits, carve):
                 raise ValueError(
                     f"{files[split].path}, row {rows[split][2][row_number]}, column "
                     f"{files[split].label_column!r}: label {label!r} was not seen in "
-                    f"{files[reference].path}. Known labels: {label_names}"
+                    f"{files[reference].path}. Known labels: {sorted(label_ids)}"
                 )
             labels.append(label_ids[label])
         datasets[split] = tf.data.Dataset.from_tensor_slices(
@@ -280,6 +295,14 @@ def read_labelled_texts(file):
             label = record[label_index].strip()
             if not label:
                 raise ValueError(f"{path}, row {line}, column {file.label_column!r}: the label is empty")
+            if file.label_offset:
+                try:
+                    label = str(int(label) - file.label_offset)
+                except ValueError:
+                    raise ValueError(
+                        f"{path}, row {line}, column {file.label_column!r}: label_offset needs integer "
+                        f"labels. Received: {label!r}"
+                    ) from None
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
             row_numbers.append(line)

@@ -220,7 +220,10 @@ class TextEncoder(keras.layers.Layer):
             return ids
         pairs = tf.strings.join([words[:, :-1], words[:, 1:]], separator=" ")
         bigrams = tf.strings.to_hash_bucket_fast(pairs[:, : self.sequence_length], self.bigram_buckets) + 1
-        return ids, self._pad(tf.cast(bigrams, "int32"), [None, tf.shape(ids)[1]])
+        bigram_ids = self._pad(tf.cast(bigrams, "int32"), [None, self.sequence_length])
+        if self.sequence_length is None:  # one bigram fewer than tokens: match the ids' width
+            bigram_ids = tf.pad(bigram_ids, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(bigram_ids)[1]]])
+        return ids, bigram_ids
 
     def _encode_hierarchical(self, texts):
         sentences = tf_text.regex_split(texts, _SENTENCE_END)  # (batch, sentences)

@@ -1,0 +1,183 @@
+import gzip
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from keras_textattn.datasets import LocalFile
+from keras_textattn.datasets import load_dataset
+from keras_textattn.datasets import make_batches
+from keras_textattn.text import TextEncoder
+
+
+def _rows(dataset):
+    return [(text.decode(), int(label)) for text, label in dataset.as_numpy_iterator()]
+
+
+def _write(path, content, compress=False):
+    data = content.encode("utf-8")
+    if compress:
+        data = gzip.compress(data)
+    path.write_bytes(data)
+    return str(path)
+
+
+# ---------------------------------------------------------------- real files
+def test_ag_news_sample_and_headerless_official_test(shared_data):
+    ag = shared_data / "ag_news"
+    names = (ag / "classes.txt").read_text().split()
+    data = load_dataset(
+        {
+            "train": str(ag / "train_sample_5k.csv.gz"),
+            "test": LocalFile(str(ag / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False, label_offset=1),
+        },
+        label_names=names,
+    )
+    assert data.label_names == ["World", "Sports", "Business", "Sci/Tech"]
+    train, test = _rows(data["train"]), _rows(data["test"])
+    assert len(train) == 5000 and len(test) == 7600
+    assert np.bincount([label for _, label in test]).tolist() == [1900] * 4
+    text, label = test[0]
+    assert text.startswith("Fears for T N pension after talks Unions representing")  # title + description
+    assert label == 2  # class_index 3, Business
+
+
+def test_unseen_label_names_file_row_and_column(shared_data):
+    ag = shared_data / "ag_news"
+    with pytest.raises(ValueError, match=r"test.csv.gz, row 2, column 0: label '4' was not seen"):
+        load_dataset(
+            {
+                "train": str(ag / "train_sample_5k.csv.gz"),
+                "test": LocalFile(str(ag / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False),
+            }
+        )
+
+
+def test_imdb_string_labels(shared_data):
+    data = load_dataset(
+        {"train": str(shared_data / "imdb" / "train.csv.gz"), "test": str(shared_data / "imdb" / "test.csv.gz")}
+    )
+    assert data.label_names == ["neg", "pos"]
+    labels = np.array([label for _, label in data["test"].as_numpy_iterator()])
+    assert len(labels) == 25000 and labels.sum() == 12500
+    assert any("<br />" in text for text, _ in _rows(data["train"].take(200)))
+
+
+def test_validation_carved_deterministically(shared_data):
+    source = str(shared_data / "trec" / "train.csv.gz")
+    first = load_dataset(source, splits=("train", "validation"), seed=7)
+    again = load_dataset(source, splits=("train", "validation"), seed=7)
+    other = load_dataset(source, splits=("train", "validation"), seed=8)
+    validation, train = _rows(first["validation"]), _rows(first["train"])
+    assert validation == _rows(again["validation"])
+    assert validation != _rows(other["validation"])
+    everything = _rows(load_dataset(source, splits=("train",))["train"])
+    assert sorted(train + validation) == sorted(everything)  # a partition of the file
+    assert 0.08 < len(validation) / len(everything) < 0.12
+    assert first.label_names == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+
+
+# --------------------------------------------------------------------- TFDS
+def _store_tfds(tmp_path, name, rows, features):
+    def split(part):
+        return tf.data.Dataset.from_tensor_slices({k: [r[k] for r in part] for k in rows[0]})
+
+    tfds.dataset_builders.store_as_tfds_dataset(
+        name=name, version="1.0.0", features=tfds.features.FeaturesDict(features),
+        split_datasets={"train": split(rows), "test": split(rows[:5])}, data_dir=str(tmp_path),
+    )
+
+
+def test_tfds_path_offline_with_real_rows(shared_data, tmp_path):
+    with gzip.open(shared_data / "sst2" / "dev.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        import csv
+
+        rows = [{"text": r["text"], "label": int(r["label"])} for r in csv.DictReader(handle)][:40]
+    _store_tfds(tmp_path, "sst2_sample", rows, {"text": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["negative", "positive"])})
+    data = load_dataset("sst2_sample", splits=("train", "validation", "test"), data_dir=str(tmp_path), validation_fraction=0.25)
+    assert data.label_names == ["negative", "positive"]
+    carved = _rows(data["train"]) + _rows(data["validation"])
+    assert sorted(carved) == sorted((r["text"], r["label"]) for r in rows)
+    assert len(_rows(data["test"])) == 5
+
+
+def test_tfds_several_text_features_are_joined(tmp_path):
+    rows = [{"title": f"Title {i}", "description": f"body {i}", "label": i % 2} for i in range(6)]
+    features = {"title": tfds.features.Text(), "description": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["a", "b"])}
+    _store_tfds(tmp_path, "news_like", rows, features)
+    data = load_dataset("news_like", splits=("test",), data_dir=str(tmp_path), text_column=["title", "description"])
+    assert ("Title 0 body 0", 0) in _rows(data["test"])  # TFDS shuffles rows when it stores them
+    default = load_dataset("news_like", splits=("test",), data_dir=str(tmp_path))
+    assert ("body 0 Title 0", 0) in _rows(default["test"])  # every text feature, by name
+    with pytest.raises(ValueError, match=r"text feature 'body' not found.*\['description', 'title'\]"):
+        load_dataset("news_like", data_dir=str(tmp_path), text_column="body")
+    with pytest.raises(ValueError, match=r"no split 'dev'.*\['test', 'train'\]"):
+        load_dataset("news_like", splits=("dev",), data_dir=str(tmp_path))
+
+
+def test_unknown_tfds_name(tmp_path):
+    with pytest.raises(ValueError, match="Unknown dataset 'no_such_dataset_xyz'"):
+        load_dataset("no_such_dataset_xyz", data_dir=str(tmp_path))
+
+
+# ---------------------------------------------------------- local bad input
+def test_tsv_with_string_labels_and_several_text_columns(tmp_path):
+    path = _write(tmp_path / "d.tsv.gz", "topic\ttitle\tbody\nsport\tGoal\tlate winner\nnews\tVote\tcounted\n", compress=True)
+    data = load_dataset(LocalFile(path, text_column=["title", "body"], label_column="topic"), splits=("train",))
+    assert data.label_names == ["news", "sport"]
+    assert _rows(data["train"]) == [("Goal late winner", 1), ("Vote counted", 0)]
+
+
+@pytest.mark.parametrize(
+    "content, file_kwargs, message",
+    [
+        ("label,text\n1,a\n0,b,extra\n", {}, r"d.csv, row 3: expected 2 columns like the first row, found 3"),
+        ("label,text\n1,a\n0,b\n", {"text_column": "body"}, r"d.csv: no column 'body'. Columns: \['label', 'text'\]"),
+        ("1,a\n0,b\n", {"header": False}, r"column 'text' is a name but the file has no header; use a column index \(0..1\)"),
+        ("1,a\n0,b\n", {"header": False, "text_column": 5, "label_column": 0}, r"column index 5 is out of range"),
+        ("label,text\n1,a\n1,b\n", {}, r"at least 2 classes.*has 1: \['1'\]"),
+        ("label,text\n1,a\n,b\n", {}, r"row 3, column 'label': the label is empty"),
+        ("", {}, r"d.csv: the file is empty"),
+        ("label,text\n", {}, r"d.csv: no data rows"),
+    ],
+)
+def test_bad_files_name_file_row_and_column(tmp_path, content, file_kwargs, message):
+    path = _write(tmp_path / "d.csv", content)
+    with pytest.raises(ValueError, match=message):
+        load_dataset(LocalFile(path, **file_kwargs), splits=("train",))
+
+
+def test_missing_file_and_split(tmp_path):
+    with pytest.raises(ValueError, match=r"Data file not found: '.*missing.csv'"):
+        load_dataset(str(tmp_path / "missing.csv"), splits=("train",))
+    path = _write(tmp_path / "d.csv", "label,text\n1,a\n0,b\n")
+    with pytest.raises(ValueError, match=r"No file for split 'test'"):
+        load_dataset(path)
+
+
+def test_invalid_utf8_and_empty_texts_are_read(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"label,text\n1,caf\xe9\n0,\n1,   \n")
+    assert _rows(load_dataset(str(path), splits=("train",))["train"]) == [("caf\ufffd", 1), ("", 0), ("   ", 1)]
+
+
+# ------------------------------------------------------------------ pipeline
+def test_make_batches_shapes_shuffle_and_buckets(shared_data):
+    data = load_dataset(str(shared_data / "sst2" / "train.csv.gz"), splits=("train",))
+    encoder = TextEncoder(max_tokens=2000)
+    encoder.adapt(data["train"])
+    batches = make_batches(data["train"].take(200), encoder, 32, shuffle=True, seed=3)
+    first = [(x.numpy(), y.numpy()) for x, y in batches.take(2)]
+    again = [(x.numpy(), y.numpy()) for x, y in make_batches(data["train"].take(200), encoder, 32, shuffle=True, seed=3).take(2)]
+    for (x, y), (x2, y2) in zip(first, again):
+        np.testing.assert_array_equal(x, x2)
+        np.testing.assert_array_equal(y, y2)
+        assert x.dtype == np.int32 and x.shape[0] == 32 and y.shape == (32,)
+    plain = sum(int(tf.size(x)) for x, _ in make_batches(data["train"], encoder, 32))
+    bucketed = sum(int(tf.size(x)) for x, _ in make_batches(data["train"], encoder, 32, bucket_boundaries=[10, 20, 30, 40]))
+    assert bucketed < 0.8 * plain  # less padding
+    fixed = TextEncoder(max_tokens=2000, sequence_length=16, bigram_buckets=100)
+    fixed.adapt(data["train"].take(500))
+    (ids, bigrams), labels = next(iter(make_batches(data["train"], fixed, 8)))
+    assert ids.shape == bigrams.shape == (8, 16)

@@ -1,0 +1,216 @@
+import gzip
+import csv
+import time
+
+import hypothesis
+import hypothesis.strategies as st
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_textattn.text import TextEncoder
+
+CORPUS = [
+    "The movie was GREAT. Loved it!<br /><br />Really great.",
+    "A bad film, a bad plot.",
+    "Café déjà vu — ﬁne.",
+]
+
+
+def _adapted(**kwargs):
+    encoder = TextEncoder(**kwargs)
+    encoder.adapt(CORPUS)
+    return encoder
+
+
+def _ids(encoder, texts):
+    return keras.ops.convert_to_numpy(encoder(texts))
+
+
+def test_standardisation_and_vocabulary_order():
+    encoder = _adapted()
+    vocabulary = encoder.get_vocabulary()
+    assert vocabulary[:2] == ["", "[UNK]"]
+    # Counts: "." 4, "a" 3, "bad" 2, "great" 2; ties broken by the token's bytes.
+    assert vocabulary[2:6] == [".", "a", "bad", "great"]
+    assert "br" not in vocabulary and "<br" not in vocabulary  # HTML stripped
+    assert "café" in vocabulary and "déjà" in vocabulary  # Unicode letters stay words
+    assert "fine" in vocabulary  # NFKC turns the "ﬁ" ligature into "fi"
+    assert "the" in vocabulary and "The" not in vocabulary
+
+
+def test_ids_padding_and_truncation():
+    encoder = _adapted(sequence_length=5)
+    ids = _ids(encoder, ["a bad film", "A BAD plot . . . . . .", "unknownword a"])
+    vocabulary = encoder.get_vocabulary()
+    np.testing.assert_array_equal(ids[0], [vocabulary.index(w) for w in ("a", "bad", "film")] + [0, 0])
+    assert ids.shape == (3, 5) and ids.dtype == np.int32
+    np.testing.assert_array_equal(ids[2], [1, vocabulary.index("a"), 0, 0, 0])  # OOV is 1
+
+
+def test_pads_to_batch_longest_without_sequence_length():
+    encoder = _adapted()
+    assert _ids(encoder, ["a", "a bad film"]).shape == (2, 3)
+    assert _ids(encoder, ["", "   "]).shape == (2, 1)  # still a time axis
+    np.testing.assert_array_equal(_ids(encoder, ["", "   "]), 0)
+
+
+def test_max_tokens_and_min_frequency():
+    encoder = _adapted(max_tokens=4)
+    assert encoder.get_vocabulary() == ["", "[UNK]", ".", "a"]
+    encoder = _adapted(min_frequency=2)
+    assert encoder.get_vocabulary() == ["", "[UNK]", ".", "a", "bad", "great"]
+
+
+def test_adapt_takes_datasets_of_pairs():
+    dataset = tf.data.Dataset.from_tensor_slices((CORPUS, [0, 1, 0]))
+    encoder = TextEncoder()
+    encoder.adapt(dataset)
+    assert encoder.get_vocabulary() == _adapted().get_vocabulary()
+
+
+def test_offsets_point_at_original_text():
+    text = "Héllo, <b>wörld</b>!\u00a0東京 ok"
+    tokens, starts, ends = _adapted().tokenize_with_offsets([text])
+    raw = text.encode("utf-8")
+    tokens = tokens.to_list()[0]
+    assert [t.decode() for t in tokens] == ["Héllo", ",", "wörld", "!", "東京", "ok"]
+    for token, start, end in zip(tokens, starts.to_list()[0], ends.to_list()[0]):
+        assert raw[start:end] == token
+
+
+def test_bigrams_are_aligned_hashed_and_stable():
+    encoder = _adapted(sequence_length=6, bigram_buckets=50)
+    ids, bigrams = (keras.ops.convert_to_numpy(t) for t in encoder(["a bad film", "bad film a", ""]))
+    assert bigrams.shape == ids.shape == (3, 6)
+    assert bigrams[0, 1] == bigrams[1, 0]  # "bad film" hashes the same everywhere
+    assert bigrams[0, 0] != 0 and bigrams[0, 2] == 0  # no bigram after the last token
+    assert ((bigrams >= 0) & (bigrams <= 50)).all()
+    np.testing.assert_array_equal(bigrams[2], 0)
+    again = _adapted(sequence_length=6, bigram_buckets=50)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(again(["a bad film"])[1])[0], bigrams[0])
+
+
+def test_hierarchical_sentences_and_words():
+    encoder = _adapted(hierarchical=True, max_sentences=3, sequence_length=4)
+    ids = _ids(encoder, ["A bad film. A bad plot! Great?? Really great.", "", "no end mark"])
+    assert ids.shape == (3, 3, 4)
+    vocabulary = encoder.get_vocabulary()
+    np.testing.assert_array_equal(ids[0, 0], [vocabulary.index(w) for w in ("a", "bad", "film")] + [0])
+    np.testing.assert_array_equal(ids[0, 2], [vocabulary.index("great"), 0, 0, 0])
+    np.testing.assert_array_equal(ids[1], 0)  # 0 sentences: all padding
+    assert (ids[2, 0] > 0).sum() == 3 and (ids[2, 1:] == 0).all()
+
+
+def test_hierarchical_extremes():
+    encoder = _adapted(hierarchical=True, max_sentences=5, sequence_length=3)
+    many = "a bad film. " * 10000
+    ids = _ids(encoder, [many, "..."])
+    assert ids.shape == (2, 5, 3) and (ids[0] > 0).all() and (ids[1] == 0).all()
+    free = _adapted(hierarchical=True)
+    assert _ids(free, ["a. a a. a", ""]).shape == (2, 3, 2)
+
+
+def test_bad_input_defined_results():
+    encoder = _adapted(sequence_length=8)
+    invalid = tf.constant([b"a \xff\xfe bad", b"\xc3", b""])
+    ids = _ids(encoder, invalid)
+    assert ids.shape == (3, 8)
+    np.testing.assert_array_equal(ids[0, :4], [encoder.get_vocabulary().index("a"), 1, 1, encoder.get_vocabulary().index("bad")])
+    np.testing.assert_array_equal(ids[2], 0)
+    huge = "word " * 200_000 + "a"  # about 1 MB
+    start = time.perf_counter()
+    assert _ids(encoder, [huge]).shape == (1, 8)
+    assert time.perf_counter() - start < 30
+
+
+def test_wrong_inputs_raise_value_error():
+    encoder = _adapted()
+    with pytest.raises(ValueError, match="expects strings.*int32"):
+        encoder(tf.constant([1, 2]))
+    with pytest.raises(ValueError, match=r"shape \(batch,\).*\(2, 2\)"):
+        encoder(tf.constant([["a", "b"], ["c", "d"]]))
+    with pytest.raises(ValueError, match="no vocabulary"):
+        TextEncoder()(["a"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_tokens": 2}, "at least 3"),
+        ({"sequence_length": 0}, "sequence_length"),
+        ({"min_frequency": 0}, "min_frequency"),
+        ({"normalization": "NFX"}, "normalization"),
+        ({"bigram_buckets": -1}, "bigram_buckets"),
+        ({"hierarchical": True, "bigram_buckets": 10}, "hierarchical"),
+        ({"max_sentences": 3}, "hierarchical=True"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TextEncoder(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"sequence_length": 6, "bigram_buckets": 20}, {"hierarchical": True}])
+def test_save_and_load_round_trip(kwargs, tmp_path):
+    encoder = _adapted(**kwargs)
+    texts = tf.constant(CORPUS + ["never seen words here. a bad"])
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, encoder(inputs))
+    model.save(tmp_path / "encoder.keras")
+    loaded = keras.models.load_model(tmp_path / "encoder.keras")
+    restored = loaded.layers[-1]
+    assert restored.get_config() == encoder.get_config()
+    assert restored.get_vocabulary() == encoder.get_vocabulary()
+    for restored_ids, ids in zip(keras.tree.flatten(loaded(texts)), keras.tree.flatten(model(texts)), strict=True):
+        np.testing.assert_array_equal(restored_ids, ids)
+
+
+def test_real_data_vocabulary_and_coverage(shared_data):
+    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        train = [row["text"] for row in csv.DictReader(handle)]
+    with gzip.open(shared_data / "sst2" / "test.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        test = [row["text"] for row in csv.DictReader(handle)]
+    encoder = TextEncoder(max_tokens=10000, min_frequency=2)
+    encoder.adapt(train)
+    assert 5000 < encoder.vocabulary_size() <= 10000
+    assert {"the", "movie", "good", "bad"} <= set(encoder.get_vocabulary())
+    ids = _ids(encoder, test)
+    real = ids[ids > 0]
+    assert (real == 1).mean() < 0.1  # fewer than 10% of test tokens are out of vocabulary
+
+
+_ENCODER = None
+
+
+def _property_encoder():
+    global _ENCODER
+    if _ENCODER is None:
+        _ENCODER = _adapted(sequence_length=7)
+    return _ENCODER
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.lists(st.text(max_size=200), min_size=1, max_size=5))
+def test_property_any_unicode_gives_declared_shape(texts):
+    encoder = _property_encoder()
+    ids = _ids(encoder, tf.constant([t.encode("utf-8", "surrogatepass") for t in texts]))
+    assert ids.shape == (len(texts), 7) and ids.dtype == np.int32
+    assert ((ids >= 0) & (ids < encoder.vocabulary_size())).all()
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.lists(st.binary(max_size=200), min_size=1, max_size=5))
+def test_property_any_bytes_gives_declared_shape(texts):
+    encoder = _property_encoder()
+    ids = _ids(encoder, tf.constant(texts, tf.string))
+    assert ids.shape == (len(texts), 7)
+    assert ((ids >= 0) & (ids < encoder.vocabulary_size())).all()
+
+
+def test_bigrams_without_sequence_length_match_token_width():
+    encoder = _adapted(bigram_buckets=10)
+    dataset = tf.data.Dataset.from_tensor_slices(["a bad film", "a"]).batch(2).map(encoder)
+    ids, bigrams = next(iter(dataset))
+    assert ids.shape == bigrams.shape == (2, 3)
