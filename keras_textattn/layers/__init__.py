@@ -10,6 +10,8 @@ from keras_textattn.layers.hcan_attention import ConvMultiheadSelfAttention
 from keras_textattn.layers.hcan_attention import ConvMultiheadTargetAttention
 from keras_textattn.layers.hcan_attention import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers.lama import LAMA
+from keras_textattn.layers.pooling import MaskedGlobalMaxPooling1D
+from keras_textattn.layers.position_embedding import PositionEmbedding
 from keras_textattn.layers.scalable_attention import ScalableAttention
 
 __all__ = [
@@ -19,8 +21,10 @@ __all__ = [
     "DualAxialSelfAttention",
     "FeatureAxialSelfAttention",
     "LAMA",
+    "MaskedGlobalMaxPooling1D",
     "MultiQueryAttention",
     "ParallelConvMultiheadSelfAttention",
+    "PositionEmbedding",
     "ScalableAttention",
     "SemanticSelfAttention",
     "TextAxialSelfAttention",

@@ -1,0 +1,33 @@
+"""Mask-aware max pooling over time (HCAN's maxpool variant, the BiGRU baseline)."""
+
+import keras
+from keras import ops
+
+from keras_textattn.layers import _attention_utils as utils
+
+
+@keras.saving.register_keras_serializable(package="keras_textattn")
+class MaskedGlobalMaxPooling1D(keras.layers.Layer):
+    """Max over the real (unpadded) time steps: `(batch, time, features)` to `(batch, features)`.
+
+    Keras's `GlobalMaxPooling1D` ignores masks, so padding could win the max.
+    An all-padding text gives zeros.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return ops.max(inputs, axis=1)
+        keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+        pooled = ops.max(ops.where(keep, inputs, ops.full_like(inputs, float("-inf"))), axis=1)
+        return ops.where(ops.any(keep, axis=1), pooled, ops.zeros_like(pooled))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        utils.check_sequence_shape("MaskedGlobalMaxPooling1D", input_shape)
+        return (input_shape[0], input_shape[-1])

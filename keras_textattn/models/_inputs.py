@@ -1,0 +1,41 @@
+"""Model inputs shared by the builders: raw strings through a `TextEncoder`, or ids."""
+
+import keras
+
+
+def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram_buckets=0, hierarchical_shape=None):
+    """Create the inputs of a classifier.
+
+    With `encoder` (a `TextEncoder`, TensorFlow backend), the model takes raw strings
+    `(batch,)` named "text" and encodes them in the graph. Without it, the model
+    takes int32 ids named "token_ids" (and "bigram_ids" when `bigram_buckets`),
+    of shape `(batch, sequence_length)` or `hierarchical_shape`.
+
+    Returns:
+        `(inputs, token_ids, bigram_ids_or_None, vocabulary_size, bigram_buckets)`.
+    """
+    if encoder is not None:
+        text = keras.Input(shape=(), dtype="string", name="text")
+        encoded = encoder(text)
+        bigrams = None
+        if encoder.bigram_buckets:
+            encoded, bigrams = encoded
+        return text, encoded, bigrams, encoder.vocabulary_size(), encoder.bigram_buckets
+    if not isinstance(vocabulary_size, int) or vocabulary_size < 3:
+        raise ValueError(
+            "Give a fitted `encoder`, or `vocabulary_size` (an int >= 3, padding and OOV included) "
+            f"for a model fed with token ids. Received: vocabulary_size={vocabulary_size!r}"
+        )
+    shape = hierarchical_shape or (sequence_length,)
+    ids = keras.Input(shape=shape, dtype="int32", name="token_ids")
+    if not bigram_buckets:
+        return ids, ids, None, vocabulary_size, 0
+    bigrams = keras.Input(shape=shape, dtype="int32", name="bigram_ids")
+    return [ids, bigrams], ids, bigrams, vocabulary_size, bigram_buckets
+
+
+def classifier_head(features, num_classes, name="probabilities"):
+    """The softmax output every paper's classifier ends with (float32 under mixed precision)."""
+    if not isinstance(num_classes, int) or num_classes < 2:
+        raise ValueError(f"`num_classes` must be an int >= 2. Received: num_classes={num_classes!r}")
+    return keras.layers.Dense(num_classes, activation="softmax", dtype="float32", name=name)(features)

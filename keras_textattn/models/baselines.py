@@ -1,0 +1,80 @@
+"""The baselines the papers compare against: a Transformer encoder ("TE"), BiGRU with
+max pooling, Kim's CNN."""
+
+import keras
+from keras import ops
+
+from keras_textattn.layers import MaskedGlobalMaxPooling1D
+from keras_textattn.layers import PositionEmbedding
+from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import text_inputs
+
+
+def build_transformer_classifier(
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    sequence_length=None,
+    units=512,
+    num_heads=8,
+    feedforward_units=1024,
+    dropout=0.1,
+    max_length=None,
+    name="transformer_encoder",
+):
+    """One Transformer encoder layer on `keras.layers.MultiHeadAttention` (the LAMA
+    paper's TE: d_model 512, 8 heads), post-norm, masked mean pooling, softmax.
+    Learned positions up to `max_length` (default: the sequence length, else 512).
+    """
+    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
+    length = max_length or (encoder.sequence_length if encoder is not None else sequence_length) or 512
+    mask = ops.not_equal(ids, 0)
+    x = keras.layers.Embedding(vocabulary_size, units, name="embedding")(ids)
+    x = PositionEmbedding(length, name="positions")(x)
+    attention_mask = ops.logical_and(ops.expand_dims(mask, 1), ops.expand_dims(mask, 2))
+    attended = keras.layers.MultiHeadAttention(num_heads, units // num_heads, dropout=dropout, name="attention")(
+        x, x, attention_mask=attention_mask
+    )
+    x = keras.layers.LayerNormalization(name="attention_norm")(x + keras.layers.Dropout(dropout)(attended))
+    ff = keras.layers.Dense(feedforward_units, activation="relu", name="feedforward_in")(x)
+    ff = keras.layers.Dense(units, name="feedforward_out")(keras.layers.Dropout(dropout)(ff))
+    x = keras.layers.LayerNormalization(name="feedforward_norm")(x + ff)
+    x = keras.layers.GlobalAveragePooling1D(name="mean_pool")(x, mask=mask)
+    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+def build_bigru_classifier(
+    num_classes, vocabulary_size=None, encoder=None, sequence_length=None, embedding_dim=100, gru_units=50, name="bigru"
+):
+    """Embedding, BiGRU, masked max pooling over time, softmax."""
+    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
+    x = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
+    x = keras.layers.Bidirectional(keras.layers.GRU(gru_units, return_sequences=True), name="bigru")(x)
+    x = MaskedGlobalMaxPooling1D(name="max_pool")(x)
+    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+def build_kim_cnn_classifier(
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    sequence_length=None,
+    embedding_dim=300,
+    filters=100,
+    kernel_sizes=(3, 4, 5),
+    dropout=0.5,
+    name="kim_cnn",
+):
+    """Kim (2014): convolutions of widths 3, 4, 5 with 100 maps each, ReLU, max over
+    time (padding masked), concatenated, dropout 0.5, softmax."""
+    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
+    mask = ops.not_equal(ids, 0)
+    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    pooled = [
+        MaskedGlobalMaxPooling1D(name=f"max_pool_{k}")(
+            keras.layers.Conv1D(filters, k, padding="same", activation="relu", name=f"conv_{k}")(x), mask=mask
+        )
+        for k in kernel_sizes
+    ]
+    x = keras.layers.Dropout(dropout, name="dropout")(keras.layers.Concatenate(name="concat")(pooled))
+    return keras.Model(inputs, classifier_head(x, num_classes), name=name)

@@ -1,0 +1,52 @@
+"""The dual-axial classifier (dual_axial_self_attention.md, section 4) and its ablations."""
+
+import keras
+
+from keras_textattn.layers import DualAxialSelfAttention
+from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import text_inputs
+
+VARIANTS = {
+    "dual_axial": {},
+    "softmax": {"score_activation": "softmax"},
+    "text_axial": {"use_feature_axis": False},
+    "text_axial_no_attenuation": {"use_feature_axis": False, "use_attenuation": False},
+}
+
+
+def build_dual_axial_classifier(
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    sequence_length=None,
+    bigram_buckets=0,
+    embedding_dim=100,
+    fc_units=256,
+    variant="dual_axial",
+    name="dual_axial",
+):
+    """Embedding plus bigram embedding, `DualAxialSelfAttention`, FC with sigmoid, softmax.
+
+    The paper adds bigram information to the input (section 4): here each token's
+    embedding is summed with the embedding of its hashed bigram (the encoder's
+    `bigram_buckets`). `variant` picks the paper's ablations of Table 3:
+    "dual_axial", "softmax" (Dual-axial SA w/ softmax), "text_axial" (Text-axial SA),
+    "text_axial_no_attenuation". Sizes the paper does not give: embedding 100 and
+    |fc| 256. The feature axis needs a static `sequence_length`.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"`variant` must be one of {sorted(VARIANTS)}. Received: variant={variant!r}")
+    options = VARIANTS[variant]
+    length = encoder.sequence_length if encoder is not None else sequence_length
+    if options.get("use_feature_axis", True) and length is None:
+        raise ValueError("The feature-axial attention needs a static `sequence_length` (or an encoder with one).")
+    inputs, ids, bigrams, vocabulary_size, bigram_buckets = text_inputs(
+        encoder, vocabulary_size, sequence_length, bigram_buckets
+    )
+    x = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
+    if bigrams is not None:
+        bigram_vectors = keras.layers.Embedding(bigram_buckets + 1, embedding_dim, name="bigram_embedding")(bigrams)
+        x = keras.layers.Add(name="add_bigrams")([x, bigram_vectors])
+    x = DualAxialSelfAttention(name="attention", **options)(x)
+    x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
+    return keras.Model(inputs, classifier_head(x, num_classes), name=name)

@@ -1,0 +1,82 @@
+"""HCAN (hcan_hierarchical_conv_attention.txt, sections 3.6-3.8, Figure 1) and its variants."""
+
+import keras
+from keras import ops
+
+from keras_textattn.layers import ConvMultiheadSelfAttention
+from keras_textattn.layers import ConvMultiheadTargetAttention
+from keras_textattn.layers import MaskedGlobalMaxPooling1D
+from keras_textattn.layers import ParallelConvMultiheadSelfAttention
+from keras_textattn.layers import PositionEmbedding
+from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import text_inputs
+
+
+def _hierarchy(x, mask, max_length, units, num_heads, dropout, parallel, pooling, prefix):
+    """One hierarchy of Figure 1: positions, dropout, self-attention(s), target attention.
+
+    `parallel=False` uses one convolutional self-attention, `pooling="max"` a
+    masked max pool instead of the target attention: the paper's Table 2 variants.
+    """
+    x = PositionEmbedding(max_length, name=f"{prefix}_positions")(x)
+    x = keras.layers.Dropout(dropout, name=f"{prefix}_dropout")(x)
+    if parallel:
+        x = ParallelConvMultiheadSelfAttention(num_heads, units, dropout=dropout, name=f"{prefix}_self_attention")(x, mask=mask)
+    else:
+        x = ConvMultiheadSelfAttention(num_heads, units, dropout=dropout, name=f"{prefix}_self_attention")(x, mask=mask)
+    if pooling == "max":
+        return MaskedGlobalMaxPooling1D(name=f"{prefix}_maxpool")(x, mask=mask)
+    return ConvMultiheadTargetAttention(num_heads, units, dropout=dropout, name=f"{prefix}_target_attention")(x, mask=mask)
+
+
+def build_hcan_classifier(
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    max_sentences=None,
+    max_words=None,
+    units=512,
+    num_heads=8,
+    dropout=0.1,
+    hierarchical=True,
+    parallel=True,
+    pooling="target",
+    name="hcan",
+):
+    """Hierarchical Convolutional Attention Network.
+
+    Each hierarchy: learned position embeddings (3.6), dropout 0.1 on the embeddings
+    (3.8), the parallel pair of convolutional multihead self-attentions, multiplied
+    and layer-normalised (3.4), then convolutional multihead target attention (3.5).
+    Word hierarchy per sentence, sentence hierarchy per document (3.7); paper size
+    512 with 8 heads; the word embeddings have size `units`.
+
+    Inputs: with `hierarchical=True` ids `(batch, max_sentences, max_words)` (an
+    encoder with `hierarchical=True` and fixed sizes, or the two sizes); else the
+    flat variant on `(batch, max_words)`. `parallel=False` (one self-attention) and
+    `pooling="max"` are the paper's other Table 2 variants.
+    """
+    if pooling not in ("target", "max"):
+        raise ValueError(f"`pooling` must be 'target' or 'max'. Received: pooling={pooling!r}")
+    if encoder is not None:
+        if encoder.hierarchical != hierarchical:
+            raise ValueError(f"The encoder's hierarchical={encoder.hierarchical} must match hierarchical={hierarchical}.")
+        max_sentences, max_words = encoder.max_sentences, encoder.sequence_length
+    if max_words is None or (hierarchical and max_sentences is None):
+        raise ValueError(
+            "HCAN's learned position embeddings need fixed sizes: give max_words (and max_sentences when "
+            "hierarchical), or an encoder with a fixed sequence_length (and max_sentences)."
+        )
+    shape = (max_sentences, max_words) if hierarchical else None
+    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, max_words, hierarchical_shape=shape)
+    options = dict(units=units, num_heads=num_heads, dropout=dropout, parallel=parallel, pooling=pooling)
+    embedding = keras.layers.Embedding(vocabulary_size, units, name="embedding")
+    if not hierarchical:
+        x = _hierarchy(embedding(ids), ops.not_equal(ids, 0), max_words, prefix="word", **options)
+        return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    words = ops.reshape(ids, (-1, max_words))  # every sentence a row: (batch * sentences, words)
+    sentence_vectors = _hierarchy(embedding(words), ops.not_equal(words, 0), max_words, prefix="word", **options)
+    sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
+    sentence_mask = ops.any(ops.not_equal(ids, 0), axis=-1)
+    x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
+    return keras.Model(inputs, classifier_head(x, num_classes), name=name)

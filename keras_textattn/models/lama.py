@@ -1,0 +1,57 @@
+"""LAMA classifiers (lama_low_rank_multihead_attention.md, sections 3.1-3.5, Figure 1)."""
+
+import keras
+
+from keras_textattn.layers import LAMA
+from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import text_inputs
+
+
+def build_lama_classifier(
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    sequence_length=None,
+    embedding_dim=100,
+    gru_units=50,
+    num_heads=15,
+    rank=1,
+    mlp_units=512,
+    dropout=0.4,
+    use_context=False,
+    use_rnn=True,
+    regularization=None,
+    regularization_weight=0.2,
+    name="lama",
+):
+    """Embedding (100), BiGRU (50 per direction), LAMA, MLP 512 with dropout 0.4, softmax.
+
+    `use_context=True` is LAMA+ctx: the context vector of each document is the mean
+    of its unpadded word embeddings (section 4.2). `use_rnn=False` is the LAMA
+    Encoder variant, attending over the embeddings directly. `num_heads=15` is where
+    the paper's Figure 5 peaks. `regularization` is "positions" (LAMA+ctx+d_p) or
+    "embeddings" (LAMA+ctx+d_e), Eq. 18-19.
+    """
+    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
+    embedded = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
+    hidden = embedded
+    if use_rnn:
+        hidden = keras.layers.Bidirectional(
+            keras.layers.GRU(gru_units, return_sequences=True), name="bigru"
+        )(embedded)
+    lama = LAMA(
+        num_heads=num_heads,
+        rank=rank,
+        flatten=True,
+        regularization=regularization,
+        regularization_weight=regularization_weight,
+        name="attention",
+    )
+    if use_context:
+        context = keras.layers.GlobalAveragePooling1D(name="context")(embedded)  # masked mean
+        x = lama(hidden, context=context)
+    else:
+        x = lama(hidden)
+    x = keras.layers.Dense(mlp_units, activation="relu", name="mlp")(x)
+    x = keras.layers.Dropout(dropout, name="mlp_dropout")(x)
+    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
