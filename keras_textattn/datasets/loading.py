@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from keras_textattn.text import _backend
+from keras_textattn import _backend
 
 # Raise csv's field limit so that a 1 MB text is read, not refused.
 csv.field_size_limit(64 * 1024 * 1024)

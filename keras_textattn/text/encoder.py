@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_textattn.text import _backend
+from keras_textattn import _backend
 
 PAD_ID = 0
 OOV_ID = 1

@@ -1,0 +1,109 @@
+"""`keras-textattn train ...`: the command line (more commands arrive with export and tuning)."""
+
+import argparse
+import json
+import os
+import sys
+
+
+def _model_setting(text):
+    """`key=value`, value read as JSON when it parses (numbers, true, lists), else a string."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _column(text):
+    return int(text) if text.isdigit() else text
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="train a model and write a run folder")
+    train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
+    train.add_argument("--data", required=True, help="a TFDS name (e.g. imdb_reviews) or a CSV/TSV file (plain or .gz)")
+    train.add_argument("--output", required=True, help="the run folder")
+    data = train.add_argument_group("local files")
+    data.add_argument("--test-data", help="a test file in the same format as --data")
+    data.add_argument("--text-column", type=_column, action="append", help="name or index; repeat to join columns")
+    data.add_argument("--label-column", type=_column, help="name or index (default: label)")
+    data.add_argument("--no-header", action="store_true", help="the files have no header row")
+    data.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
+    data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1")
+    data.add_argument("--data-dir", help="TFDS data folder")
+    text = train.add_argument_group("text encoder")
+    text.add_argument("--max-tokens", type=int, default=20000)
+    text.add_argument("--min-frequency", type=int, default=1)
+    text.add_argument("--sequence-length", type=int, default=256, help="tokens per text (words per sentence for hcan)")
+    text.add_argument("--max-sentences", type=int, default=15, help="hcan only")
+    text.add_argument("--bigram-buckets", type=int, default=50000, help="dual_axial only")
+    fit = train.add_argument_group("training")
+    fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
+                     metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
+    fit.add_argument("--epochs", type=int, default=3)
+    fit.add_argument("--batch-size", type=int, default=32, help="global batch size")
+    fit.add_argument("--learning-rate", type=float, default=1e-3)
+    fit.add_argument("--validation-fraction", type=float, default=0.1)
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--distribute", choices=["none", "mirrored", "multi-worker"], default="none")
+    fit.add_argument("--cpu-devices", type=int, help="split the CPU into N logical devices (mirrored without GPUs)")
+    fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (default: every epoch)")
+    fit.add_argument("--overwrite", action="store_true", help="replace a finished run in --output")
+    fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    if args.cpu_devices:
+        from keras_textattn.training import configure_cpu_devices
+
+        configure_cpu_devices(args.cpu_devices)
+    from keras_textattn.training import RunError
+    from keras_textattn.training import train
+
+    try:
+        metrics = train(
+            model=args.model,
+            data=args.data,
+            output=args.output,
+            test_data=args.test_data,
+            text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
+            label_column=args.label_column,
+            header=not args.no_header,
+            label_offset=args.label_offset,
+            label_names=args.label_names.split(",") if args.label_names else None,
+            data_dir=args.data_dir,
+            model_kwargs=dict(args.model_kwargs),
+            max_tokens=args.max_tokens,
+            min_frequency=args.min_frequency,
+            sequence_length=args.sequence_length,
+            max_sentences=args.max_sentences,
+            bigram_buckets=args.bigram_buckets,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            learning_rate=args.learning_rate,
+            validation_fraction=args.validation_fraction,
+            seed=args.seed,
+            distribute=args.distribute,
+            checkpoint_every=args.checkpoint_every,
+            overwrite=args.overwrite,
+            verbose=0 if args.quiet else 1,
+        )
+    except (RunError, TypeError) as error:
+        # TypeError: a --set key the model builder does not take.
+        print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 2
+    accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
+    print(f"Finished {args.model}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Training runs: `train()`, tf.distribute strategies, resumable checkpoints (TensorFlow backend)."""
+
+from keras_textattn.training.train import RunError
+from keras_textattn.training.train import configure_cpu_devices
+from keras_textattn.training.train import make_strategy
+from keras_textattn.training.train import train
+
+__all__ = ["RunError", "configure_cpu_devices", "make_strategy", "train"]
