@@ -50,6 +50,7 @@ def _parser():
     fit.add_argument("--learning-rate", type=float, default=1e-3)
     fit.add_argument("--validation-fraction", type=float, default=0.1)
     fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--no-shuffle", action="store_true", help="keep the training rows in file order")
     fit.add_argument("--distribute", choices=["none", "mirrored", "multi-worker"], default="none")
     fit.add_argument("--cpu-devices", type=int, help="split the CPU into N logical devices (mirrored without GPUs)")
     fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (default: every epoch)")
@@ -91,6 +92,7 @@ def main(argv=None):
             learning_rate=args.learning_rate,
             validation_fraction=args.validation_fraction,
             seed=args.seed,
+            shuffle=not args.no_shuffle,
             distribute=args.distribute,
             checkpoint_every=args.checkpoint_every,
             overwrite=args.overwrite,

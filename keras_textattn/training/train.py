@@ -164,6 +164,7 @@ def train(
     learning_rate=1e-3,
     validation_fraction=0.1,
     seed=0,
+    shuffle=True,
     distribute=None,
     checkpoint_every=None,
     overwrite=False,
@@ -181,6 +182,9 @@ def train(
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams.
         epochs, batch_size (global), learning_rate, validation_fraction, seed.
+        shuffle: shuffle the training rows each epoch (with `seed`). The shuffled
+            order under a tf.distribute strategy differs from a single device's, so
+            compare strategies with `shuffle=False`.
         distribute: None, "mirrored" or "multi-worker" (see `make_strategy`).
         checkpoint_every: also back up every N steps (default: every epoch).
         overwrite: replace a finished run; an unfinished one is resumed otherwise.
@@ -235,31 +239,31 @@ def train(
             metrics=["accuracy"],
         )
 
-    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=True, seed=seed)
+    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=shuffle, seed=seed)
     validation_batches = make_batches(dataset["validation"], encoder, batch_size)
     examples = sum(1 for _ in dataset["train"])
     timing = _Timing(examples)
-    worker_folder = "" if chief else f"worker-{strategy.cluster_resolver.task_id}"
-    callbacks = [
-        keras.callbacks.BackupAndRestore(
-            os.path.join(output, "backup", worker_folder or "chief"), save_freq=checkpoint_every or "epoch"
-        ),
-        timing,
-    ]
-    if chief:
-        callbacks += [
+    if distribute == "multi-worker":
+        history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size, timing)
+        resumed_from_epoch = 0
+        # Evaluate locally on each worker: Keras's evaluate cannot reduce across workers either.
+        classifier._distribute_strategy = None
+    else:
+        callbacks = [
+            keras.callbacks.BackupAndRestore(os.path.join(output, "backup", "chief"), save_freq=checkpoint_every or "epoch"),
+            timing,
             keras.callbacks.CSVLogger(os.path.join(output, "history.csv"), append=True),
             keras.callbacks.TensorBoard(os.path.join(output, "logs")),
         ]
-    history = classifier.fit(
-        train_batches,
-        validation_data=validation_batches,
-        epochs=epochs,
-        callbacks=callbacks,
-        verbose=verbose,
-        shuffle=False,  # make_batches shuffles, with the seed
-    )
-    resumed_from_epoch = epochs - len(history.history.get("loss", []))
+        history = classifier.fit(
+            train_batches,
+            validation_data=validation_batches,
+            epochs=epochs,
+            callbacks=callbacks,
+            verbose=verbose,
+            shuffle=False,  # make_batches shuffles, with the seed
+        ).history
+        resumed_from_epoch = epochs - len(history.get("loss", []))
 
     accuracy = {}
     for split in ("train", "validation", "test"):
@@ -272,7 +276,7 @@ def train(
         "data": data if isinstance(source, str) else {k: v.path for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
-        "history": _read_history(os.path.join(output, "history.csv")) if chief else history.history,
+        "history": history if distribute == "multi-worker" else _read_history(os.path.join(output, "history.csv")),
         "seconds_per_epoch": timing.seconds,
         "examples_per_second": float(examples / np.mean(timing.seconds)) if timing.seconds else None,
         "parameters": int(classifier.count_params()),
@@ -292,6 +296,43 @@ def train(
         _write_text(os.path.join(output, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
         shutil.rmtree(os.path.join(output, "backup"), ignore_errors=True)
     return metrics
+
+
+def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size, timing):
+    """Data-parallel training across workers with a plain distributed loop.
+
+    Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
+    and scalar logs across workers; keras-team/keras#20585), so this loop runs the
+    same forward pass, loss and optimizer through `strategy.run`. The loss of each
+    replica is averaged over the global batch (`tf.nn.compute_average_loss`), so the
+    summed gradients equal single-device gradients. Not resumable: a restarted
+    multi-worker run starts again from its first epoch.
+    """
+    distributed = strategy.experimental_distribute_dataset(batches)
+    loss_function = keras.losses.SparseCategoricalCrossentropy(reduction=None)
+
+    def replica_step(ids, labels):
+        with tf.GradientTape() as tape:
+            probabilities = model(ids, training=True)
+            loss = tf.nn.compute_average_loss(loss_function(labels, probabilities), global_batch_size=global_batch_size)
+            if model.losses:
+                loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        return loss
+
+    @tf.function
+    def step(ids, labels):
+        return strategy.reduce("SUM", strategy.run(replica_step, args=(ids, labels)), axis=None)
+
+    history = {"epoch": [], "loss": []}
+    for epoch in range(epochs):
+        timing.on_epoch_begin(epoch)
+        losses = [float(step(ids, labels)) for ids, labels in distributed]
+        timing.on_epoch_end(epoch)
+        history["epoch"].append(float(epoch))
+        history["loss"].append(float(np.mean(losses)))
+    return history
 
 
 def _encoder_shape_kwargs(model, encoder):

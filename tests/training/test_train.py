@@ -1,0 +1,171 @@
+"""The training command: bad input, resuming a killed run, tf.distribute (real processes)."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_textattn.cli import main
+
+# A small, fast configuration: the point here is the machinery, not accuracy.
+SMALL_LAMA = ["--model", "lama", "--set", "embedding_dim=16", "--set", "gru_units=8", "--set", "num_heads=2",
+              "--set", "mlp_units=16", "--sequence-length", "24", "--max-tokens", "3000", "--quiet"]
+SMALL_SCALABLE = ["--model", "scalable_attention", "--set", "embedding_dim=16", "--set", "fc_units=16",
+                  "--sequence-length", "24", "--max-tokens", "3000", "--quiet"]
+TIMEOUT = 240
+
+
+def _command(*args):
+    return [sys.executable, "-m", "keras_textattn.cli", "train", *args]
+
+
+def _run(args, env=None, timeout=TIMEOUT):
+    return subprocess.run(_command(*args), capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _metrics(folder):
+    with open(os.path.join(folder, "metrics.json")) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture
+def sst2(shared_data):
+    return ["--data", str(shared_data / "sst2" / "train.csv.gz"), "--test-data", str(shared_data / "sst2" / "test.csv.gz")]
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--model", "gpt"], "unknown --model 'gpt'; choose one of bigru, cspan, dual_axial"),
+        (["--data", "no/such/file.csv"], "Data file not found: 'no/such/file.csv'"),
+        (["--label-column", "sentiment"], "no column 'sentiment'"),
+        (["--distribute", "multi-worker"], "--distribute multi-worker needs TF_CONFIG"),
+        (["--set", "no_such_argument=3"], "no_such_argument"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monkeypatch, extra, message):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    args = ["train", "--model", "lama", "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", str(tmp_path / "run")]
+    code = main(args + extra)
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(error) == 1 and error[0].startswith("keras-textattn: error:") and message in error[0]
+
+
+def test_single_class_dataset_is_refused(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("label,text\npos,good\npos,great\n")
+    assert main(["train", "--model", "bigru", "--data", str(path), "--output", str(tmp_path / "run")]) == 2
+    assert "at least 2 classes" in capsys.readouterr().err
+
+
+def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
+    output = str(tmp_path / "run")
+    args = ["train", *SMALL_SCALABLE, "--data", sst2[1], "--output", output, "--epochs", "1"]
+    assert main(args) == 0
+    first = _metrics(output)
+    assert sorted(os.listdir(output)) == sorted(
+        ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json", "model.keras", "vocabulary.txt"]
+    )
+    assert first["parameters"] > 0 and first["examples_per_second"] > 0 and len(first["seconds_per_epoch"]) == 1
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "already holds a finished run; pass --overwrite" in capsys.readouterr().err
+    assert main(args + ["--overwrite", "--seed", "1"]) == 0
+    # Seeds make a run reproducible; another seed is another run.
+    assert _metrics(output)["history"] != first["history"]
+    assert main(args + ["--overwrite", "--seed", "0"]) == 0
+    assert _metrics(output)["history"] == first["history"]
+    # The saved model and encoder reload and reproduce the test accuracy.
+    model = keras.models.load_model(os.path.join(output, "model.keras"))
+    encoder = keras.models.load_model(os.path.join(output, "encoder.keras"))
+    texts = tf.constant(["a gripping , beautiful film", "dull and lifeless"])
+    assert model(encoder(texts)).shape == (2, 2)
+
+
+# -------------------------------------------------------------------- resume
+def test_killed_run_resumes_from_its_checkpoint(sst2, tmp_path):
+    output = str(tmp_path / "run")
+    args = [*SMALL_LAMA, *sst2, "--output", output, "--epochs", "2", "--checkpoint-every", "20"]
+    metadata = os.path.join(output, "backup", "chief", "training_metadata.json")
+    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:  # wait for a checkpoint inside the second epoch
+            if os.path.exists(metadata):
+                try:
+                    with open(metadata) as handle:
+                        state = json.load(handle)
+                except ValueError:
+                    state = {}
+                if state.get("epoch") == 1 and state.get("batch", 0) > 0:
+                    break
+            assert process.poll() is None, "the run ended before it could be interrupted"
+            time.sleep(0.2)
+        else:
+            pytest.fail("no checkpoint in the second epoch within the time limit")
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    assert not os.path.exists(os.path.join(output, "metrics.json"))
+    result = _run(args)
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = _metrics(output)
+    assert metrics["resumed_from_epoch"] == 1
+    assert metrics["history"]["epoch"] == [0.0, 1.0]  # the first epoch was not trained again
+    assert not os.path.exists(os.path.join(output, "backup"))
+
+
+# ---------------------------------------------------------------- distribute
+def test_mirrored_on_two_cpu_devices_matches_one_device(sst2, tmp_path):
+    # No shuffling: a strategy's distributed dataset is shuffled in another order.
+    common = [*SMALL_SCALABLE, *sst2, "--epochs", "1", "--batch-size", "64", "--seed", "3", "--no-shuffle"]
+    single = _run([*common, "--output", str(tmp_path / "single")])
+    mirrored = _run([*common, "--output", str(tmp_path / "mirrored"), "--distribute", "mirrored", "--cpu-devices", "2"])
+    assert single.returncode == 0, single.stderr[-2000:]
+    assert mirrored.returncode == 0, mirrored.stderr[-2000:]
+    one, two = _metrics(tmp_path / "single"), _metrics(tmp_path / "mirrored")
+    assert two["replicas"] == 2 and one["replicas"] == 1
+    np.testing.assert_allclose(two["history"]["loss"], one["history"]["loss"], rtol=1e-5)
+    np.testing.assert_allclose(two["accuracy"]["test"], one["accuracy"]["test"], atol=1e-3)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_multi_worker_on_localhost_writes_one_model(sst2, tmp_path):
+    ports = _free_ports(2)
+    cluster = {"worker": [f"localhost:{port}" for port in ports]}
+    output = str(tmp_path / "run")
+    args = [*SMALL_SCALABLE, *sst2, "--epochs", "1", "--batch-size", "64", "--output", output, "--distribute", "multi-worker"]
+    workers = []
+    for index in range(2):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
+        workers.append(subprocess.Popen(_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    try:
+        outputs = [worker.communicate(timeout=TIMEOUT)[0] for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert [worker.returncode for worker in workers] == [0, 0], outputs[1][-2000:] + outputs[0][-2000:]
+    models = [os.path.join(root, name) for root, _, names in os.walk(tmp_path) for name in names if name == "model.keras"]
+    assert models == [os.path.join(output, "model.keras")]
+    assert _metrics(output)["replicas"] == 2
+    assert _metrics(output)["accuracy"]["test"] > 0.6  # it learned (one device reaches about 0.72)
