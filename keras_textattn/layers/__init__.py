@@ -10,6 +10,7 @@ from keras_textattn.layers.hcan_attention import ConvMultiheadSelfAttention
 from keras_textattn.layers.hcan_attention import ConvMultiheadTargetAttention
 from keras_textattn.layers.hcan_attention import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers.lama import LAMA
+from keras_textattn.layers.pooling import MaskedGlobalAveragePooling1D
 from keras_textattn.layers.pooling import MaskedGlobalMaxPooling1D
 from keras_textattn.layers.position_embedding import PositionEmbedding
 from keras_textattn.layers.scalable_attention import ScalableAttention
@@ -21,6 +22,7 @@ __all__ = [
     "DualAxialSelfAttention",
     "FeatureAxialSelfAttention",
     "LAMA",
+    "MaskedGlobalAveragePooling1D",
     "MaskedGlobalMaxPooling1D",
     "MultiQueryAttention",
     "ParallelConvMultiheadSelfAttention",

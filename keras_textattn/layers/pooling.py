@@ -1,4 +1,4 @@
-"""Mask-aware max pooling over time (HCAN's maxpool variant, the BiGRU baseline)."""
+"""Mask-aware pooling over time (HCAN's maxpool variant, LAMA+ctx's context, the baselines)."""
 
 import keras
 from keras import ops
@@ -30,4 +30,30 @@ class MaskedGlobalMaxPooling1D(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         utils.check_sequence_shape("MaskedGlobalMaxPooling1D", input_shape)
+        return (input_shape[0], input_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="keras_textattn")
+class MaskedGlobalAveragePooling1D(keras.layers.Layer):
+    """Mean over the real (unpadded) time steps: `(batch, time, features)` to `(batch, features)`.
+
+    Unlike Keras's `GlobalAveragePooling1D`, which divides by zero (NaN) for a text
+    that is all padding, an all-padding text gives zeros.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return ops.mean(inputs, axis=1)
+        weights = ops.expand_dims(ops.cast(mask, inputs.dtype), -1)
+        return ops.sum(inputs * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        utils.check_sequence_shape("MaskedGlobalAveragePooling1D", input_shape)
         return (input_shape[0], input_shape[-1])

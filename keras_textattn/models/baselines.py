@@ -4,6 +4,7 @@ max pooling, Kim's CNN."""
 import keras
 from keras import ops
 
+from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
@@ -39,7 +40,7 @@ def build_transformer_classifier(
     ff = keras.layers.Dense(feedforward_units, activation="relu", name="feedforward_in")(x)
     ff = keras.layers.Dense(units, name="feedforward_out")(keras.layers.Dropout(dropout)(ff))
     x = keras.layers.LayerNormalization(name="feedforward_norm")(x + ff)
-    x = keras.layers.GlobalAveragePooling1D(name="mean_pool")(x, mask=mask)
+    x = MaskedGlobalAveragePooling1D(name="mean_pool")(x, mask=mask)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 
 

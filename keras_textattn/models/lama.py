@@ -3,6 +3,7 @@
 import keras
 
 from keras_textattn.layers import LAMA
+from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
 
@@ -48,7 +49,7 @@ def build_lama_classifier(
         name="attention",
     )
     if use_context:
-        context = keras.layers.GlobalAveragePooling1D(name="context")(embedded)  # masked mean
+        context = MaskedGlobalAveragePooling1D(name="context")(embedded)
         x = lama(hidden, context=context)
     else:
         x = lama(hidden)

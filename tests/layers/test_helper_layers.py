@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import PositionEmbedding
 from tests.layer_contract import run_layer_contract
@@ -31,3 +32,14 @@ def test_masked_max_pooling_ignores_padding():
     mask = np.array([[True, True, False], [False, False, False]])
     outputs = keras.ops.convert_to_numpy(MaskedGlobalMaxPooling1D()(x, mask=mask))
     np.testing.assert_array_equal(outputs, [[2.0, -1.0], [0.0, 0.0]])
+
+
+def test_masked_average_pooling_contract(tmp_path):
+    run_layer_contract(MaskedGlobalAveragePooling1D, {}, (8,), propagates_mask=False, tmp_path=tmp_path)
+
+
+def test_masked_average_pooling_ignores_padding_and_never_divides_by_zero():
+    x = np.array([[[1.0, -5.0], [3.0, -1.0], [100.0, 100.0]], [[3.0, 3.0], [9.0, 9.0], [9.0, 9.0]]], "float32")
+    mask = np.array([[True, True, False], [False, False, False]])
+    outputs = keras.ops.convert_to_numpy(MaskedGlobalAveragePooling1D()(x, mask=mask))
+    np.testing.assert_array_equal(outputs, [[2.0, -3.0], [0.0, 0.0]])

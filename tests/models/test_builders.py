@@ -1,0 +1,95 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_textattn.models import BUILDERS
+from keras_textattn.models import build_model
+from keras_textattn.models.dual_axial import VARIANTS
+from keras_textattn.text import TextEncoder
+
+TEXTS = ["A great film. Loved it!", "Dull and slow. Bad acting?", "", "fine"]
+SMALL = {
+    "scalable_attention": {"embedding_dim": 8, "fc_units": 8},
+    "dual_axial": {"embedding_dim": 8, "fc_units": 8},
+    "hcan": {"units": 8, "num_heads": 2},
+    "lama": {"embedding_dim": 8, "gru_units": 4, "num_heads": 3, "mlp_units": 8},
+    "cspan": {"embedding_dim": 8, "num_queries": 2},
+    "transformer": {"units": 8, "num_heads": 2, "feedforward_units": 16},
+    "bigru": {"embedding_dim": 8, "gru_units": 4},
+    "kim_cnn": {"embedding_dim": 8, "filters": 4},
+}
+
+
+def _encoder(name):
+    encoder = TextEncoder(
+        sequence_length=6,
+        hierarchical=name == "hcan",
+        max_sentences=3 if name == "hcan" else None,
+        bigram_buckets=16 if name == "dual_axial" else 0,
+    )
+    encoder.adapt(TEXTS)
+    return encoder
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_raw_text_model_round_trip(name, tmp_path):
+    """Every builder takes the encoder: the model reads raw strings and saves whole."""
+    model = build_model(name, 3, encoder=_encoder(name), **SMALL[name])
+    texts = tf.constant(TEXTS)
+    probabilities = keras.ops.convert_to_numpy(model(texts))
+    assert probabilities.shape == (4, 3)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
+    model.save(tmp_path / "model.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "model.keras")(texts), probabilities, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [("dual_axial", {"variant": v}) for v in VARIANTS]
+    + [("lama", {"use_context": True}), ("lama", {"use_rnn": False, "regularization": "embeddings"}),
+       ("cspan", {"configuration": "big", "num_queries": 4}), ("hcan", {"hierarchical": False}),
+       ("hcan", {"parallel": False, "pooling": "max"}), ("scalable_attention", {"attention_activation": "softmax"})],
+)
+def test_variants_build_and_train_a_step(name, kwargs):
+    shape = {"max_sentences": 3, "max_words": 6} if name == "hcan" and kwargs.get("hierarchical", True) else {}
+    if name == "hcan" and not shape:
+        shape = {"max_words": 6}
+    else:
+        shape.setdefault("sequence_length", 6)
+    if name == "hcan":
+        shape.pop("sequence_length", None)
+    model = build_model(name, 2, vocabulary_size=30, **shape, **{**SMALL[name], **kwargs})
+    ids = np.random.default_rng(0).integers(0, 30, (4,) + tuple(model.inputs[0].shape[1:]))
+    model.compile("adam", "sparse_categorical_crossentropy")
+    history = model.fit(ids, np.array([0, 1, 0, 1]), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_builder_errors():
+    with pytest.raises(ValueError, match="Unknown model 'gpt'. Available: bigru, cspan"):
+        build_model("gpt", 2, vocabulary_size=10)
+    with pytest.raises(ValueError, match="vocabulary_size"):
+        build_model("lama", 2)
+    with pytest.raises(ValueError, match="num_classes"):
+        build_model("lama", 1, vocabulary_size=10)
+    with pytest.raises(ValueError, match="static `sequence_length`"):
+        build_model("dual_axial", 2, vocabulary_size=10)
+    with pytest.raises(ValueError, match="weights per position"):
+        build_model("scalable_attention", 2, vocabulary_size=10)
+    with pytest.raises(ValueError, match="variant"):
+        build_model("dual_axial", 2, vocabulary_size=10, sequence_length=5, variant="triple")
+    with pytest.raises(ValueError, match="configuration"):
+        build_model("cspan", 2, vocabulary_size=10, configuration="huge")
+    with pytest.raises(ValueError, match="fixed sizes"):
+        build_model("hcan", 2, vocabulary_size=10, max_words=5)
+
+
+def test_lama_is_more_compact_than_the_transformer_encoder():
+    """The LAMA paper's claim (section 5.1): about 3x fewer parameters than TE at the same width.
+    Attention parameters only: LAMA's W_w, b_w, P, Q, c against TE's attention + FFN."""
+    lama = build_model("lama", 2, vocabulary_size=100, gru_units=256, num_heads=8)
+    te = build_model("transformer", 2, vocabulary_size=100, units=512, num_heads=8, feedforward_units=1024)
+    lama_attention = lama.get_layer("attention").count_params()
+    te_attention = sum(te.get_layer(n).count_params() for n in ("attention", "feedforward_in", "feedforward_out"))
+    assert te_attention > 3 * lama_attention
