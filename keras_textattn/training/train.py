@@ -113,12 +113,16 @@ class _Timing(keras.callbacks.Callback):
 
 
 def _data_source(data, test_data, text_column, label_column, header, label_offset):
-    """The `load_dataset` source for a TFDS name or local files, and the splits to ask for."""
+    """`(source, splits, tfds_text_column)` for `load_dataset`."""
     if data is None:
         raise RunError("give --data: a TFDS name or a CSV/TSV file")
+    if isinstance(data, LocalFile):
+        data = {"train": data}
+    if isinstance(data, dict):  # split name to LocalFile, from the Python API
+        return data, tuple(data) + ("validation",), None
     is_file = os.sep in data or "." in os.path.basename(data) or os.path.exists(data)
     if not is_file:
-        return data, ("train", "validation", "test")
+        return data, ("train", "validation", "test"), text_column
     options = dict(header=header, label_offset=label_offset)
     if text_column is not None:
         options["text_column"] = text_column
@@ -127,7 +131,7 @@ def _data_source(data, test_data, text_column, label_column, header, label_offse
     source = {"train": LocalFile(data, **options)}
     if test_data:
         source["test"] = LocalFile(test_data, **options)
-    return source, tuple(source) + ("validation",)
+    return source, tuple(source) + ("validation",), None
 
 
 def _run_state(output, overwrite):
@@ -174,9 +178,12 @@ def train(
 
     Args:
         model: a name of `keras_textattn.models.BUILDERS`.
-        data: a TFDS name or a local CSV/TSV file; `test_data`: a local test file.
-        text_column, label_column, header, label_offset, label_names: for local files
-            (see `LocalFile`); `data_dir`: for TFDS.
+        data: a TFDS name, a local CSV/TSV file, or a dict of split name to
+            `LocalFile` (for files in different formats); `test_data`: a local test
+            file in the format of `data`.
+        text_column: the text column(s) of local files, or the TFDS text feature(s).
+        label_column, header, label_offset, label_names: for local files (see
+            `LocalFile`); `data_dir`: for TFDS.
         model_kwargs: passed to the builder (e.g. `{"num_heads": 4}`).
         max_tokens, min_frequency, sequence_length: of the encoder; HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
@@ -204,10 +211,11 @@ def train(
     os.makedirs(output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
-    source, splits = _data_source(data, test_data, text_column, label_column, header, label_offset)
+    source, splits, tfds_text_column = _data_source(data, test_data, text_column, label_column, header, label_offset)
     try:
         dataset = load_dataset(
             source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
+            text_column=tfds_text_column,
             **({"label_names": label_names} if label_names and not isinstance(source, str) else {}),
         )
     except ValueError as error:
@@ -273,7 +281,7 @@ def train(
     metrics = {
         "model": model,
         "model_kwargs": model_kwargs,
-        "data": data if isinstance(source, str) else {k: v.path for k, v in source.items()},
+        "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
         "history": history if distribute == "multi-worker" else _read_history(os.path.join(output, "history.csv")),
