@@ -9,6 +9,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import to_numpy
 
 X_SHAPE = (3, 6, 4)
 MASK = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] + [0] * 5], bool)
@@ -49,7 +50,7 @@ def test_semantic_self_attention_matches_eq_4():
     layer = SemanticSelfAttention()
     layer.build(x.shape)
     _randomise(layer, rng)
-    outputs, weights = layer(x, mask=MASK, return_attention_scores=True)
+    outputs, weights = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     assert len(layer.trainable_weights) == 2  # only the layer normalisation
     for b in range(3):
         keep = MASK[b]
@@ -65,7 +66,7 @@ def test_cascaded_matches_eq_4_to_9():
     layer = CascadedSemanticPositional()
     layer.build(x.shape)
     _randomise(layer, rng)
-    outputs = layer(x, mask=MASK)
+    outputs = to_numpy(layer(x, mask=MASK))
     (bilstm,) = layer.bilstms
     forward = [npy(w) for w in bilstm.forward_layer.weights]
     backward = [npy(w) for w in bilstm.backward_layer.weights]
@@ -83,7 +84,7 @@ def test_multi_query_matches_eq_10_to_13():
     layer = MultiQueryAttention(num_queries=3)
     layer.build(x.shape)
     _randomise(layer, rng)
-    outputs, alpha = layer(x, mask=MASK, return_attention_scores=True)
+    outputs, alpha = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     W_h, b_h, queries, W_f = npy(layer.hidden.kernel), npy(layer.hidden.bias), npy(layer.queries), npy(layer.fusion.kernel)
     for b in range(3):
         F = x[b][MASK[b]]

@@ -11,6 +11,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import to_numpy
 
 
 def light_mdsa(X, W_q, W_k, W_v, keep, activation, zeta=None):
@@ -93,7 +94,7 @@ def test_text_axial_matches_reference(activation, attenuation):
     layer = TextAxialSelfAttention(score_activation=activation, use_attenuation=attenuation)
     layer.build(x.shape)
     _randomise(layer, rng)
-    outputs, weights = layer(x, mask=MASK, return_attention_scores=True)
+    outputs, weights = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     kernels = [layer.query_dense.kernel, layer.key_dense.kernel, layer.value_dense.kernel]
     kernels = [keras.ops.convert_to_numpy(k) for k in kernels]
     expected = text_axial_reference(x, MASK, kernels, activation, attenuation)
@@ -110,7 +111,7 @@ def test_feature_axial_matches_reference():
     layer.build(x.shape)
     _randomise(layer, rng)
     kernels = [keras.ops.convert_to_numpy(d.kernel) for d in (layer.query_dense, layer.key_dense, layer.value_dense)]
-    np.testing.assert_allclose(layer(x, mask=MASK), feature_axial_reference(x, MASK, kernels), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), feature_axial_reference(x, MASK, kernels), rtol=1e-5, atol=1e-6)
 
 
 def test_dual_axial_matches_reference():
@@ -134,7 +135,7 @@ def test_dual_axial_matches_reference():
             f = ref.sigmoid(W_f @ feature[n, i] + W_t @ text[n, i] + b)  # Eq. 12
             total = total + f * text[n, i] + (1 - f) * feature[n, i]
         expected[n] = np.tanh(total)  # Eq. 13
-    np.testing.assert_allclose(layer(x, mask=MASK), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_text_axial_padding_invariance():

@@ -9,6 +9,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import to_numpy
 
 X_SHAPE = (3, 6, 8)
 MASK = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] + [0] * 5], bool)
@@ -68,7 +69,7 @@ def test_self_attention_matches_reference(value_activation, numpy_activation):
     layer.build(x.shape)
     _randomise(layer, rng)
     expected = self_attention_reference(layer, x, MASK, numpy_activation)
-    np.testing.assert_allclose(layer(x, mask=MASK), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_parallel_matches_reference():
@@ -82,7 +83,7 @@ def test_parallel_matches_reference():
     b = self_attention_reference(layer.tanh_branch, x, MASK, np.tanh)
     gamma, beta = (keras.ops.convert_to_numpy(w) for w in (layer.layer_norm.gamma, layer.layer_norm.beta))
     expected = ref.layer_norm(a * b, gamma, beta, 1e-6) * MASK[..., None]
-    np.testing.assert_allclose(layer(x, mask=MASK), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), expected, rtol=1e-4, atol=1e-5)
 
 
 def test_target_attention_matches_reference():
@@ -92,7 +93,7 @@ def test_target_attention_matches_reference():
     layer = ConvMultiheadTargetAttention(num_heads=2)
     layer.build(x.shape)
     _randomise(layer, rng)
-    outputs, scores = layer(x, mask=MASK, return_attention_scores=True)
+    outputs, scores = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     target = keras.ops.convert_to_numpy(layer.target)
     for b in range(len(x)):
         keep = MASK[b]

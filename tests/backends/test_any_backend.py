@@ -1,0 +1,96 @@
+"""The promise that the layers and the models fed with ids work on every Keras 3 backend.
+
+CI runs this module under KERAS_BACKEND=tensorflow, jax and torch.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_textattn.models import build_model
+
+PAPER_MODELS = {
+    "scalable_attention": ({"sequence_length": 10, "embedding_dim": 8, "fc_units": 8}, (10,)),
+    "dual_axial": ({"sequence_length": 10, "embedding_dim": 8, "fc_units": 8}, (10,)),
+    "hcan": ({"max_sentences": 3, "max_words": 5, "units": 8, "num_heads": 2}, (3, 5)),
+    "lama": ({"embedding_dim": 8, "gru_units": 4, "num_heads": 3, "mlp_units": 8, "use_context": True}, (10,)),
+    "cspan": ({"embedding_dim": 8, "num_queries": 2}, (10,)),
+}
+BACKENDS = ["tensorflow", "jax", "torch"]
+
+
+def _ids(shape, batch=4, seed=0):
+    ids = np.random.default_rng(seed).integers(1, 40, (batch,) + shape).astype("int32")
+    ids[1, ..., shape[-1] // 2 :] = 0  # some padding
+    return ids
+
+
+def _model(name):
+    keras.utils.set_random_seed(0)
+    kwargs, shape = PAPER_MODELS[name]
+    return build_model(name, 3, vocabulary_size=40, **kwargs), shape
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_MODELS))
+def test_paper_model_trains_from_numpy_and_a_generator(name):
+    model, shape = _model(name)
+    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    ids, labels = _ids(shape, batch=16), np.arange(16) % 3
+    first = model.evaluate(ids, labels, verbose=0)[0]
+    model.fit(ids, labels, batch_size=8, epochs=20, verbose=0)
+
+    def batches():
+        while True:
+            yield ids[:8], labels[:8]
+
+    model.fit(batches(), steps_per_epoch=2, epochs=1, verbose=0)
+    assert model.evaluate(ids, labels, verbose=0)[0] < first  # it learns the toy labels
+
+
+def test_tensorflow_only_parts_say_so_on_another_backend():
+    other = "jax" if keras.backend.backend() != "jax" else "torch"
+    if importlib.util.find_spec(other) is None:
+        pytest.skip(f"the {other} backend is not installed (CI installs it; see .ci/run)")
+    code = (
+        "import keras_textattn.text as t, keras_textattn.datasets as d, keras_textattn.training as r\n"
+        "for call in (lambda: t.TextEncoder(), lambda: d.load_dataset('x.csv'), lambda: r.train('lama', 'x.csv')):\n"
+        "    try:\n        call()\n    except RuntimeError as error:\n        print('refused:', error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, KERAS_BACKEND=other),
+                            capture_output=True, text=True, timeout=300)
+    refusals = [line for line in result.stdout.splitlines() if line.startswith("refused:")]
+    assert len(refusals) == 3, result.stderr[-2000:]
+    assert all("needs the TensorFlow backend" in line and repr(other) in line for line in refusals)
+
+
+def test_keras_files_round_trip_across_all_backends(tmp_path):
+    """Saved here, loaded by each other backend, re-saved there and loaded by the next: same outputs."""
+    missing = [b for b in BACKENDS if importlib.util.find_spec(b) is None]
+    if missing:
+        pytest.skip(f"backends not installed: {missing} (CI installs them; see .ci/run)")
+    here = keras.backend.backend()
+    expected = {}
+    for name in PAPER_MODELS:
+        model, shape = _model(name)
+        ids = _ids(shape)
+        np.save(tmp_path / f"{name}_inputs.npy", ids)
+        expected[name] = keras.ops.convert_to_numpy(model(ids, training=False))
+        model.save(tmp_path / f"{name}.keras")
+    script = os.path.join(os.path.dirname(__file__), "_roundtrip.py")
+    chain = [b for b in BACKENDS if b != here]
+    for step, backend in enumerate(chain):
+        names = list(PAPER_MODELS)
+        if step:  # load what the previous backend saved
+            for name in names:
+                os.replace(tmp_path / f"{name}_saved_by_{chain[step - 1]}.keras", tmp_path / f"{name}.keras")
+        result = subprocess.run([sys.executable, script, str(tmp_path), *names], env=dict(os.environ, KERAS_BACKEND=backend),
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        for name in names:
+            np.testing.assert_allclose(np.load(tmp_path / f"{name}_{backend}.npy"), expected[name], rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{name} saved on {here} differs on {backend}")
