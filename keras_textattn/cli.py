@@ -1,4 +1,4 @@
-"""`keras-textattn train ...`: the command line (more commands arrive with export and tuning)."""
+"""`keras-textattn train|explain ...`: the command line."""
 
 import argparse
 import json
@@ -56,54 +56,105 @@ def _parser():
     fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (default: every epoch)")
     fit.add_argument("--overwrite", action="store_true", help="replace a finished run in --output")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    explain = commands.add_parser("explain", help="show what a trained model attends to")
+    explain.add_argument("--run", required=True, help="a run folder written by `train`")
+    explain.add_argument("texts", nargs="*", help="texts to explain")
+    explain.add_argument("--data", help="also explain the texts of a CSV file (header with a text column)")
+    explain.add_argument("--text-column", default="text", help="the text column of --data")
+    explain.add_argument("--limit", type=int, default=1000, help="at most this many rows of --data")
+    explain.add_argument("--html", help="write a self-contained HTML page")
+    explain.add_argument("--png", help="write a heatmap of the first text")
+    explain.add_argument("--top-tokens-csv", help="write the top attended tokens per predicted class (CSV)")
+    explain.add_argument("--top-tokens-md", help="the same as a markdown table")
+    explain.add_argument("--top", type=int, default=10, help="tokens per class in the tables")
     return parser
 
 
 def main(argv=None):
     args = _parser().parse_args(argv)
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    if args.cpu_devices:
+    if getattr(args, "cpu_devices", None):
         from keras_textattn.training import configure_cpu_devices
 
         configure_cpu_devices(args.cpu_devices)
     from keras_textattn.training import RunError
-    from keras_textattn.training import train
 
     try:
-        metrics = train(
-            model=args.model,
-            data=args.data,
-            output=args.output,
-            test_data=args.test_data,
-            text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
-            label_column=args.label_column,
-            header=not args.no_header,
-            label_offset=args.label_offset,
-            label_names=args.label_names.split(",") if args.label_names else None,
-            data_dir=args.data_dir,
-            model_kwargs=dict(args.model_kwargs),
-            max_tokens=args.max_tokens,
-            min_frequency=args.min_frequency,
-            sequence_length=args.sequence_length,
-            max_sentences=args.max_sentences,
-            bigram_buckets=args.bigram_buckets,
-            epochs=args.epochs,
-            batch_size=args.batch_size,
-            learning_rate=args.learning_rate,
-            validation_fraction=args.validation_fraction,
-            seed=args.seed,
-            shuffle=not args.no_shuffle,
-            distribute=args.distribute,
-            checkpoint_every=args.checkpoint_every,
-            overwrite=args.overwrite,
-            verbose=0 if args.quiet else 1,
-        )
-    except (RunError, TypeError) as error:
+        return _train(args) if args.command == "train" else _explain(args)
+    except (RunError, ValueError, TypeError) as error:
         # TypeError: a --set key the model builder does not take.
         print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
+
+
+def _train(args):
+    from keras_textattn.training import train
+
+    metrics = train(
+        model=args.model,
+        data=args.data,
+        output=args.output,
+        test_data=args.test_data,
+        text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
+        label_column=args.label_column,
+        header=not args.no_header,
+        label_offset=args.label_offset,
+        label_names=args.label_names.split(",") if args.label_names else None,
+        data_dir=args.data_dir,
+        model_kwargs=dict(args.model_kwargs),
+        max_tokens=args.max_tokens,
+        min_frequency=args.min_frequency,
+        sequence_length=args.sequence_length,
+        max_sentences=args.max_sentences,
+        bigram_buckets=args.bigram_buckets,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        validation_fraction=args.validation_fraction,
+        seed=args.seed,
+        shuffle=not args.no_shuffle,
+        distribute=args.distribute,
+        checkpoint_every=args.checkpoint_every,
+        overwrite=args.overwrite,
+        verbose=0 if args.quiet else 1,
+    )
     accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
     print(f"Finished {args.model}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
+    return 0
+
+
+def _explain(args):
+    from keras_textattn.datasets.loading import LocalFile
+    from keras_textattn.datasets.loading import read_labelled_texts
+    from keras_textattn.explain import explain
+    from keras_textattn.explain import to_html
+    from keras_textattn.explain import to_png
+    from keras_textattn.explain import top_tokens
+    from keras_textattn.explain import write_top_tokens
+
+    texts = list(args.texts)
+    if args.data:
+        file = LocalFile(args.data, text_column=args.text_column, label_column=args.text_column)
+        texts += read_labelled_texts(file)[0][: args.limit]
+    if not texts:
+        raise ValueError("give texts to explain, or --data FILE")
+    explanations = explain(args.run, texts)
+    for explanation in explanations[:20]:
+        weights = next(iter(explanation.attention.values())).mean(0) if explanation.attention else []
+        top = sorted(zip(weights, (t["token"] for t in explanation.tokens)), reverse=True)[:5]
+        print(f"{explanation.label} ({explanation.probabilities[explanation.label]:.3f}): "
+              f"{' '.join(token for _, token in top)}  <- {explanation.text[:60]!r}")
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as handle:
+            handle.write(to_html(explanations, title=f"Attention of {args.run}"))
+    if args.png:
+        to_png(explanations[0], args.png)
+    if args.top_tokens_csv or args.top_tokens_md:
+        write_top_tokens(top_tokens(explanations, args.top), args.top_tokens_csv, args.top_tokens_md)
+    written = [p for p in (args.html, args.png, args.top_tokens_csv, args.top_tokens_md) if p]
+    if written:
+        print("Wrote " + ", ".join(written))
     return 0
 
 

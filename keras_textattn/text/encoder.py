@@ -143,6 +143,40 @@ class TextEncoder(keras.layers.Layer):
         texts = self._as_strings(texts)
         return tf_text.regex_split_with_offsets(texts, self._delimiter, _PUNCTUATION)
 
+    def token_spans(self, text):
+        """Where each encoded token of one text comes from.
+
+        Args:
+            text: one Python string.
+
+        Returns:
+            A list of `(position, token, start, end)`: `position` indexes this text's
+            row of the encoder output (`(i,)`, or `(sentence, word)` when hierarchical),
+            `token` is as written, and `text[start:end] == token` (character offsets).
+            Tokens dropped by truncation are left out.
+        """
+        raw = text.encode("utf-8")
+        if self.hierarchical:
+            pieces, starts, _ = tf_text.regex_split_with_offsets(tf.constant([raw]), _SENTENCE_END)
+            pieces = list(zip(starts.to_list()[0], pieces.to_list()[0]))
+        else:
+            pieces = [(0, raw)]
+        spans, row = [], 0
+        for piece_start, piece in pieces:
+            tokens, begins, ends = (t.to_list()[0] for t in self.tokenize_with_offsets(tf.constant([piece])))
+            if not tokens:
+                continue  # the encoder drops sentences without tokens
+            if self.hierarchical and self.max_sentences is not None and row >= self.max_sentences:
+                break
+            for k, (token, begin, end) in enumerate(zip(tokens, begins, ends)):
+                if self.sequence_length is not None and k >= self.sequence_length:
+                    break
+                position = (row, k) if self.hierarchical else (k,)
+                start = len(raw[: piece_start + begin].decode("utf-8", "ignore"))
+                spans.append((position, token.decode("utf-8"), start, start + len(token.decode("utf-8"))))
+            row += 1
+        return spans
+
     def _standardize(self, tokens):
         """Normalise and case-fold the flat values of ragged `tokens`."""
         values = tokens.flat_values

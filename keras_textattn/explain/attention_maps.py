@@ -1,0 +1,188 @@
+"""What a trained model attends to: attention weights mapped back onto the words of a text.
+
+TensorFlow backend (it runs the text encoder). The weights are those each paper
+visualises: ScalableAttention's alpha, the dual-axial text- and feature-axial maps
+(averaged over the features of each word), HCAN's word- and sentence-level target
+attention (one row per head), LAMA's heads and CSPAN's queries.
+"""
+
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_textattn import _backend
+from keras_textattn.layers import LAMA
+from keras_textattn.layers import ConvMultiheadTargetAttention
+from keras_textattn.layers import DualAxialSelfAttention
+from keras_textattn.layers import MultiQueryAttention
+from keras_textattn.layers import ScalableAttention
+from keras_textattn.text import TextEncoder
+
+ATTENTION_LAYERS = (ScalableAttention, DualAxialSelfAttention, ConvMultiheadTargetAttention, LAMA, MultiQueryAttention)
+
+
+@dataclasses.dataclass
+class Explanation:
+    """One text, its prediction, and the attention on each of its tokens.
+
+    Attributes:
+        text: the text as given.
+        tokens: `[{"token", "start", "end"}]`, `text[start:end] == token` (characters).
+        label: the predicted class name; `probabilities`: class name to probability.
+        attention: map name to an array `(rows, len(tokens))`: one row per head or
+            query (one row for single-map layers), weights of padded steps dropped.
+        sentences: HCAN only: `[{"start", "end"}]` of the encoded sentences, and
+            `sentence_attention`: map name to `(heads, len(sentences))`.
+    """
+
+    text: str
+    tokens: list
+    label: str
+    probabilities: dict
+    attention: dict
+    sentences: list = dataclasses.field(default_factory=list)
+    sentence_attention: dict = dataclasses.field(default_factory=dict)
+
+
+def load_run(folder):
+    """`(model, encoder, label_names)` of a run folder written by `train()`."""
+    paths = [os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json")]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise ValueError(f"{folder} is not a finished run folder: missing {', '.join(os.path.basename(p) for p in missing)}")
+    model = keras.models.load_model(paths[0])
+    encoder = keras.models.load_model(paths[1]).layers[-1]
+    with open(paths[2], encoding="utf-8") as handle:
+        return model, encoder, json.load(handle)
+
+
+def _attention_maps(model, ids):
+    """Every attention map of `model` on the encoded batch `ids`: `{name: array}`.
+
+    A sub-model returns the tensors each attention layer was called with (its
+    inputs, HCAN's explicit masks, LAMA's context); the layer is then called again
+    on their values with `return_attention_scores=True`. A padding mask that reached
+    the layer implicitly (from `Embedding(mask_zero=True)`) is `token_ids != 0`.
+    """
+    layers = [layer for layer in model.layers if isinstance(layer, ATTENTION_LAYERS)]
+    if not layers:
+        raise ValueError(f"Model {model.name!r} has no keras_textattn attention layer to explain.")
+    calls = [layer._inbound_nodes[0].arguments for layer in layers]  # the calls that built the model
+    tensors = [keras.tree.flatten((call.args, call.kwargs)) for call in calls]
+    values = keras.Model(model.inputs, sum(tensors, []))(ids, training=False)
+    values = values if isinstance(values, (list, tuple)) else [values]
+    token_ids = keras.tree.flatten(ids)[0]
+    maps, used = {}, 0
+    for layer, call, flat in zip(layers, calls, tensors):
+        args, kwargs = keras.tree.pack_sequence_as((call.args, call.kwargs), values[used : used + len(flat)])
+        used += len(flat)
+        kwargs.setdefault("mask", keras.ops.not_equal(token_ids, 0))
+        _, scores = layer(*args, **kwargs, return_attention_scores=True)  # inference: no dropout
+        for key, value in (scores.items() if isinstance(scores, dict) else [(None, scores)]):
+            maps[layer.name if key is None else f"{layer.name}/{key}"] = keras.ops.convert_to_numpy(value)
+    return maps
+
+
+def explain(model_or_run, texts, encoder=None, label_names=None):
+    """Explain the predictions of a model on `texts`.
+
+    Args:
+        model_or_run: a run folder of `train()`, or a Keras classifier taking token ids
+            first (then give its `encoder`), such as the `keras_textattn.models` builders
+            make when given `vocabulary_size`.
+        texts: a list of strings.
+        encoder: the `TextEncoder` of the model (read from the run folder otherwise).
+        label_names: class names (read from the run folder; default "0", "1", ...).
+
+    Returns:
+        A list of `Explanation`, one per text.
+    """
+    _backend.require_tensorflow("explain")
+    if isinstance(model_or_run, (str, os.PathLike)):
+        model, encoder, label_names = load_run(os.fspath(model_or_run))
+    else:
+        model = model_or_run
+        if not isinstance(encoder, TextEncoder):
+            raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts:
+        return []
+    encoded = encoder(tf.constant(texts))
+    probabilities = keras.ops.convert_to_numpy(model(encoded, training=False))
+    label_names = label_names or [str(i) for i in range(probabilities.shape[-1])]
+    maps = _attention_maps(model, encoded)
+    hierarchical = encoder.hierarchical
+    explanations = []
+    for row, text in enumerate(texts):
+        spans = encoder.token_spans(text)
+        explanation = Explanation(
+            text=text,
+            tokens=[{"token": token, "start": start, "end": end} for _, token, start, end in spans],
+            label=label_names[int(np.argmax(probabilities[row]))],
+            probabilities={name: float(p) for name, p in zip(label_names, probabilities[row])},
+            attention={},
+        )
+        for name, value in maps.items():
+            if hierarchical and value.shape[0] != len(texts):  # word level: (batch * sentences, heads, words)
+                words = value.reshape((len(texts), -1) + value.shape[1:])[row]  # (sentences, heads, words)
+                explanation.attention[name] = np.stack(
+                    [words[position[0], :, position[1]] for position, *_ in spans], axis=-1
+                ) if spans else np.zeros((words.shape[1], 0))
+                continue
+            scores = value[row]
+            if scores.ndim == 1:  # one map over time: (time,)
+                scores = scores[None]
+            elif "/" in name:  # dual-axial (time, features): mean weight of each word
+                scores = scores.mean(-1)[None]
+            if hierarchical:  # sentence level: (heads, sentences)
+                explanation.sentence_attention[name] = scores[:, : _sentence_count(spans)]
+            else:
+                explanation.attention[name] = scores[:, [position[0] for position, *_ in spans]]
+        if hierarchical:
+            explanation.sentences = _sentences(spans)
+        explanations.append(explanation)
+    return explanations
+
+
+def _sentence_count(spans):
+    return len({position[0] for position, *_ in spans})
+
+
+def _sentences(spans):
+    sentences = {}
+    for position, _, start, end in spans:
+        first, last = sentences.get(position[0], (start, end))
+        sentences[position[0]] = (min(first, start), max(last, end))
+    return [{"start": start, "end": end} for _, (start, end) in sorted(sentences.items())]
+
+
+def top_tokens(explanations, k=10, min_count=2):
+    """The tokens that get the most attention per predicted class (the LAMA paper's Table 6).
+
+    A token's score is its mean attention relative to uniform attention (weight times
+    the text's token count, so 1.0 means "an average token"), over every occurrence
+    in the texts predicted as the class; the first attention map, averaged over its
+    heads; tokens case-folded and seen at least `min_count` times. A plain sum would
+    rank the most frequent tokens ("the", ".") first.
+
+    Returns:
+        `{class name: [(token, score), ...]}` with at most `k` tokens per class.
+    """
+    totals = {}
+    for explanation in explanations:
+        if not explanation.attention or not explanation.tokens:
+            continue
+        weights = next(iter(explanation.attention.values())).mean(0) * len(explanation.tokens)
+        counter = totals.setdefault(explanation.label, {})
+        for token, weight in zip(explanation.tokens, weights):
+            total, count = counter.get(token["token"].casefold(), (0.0, 0))
+            counter[token["token"].casefold()] = (total + float(weight), count + 1)
+    table = {}
+    for label, counter in sorted(totals.items()):
+        scores = [(token, total / count) for token, (total, count) in counter.items() if count >= min_count]
+        table[label] = sorted(scores, key=lambda item: (-item[1], item[0]))[:k]
+    return table

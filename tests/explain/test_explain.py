@@ -1,0 +1,155 @@
+import html.parser
+import struct
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_textattn.cli import main
+from keras_textattn.explain import explain
+from keras_textattn.explain import to_html
+from keras_textattn.explain import to_png
+from keras_textattn.explain import top_tokens
+from keras_textattn.explain import write_top_tokens
+from keras_textattn.models import build_model
+from keras_textattn.text import TextEncoder
+from keras_textattn.training import train
+
+TEXTS = [
+    "Stocks <b>rallied</b> after the Fed's decision; Nasdaq up 2%.",
+    "Zürich's café owners — and Ünïcode fans — cheered. Then they left!",
+    "",
+]
+
+
+def _ag_news_run(shared_data, folder, model, **kwargs):
+    ag = shared_data / "ag_news"
+    train(model, str(ag / "train_sample_5k.csv.gz"), str(folder), epochs=1, batch_size=64, max_tokens=5000,
+          verbose=0, **kwargs)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lama_run(tmp_path_factory):
+    from tests.conftest import shared_data_dir
+
+    data = shared_data_dir()
+    if not (data / "README.md").is_file():
+        pytest.skip(f"real datasets not found at {data}; set KERAS_TEXTATTN_DATA to ../shared/data")
+    return _ag_news_run(data, tmp_path_factory.mktemp("lama"), "lama", sequence_length=48,
+                        model_kwargs={"embedding_dim": 32, "gru_units": 16, "num_heads": 3, "mlp_units": 32})
+
+
+@pytest.fixture(scope="module")
+def hcan_run(tmp_path_factory):
+    from tests.conftest import shared_data_dir
+
+    data = shared_data_dir()
+    if not (data / "README.md").is_file():
+        pytest.skip(f"real datasets not found at {data}; set KERAS_TEXTATTN_DATA to ../shared/data")
+    return _ag_news_run(data, tmp_path_factory.mktemp("hcan"), "hcan", sequence_length=12, max_sentences=4,
+                        model_kwargs={"units": 16, "num_heads": 2})
+
+
+def test_trained_lama_maps_and_offsets(lama_run):
+    explanations = explain(lama_run, TEXTS)
+    assert len(explanations) == 3
+    for text, explanation in zip(TEXTS, explanations):
+        for token in explanation.tokens:  # offsets point at the original text, HTML and Unicode included
+            assert text[token["start"] : token["end"]] == token["token"]
+        assert explanation.label in explanation.probabilities
+        assert sum(explanation.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+        (weights,) = explanation.attention.values()
+        assert weights.shape == (3, len(explanation.tokens))  # one row per head
+        if explanation.tokens:  # softmax over the real tokens: padded steps got nothing
+            np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
+    assert [t["token"] for t in explanations[0].tokens][:3] == ["Stocks", "rallied", "after"]
+    assert explanations[2].tokens == [] and explanations[2].attention["attention"].shape == (3, 0)
+
+
+def test_trained_hcan_word_and_sentence_maps(hcan_run):
+    (explanation,) = explain(hcan_run, [TEXTS[1]])
+    text = TEXTS[1]
+    assert [text[s["start"] : s["end"]] for s in explanation.sentences] == [
+        "Zürich's café owners — and Ünïcode fans — cheered", "Then they left"
+    ]
+    (sentence_weights,) = explanation.sentence_attention.values()
+    assert sentence_weights.shape == (2, 2)  # heads x sentences
+    np.testing.assert_allclose(sentence_weights.sum(-1), 1.0, rtol=1e-5)
+    (word_weights,) = explanation.attention.values()
+    assert word_weights.shape == (2, len(explanation.tokens))
+    # The word-level target attention is a softmax within each sentence.
+    first = sum(token["start"] < explanation.sentences[1]["start"] for token in explanation.tokens)
+    assert first == 11
+    np.testing.assert_allclose(word_weights[:, :first].sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(word_weights[:, first:].sum(-1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name, kwargs, rows",
+    [
+        ("scalable_attention", {"attention_activation": "softmax"}, {"attention": 1}),
+        ("dual_axial", {}, {"attention/text": 1, "attention/feature": 1}),
+        ("cspan", {"num_queries": 3}, {"multi_query": 3}),
+        ("lama", {"num_heads": 2, "use_context": True}, {"attention": 2}),
+    ],
+)
+def test_every_paper_model_is_explained(name, kwargs, rows):
+    encoder = TextEncoder(sequence_length=10)
+    encoder.adapt(TEXTS)
+    shape = {"sequence_length": 10}
+    model = build_model(name, 2, vocabulary_size=encoder.vocabulary_size(), embedding_dim=8, **shape, **kwargs)
+    (explanation,) = explain(model, [TEXTS[0]], encoder=encoder, label_names=["a", "b"])
+    assert {k: v.shape for k, v in explanation.attention.items()} == {k: (r, 10) for k, r in rows.items()}
+    if name != "dual_axial":
+        np.testing.assert_allclose(next(iter(explanation.attention.values())).sum(-1), 1.0, rtol=1e-5)
+
+
+def _png_size(path):
+    with open(path, "rb") as handle:
+        header = handle.read(24)
+    assert header[:8] == b"\x89PNG\r\n\x1a\n" and header[12:16] == b"IHDR"
+    return struct.unpack(">II", header[16:24])
+
+
+def test_html_png_and_top_token_tables(lama_run, tmp_path):
+    explanations = explain(lama_run, TEXTS)
+    page = to_html(explanations)
+
+    class Collector(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.text, self.tags = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            assert tag not in ("script", "link", "img")  # self-contained, nothing external
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    collector = Collector()
+    collector.feed(page)
+    shown = "".join(collector.text)
+    for explanation in explanations:
+        for token in explanation.tokens:
+            assert token["token"] in shown
+    assert collector.tags.count("section") == 3
+    to_png(explanations[0], tmp_path / "map.png", width=900, height=300)
+    assert _png_size(tmp_path / "map.png") == (900, 300)
+    table = top_tokens(explanations * 2, k=3)
+    assert set(table) <= {"World", "Sports", "Business", "Sci/Tech", "0", "1", "2", "3"}
+    write_top_tokens(table, tmp_path / "top.csv", tmp_path / "top.md")
+    assert (tmp_path / "top.csv").read_text().startswith("label,rank,token,score")
+    assert (tmp_path / "top.md").read_text().startswith("| label | top attended tokens |")
+
+
+def test_explain_command(lama_run, tmp_path, capsys):
+    code = main(["explain", "--run", str(lama_run), TEXTS[0], "--html", str(tmp_path / "a.html"),
+                 "--png", str(tmp_path / "a.png")])
+    assert code == 0
+    assert (tmp_path / "a.html").read_text().startswith("<!DOCTYPE html>")
+    assert _png_size(tmp_path / "a.png") == (1200, 400)
+    assert main(["explain", "--run", str(tmp_path / "missing"), "x"]) == 2
+    assert "is not a finished run folder" in capsys.readouterr().err
