@@ -10,3 +10,4 @@ def explain(model_or_run, texts, encoder=None, label_names=None):
     return explain_texts(model_or_run, texts, encoder=encoder, label_names=label_names)
 
 __version__ = "0.1.0"
+__all__ = ["explain", "layers"]

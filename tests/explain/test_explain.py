@@ -1,10 +1,8 @@
 import html.parser
 import struct
 
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_textattn.cli import main
 from keras_textattn.explain import explain
