@@ -151,3 +151,11 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert _png_size(tmp_path / "a.png") == (1200, 400)
     assert main(["explain", "--run", str(tmp_path / "missing"), "x"]) == 2
     assert "is not a finished run folder" in capsys.readouterr().err
+
+
+def test_top_level_explain_before_and_after_importing_the_package(lama_run):
+    import keras_textattn
+    import keras_textattn.explain  # noqa: F401  (the subpackage now holds the name)
+
+    (explanation,) = keras_textattn.explain(lama_run, ["Oil prices rose."])
+    assert [t["token"] for t in explanation.tokens] == ["Oil", "prices", "rose", "."]
