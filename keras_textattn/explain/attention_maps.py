@@ -37,6 +37,8 @@ class Explanation:
             query (one row for single-map layers), weights of padded steps dropped.
         sentences: HCAN only: `[{"start", "end"}]` of the encoded sentences, and
             `sentence_attention`: map name to `(heads, len(sentences))`.
+        dimension_attention: dual-axial only: map name to `(len(tokens), features)`,
+            the per-dimension weights of each word (the paper's Figure 5).
     """
 
     text: str
@@ -46,6 +48,7 @@ class Explanation:
     attention: dict
     sentences: list = dataclasses.field(default_factory=list)
     sentence_attention: dict = dataclasses.field(default_factory=dict)
+    dimension_attention: dict = dataclasses.field(default_factory=dict)
 
 
 def load_run(folder):
@@ -137,6 +140,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None):
             if scores.ndim == 1:  # one map over time: (time,)
                 scores = scores[None]
             elif "/" in name:  # dual-axial (time, features): mean weight of each word
+                explanation.dimension_attention[name] = scores[[position[0] for position, *_ in spans]]
                 scores = scores.mean(-1)[None]
             if hierarchical:  # sentence level: (heads, sentences)
                 explanation.sentence_attention[name] = scores[:, : _sentence_count(spans)]

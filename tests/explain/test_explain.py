@@ -102,6 +102,11 @@ def test_every_paper_model_is_explained(name, kwargs, rows):
     assert {k: v.shape for k, v in explanation.attention.items()} == {k: (r, 10) for k, r in rows.items()}
     if name != "dual_axial":
         np.testing.assert_allclose(next(iter(explanation.attention.values())).sum(-1), 1.0, rtol=1e-5)
+    else:  # Figure 5: a weight per word and dimension, whose mean is the word's row value
+        for key in rows:
+            per_dimension = explanation.dimension_attention[key]
+            assert per_dimension.shape == (10, 8)
+            np.testing.assert_allclose(per_dimension.mean(-1), explanation.attention[key][0], rtol=1e-6)
 
 
 def _png_size(path):
