@@ -122,11 +122,12 @@ def run_layer_contract(
         expected,
     )
 
-    # A training step inside a compiled model, with and without XLA. On the torch
-    # backend `jit_compile=True` means torch.compile, not XLA (minutes per model on a
-    # CPU), so there the step runs eagerly compiled only.
+    # A training step inside a compiled model, in each backend's real modes: TensorFlow
+    # with and without XLA; JAX with XLA (without it, JAX runs op by op, a debugging
+    # mode 3x slower here); torch without `jit_compile` (which means torch.compile
+    # there, not XLA: minutes per model on a CPU).
     targets = rng.normal(size=(batch,) + tuple(expected_output_shape)).astype("float32")
-    for jit_compile in (False, True) if keras.backend.backend() != "torch" else (False,):
+    for jit_compile in {"tensorflow": (False, True), "jax": (True,), "torch": (False,)}[keras.backend.backend()]:
         model = _embedding_model(layer_cls(**init_kwargs), time, features, static_time)
         model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", jit_compile=jit_compile)
         before = [keras.ops.convert_to_numpy(w).copy() for w in model.layers[-1].trainable_weights]

@@ -22,6 +22,10 @@ PAPER_MODELS = {
     "cspan": ({"embedding_dim": 8, "num_queries": 2}, (10,)),
 }
 BACKENDS = ["tensorflow", "jax", "torch"]
+MISSING_BACKENDS = [b for b in BACKENDS if importlib.util.find_spec(b) is None]
+NOT_ALL_BACKENDS = pytest.mark.skipif(
+    bool(MISSING_BACKENDS), reason=f"backends not installed: {MISSING_BACKENDS} (CI installs them; see .ci/run)"
+)
 
 
 def _ids(shape, batch=4, seed=0):
@@ -52,10 +56,9 @@ def test_paper_model_trains_from_numpy_and_a_generator(name):
     assert model.evaluate(ids, labels, verbose=0)[0] < first  # it learns the toy labels
 
 
+@NOT_ALL_BACKENDS
 def test_tensorflow_only_parts_say_so_on_another_backend():
     other = "jax" if keras.backend.backend() != "jax" else "torch"
-    if importlib.util.find_spec(other) is None:
-        pytest.skip(f"the {other} backend is not installed (CI installs it; see .ci/run)")
     code = (
         "import keras_textattn.text as t, keras_textattn.datasets as d, keras_textattn.training as r\n"
         "for call in (lambda: t.TextEncoder(), lambda: d.load_dataset('x.csv'), lambda: r.train('lama', 'x.csv')):\n"
@@ -68,11 +71,10 @@ def test_tensorflow_only_parts_say_so_on_another_backend():
     assert all("needs the TensorFlow backend" in line and repr(other) in line for line in refusals)
 
 
+@NOT_ALL_BACKENDS
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the chain starts on TensorFlow; run once, in the TensorFlow run")
 def test_keras_files_round_trip_across_all_backends(tmp_path):
     """Saved here, loaded by each other backend, re-saved there and loaded by the next: same outputs."""
-    missing = [b for b in BACKENDS if importlib.util.find_spec(b) is None]
-    if missing:
-        pytest.skip(f"backends not installed: {missing} (CI installs them; see .ci/run)")
     here = keras.backend.backend()
     expected = {}
     for name in PAPER_MODELS:

@@ -29,24 +29,14 @@ def _ag_news_run(shared_data, folder, model, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def lama_run(tmp_path_factory):
-    from tests.conftest import shared_data_dir
-
-    data = shared_data_dir()
-    if not (data / "README.md").is_file():
-        pytest.skip(f"real datasets not found at {data}; set KERAS_TEXTATTN_DATA to ../shared/data")
-    return _ag_news_run(data, tmp_path_factory.mktemp("lama"), "lama", sequence_length=48,
+def lama_run(tmp_path_factory, shared_data):
+    return _ag_news_run(shared_data, tmp_path_factory.mktemp("lama"), "lama", sequence_length=48,
                         model_kwargs={"embedding_dim": 32, "gru_units": 16, "num_heads": 3, "mlp_units": 32})
 
 
 @pytest.fixture(scope="module")
-def hcan_run(tmp_path_factory):
-    from tests.conftest import shared_data_dir
-
-    data = shared_data_dir()
-    if not (data / "README.md").is_file():
-        pytest.skip(f"real datasets not found at {data}; set KERAS_TEXTATTN_DATA to ../shared/data")
-    return _ag_news_run(data, tmp_path_factory.mktemp("hcan"), "hcan", sequence_length=12, max_sentences=4,
+def hcan_run(tmp_path_factory, shared_data):
+    return _ag_news_run(shared_data, tmp_path_factory.mktemp("hcan"), "hcan", sequence_length=12, max_sentences=4,
                         model_kwargs={"units": 16, "num_heads": 2})
 
 

@@ -33,24 +33,14 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def ag_news(request):
-    data_dir = request.getfixturevalue("shared_data") / "ag_news"
+def ag_news(shared_data):
+    data_dir = shared_data / "ag_news"
     return load_dataset(
         {
             "train": str(data_dir / "train_sample_5k.csv.gz"),
             "test": LocalFile(str(data_dir / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False, label_offset=1),
         }
     )
-
-
-@pytest.fixture(scope="module")
-def shared_data():
-    from tests.conftest import shared_data_dir
-
-    path = shared_data_dir()
-    if not (path / "README.md").is_file():
-        pytest.skip(f"real datasets not found at {path}; set KERAS_TEXTATTN_DATA to ../shared/data")
-    return path
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
