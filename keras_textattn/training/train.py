@@ -29,10 +29,6 @@ from keras_textattn.models import BUILDERS
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 
-# Encoder settings each model needs beyond the defaults.
-_ENCODER_NEEDS = {"hcan": {"hierarchical": True}}
-
-
 class RunError(ValueError):
     """A problem with the arguments of a run, reported as one line."""
 
@@ -215,8 +211,7 @@ def train(
     try:
         dataset = load_dataset(
             source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
-            text_column=tfds_text_column,
-            **({"label_names": label_names} if label_names and not isinstance(source, str) else {}),
+            text_column=tfds_text_column, label_names=label_names,
         )
     except ValueError as error:
         raise RunError(str(error)) from None
@@ -226,9 +221,8 @@ def train(
         encoder = keras.models.load_model(encoder_path).layers[-1]
     else:
         encoder_options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
-        encoder_options.update(_ENCODER_NEEDS.get(model, {}))
         if model == "hcan":
-            encoder_options["max_sentences"] = max_sentences
+            encoder_options.update(hierarchical=True, max_sentences=max_sentences)
         if model == "dual_axial":
             encoder_options["bigram_buckets"] = bigram_buckets
         encoder = TextEncoder(**encoder_options)
