@@ -38,6 +38,11 @@ def _first(outputs):
     return outputs[0] if isinstance(outputs, (tuple, list)) else outputs
 
 
+def set_random_weights(layer, rng, scale):
+    """Give every weight of a built layer values from N(0, scale^2), for reference checks."""
+    layer.set_weights([scale * rng.normal(size=w.shape).astype("float32") for w in layer.weights])
+
+
 def to_numpy(outputs):
     """Layer outputs (any backend, any nesting) as NumPy arrays."""
     return keras.tree.map_structure(keras.ops.convert_to_numpy, outputs)

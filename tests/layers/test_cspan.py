@@ -9,6 +9,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import set_random_weights
 from tests.layer_contract import to_numpy
 
 X_SHAPE = (3, 6, 4)
@@ -40,16 +41,12 @@ def test_layer_contract(layer_cls, init_kwargs, output_shape, propagates, tmp_pa
     run_layer_contract(layer_cls, init_kwargs, output_shape, propagates_mask=propagates, tmp_path=tmp_path)
 
 
-def _randomise(layer, rng, scale=0.5):
-    layer.set_weights([scale * rng.normal(size=w.shape).astype("float32") for w in layer.weights])
-
-
 def test_semantic_self_attention_matches_eq_4():
     rng = np.random.default_rng(0)
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = SemanticSelfAttention()
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.5)
     outputs, weights = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     assert len(layer.trainable_weights) == 2  # only the layer normalisation
     for b in range(3):
@@ -65,7 +62,7 @@ def test_cascaded_matches_eq_4_to_9():
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = CascadedSemanticPositional()
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.5)
     outputs = to_numpy(layer(x, mask=MASK))
     (bilstm,) = layer.bilstms
     forward = [npy(w) for w in bilstm.forward_layer.weights]
@@ -83,7 +80,7 @@ def test_multi_query_matches_eq_10_to_13():
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = MultiQueryAttention(num_queries=3)
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.5)
     outputs, alpha = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     W_h, b_h, queries, W_f = npy(layer.hidden.kernel), npy(layer.hidden.bias), npy(layer.queries), npy(layer.fusion.kernel)
     for b in range(3):

@@ -11,6 +11,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import set_random_weights
 from tests.layer_contract import to_numpy
 
 
@@ -61,10 +62,6 @@ def feature_axial_reference(x, mask, kernels, activation="softplus"):
     return outputs
 
 
-def _randomise(layer, rng, scale=0.3):
-    layer.set_weights([scale * rng.normal(size=w.shape).astype("float32") for w in layer.weights])
-
-
 X_SHAPE = (3, 6, 4)
 MASK = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] + [0] * 5], bool)
 
@@ -93,7 +90,7 @@ def test_text_axial_matches_reference(activation, attenuation):
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = TextAxialSelfAttention(score_activation=activation, use_attenuation=attenuation)
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.3)
     outputs, weights = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     kernels = [layer.query_dense.kernel, layer.key_dense.kernel, layer.value_dense.kernel]
     kernels = [keras.ops.convert_to_numpy(k) for k in kernels]
@@ -109,7 +106,7 @@ def test_feature_axial_matches_reference():
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = FeatureAxialSelfAttention()
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.3)
     kernels = [keras.ops.convert_to_numpy(d.kernel) for d in (layer.query_dense, layer.key_dense, layer.value_dense)]
     np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), feature_axial_reference(x, MASK, kernels), rtol=1e-5, atol=1e-6)
 
@@ -119,7 +116,7 @@ def test_dual_axial_matches_reference():
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = DualAxialSelfAttention()
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.3)
     npy = keras.ops.convert_to_numpy
     text = text_axial_reference(
         x, MASK, [npy(d.kernel) for d in (layer.text_attention.query_dense, layer.text_attention.key_dense, layer.text_attention.value_dense)]

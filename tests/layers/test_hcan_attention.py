@@ -9,6 +9,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import set_random_weights
 from tests.layer_contract import to_numpy
 
 X_SHAPE = (3, 6, 8)
@@ -44,10 +45,6 @@ def self_attention_reference(layer, x, mask, value_activation):
     return outputs
 
 
-def _randomise(layer, rng):
-    layer.set_weights([0.3 * rng.normal(size=w.shape).astype("float32") for w in layer.weights])
-
-
 @pytest.mark.parametrize(
     "layer_cls, init_kwargs, output_shape, propagates",
     [
@@ -67,7 +64,7 @@ def test_self_attention_matches_reference(value_activation, numpy_activation):
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = ConvMultiheadSelfAttention(num_heads=2, value_activation=value_activation)
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.3)
     expected = self_attention_reference(layer, x, MASK, numpy_activation)
     np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), expected, rtol=1e-5, atol=1e-5)
 
@@ -78,7 +75,7 @@ def test_parallel_matches_reference():
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = ParallelConvMultiheadSelfAttention(num_heads=4)
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.3)
     a = self_attention_reference(layer.elu_branch, x, MASK, ref.elu)
     b = self_attention_reference(layer.tanh_branch, x, MASK, np.tanh)
     gamma, beta = (keras.ops.convert_to_numpy(w) for w in (layer.layer_norm.gamma, layer.layer_norm.beta))
@@ -92,7 +89,7 @@ def test_target_attention_matches_reference():
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = ConvMultiheadTargetAttention(num_heads=2)
     layer.build(x.shape)
-    _randomise(layer, rng)
+    set_random_weights(layer, rng, scale=0.3)
     outputs, scores = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     target = keras.ops.convert_to_numpy(layer.target)
     for b in range(len(x)):

@@ -7,6 +7,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import set_random_weights
 from tests.layer_contract import to_numpy
 
 X_SHAPE = (3, 6, 4)
@@ -28,10 +29,6 @@ def lama_reference(H, keep, W_w, b_w, P, Q, c, heads, rank, l2=True):
     A = np.stack([ref.softmax_over(F[i], keep) for i in range(heads)])  # Eq. 13
     S = A @ np.where(keep[:, None], H, 0.0)  # Eq. 15
     return S, A
-
-
-def _set_random(layer, rng):
-    layer.set_weights([rng.normal(size=w.shape).astype("float32") for w in layer.weights])
 
 
 def _weights(layer):
@@ -59,7 +56,7 @@ def test_matches_reference(heads, rank, l2):
     x = rng.normal(size=X_SHAPE).astype("float32")
     layer = LAMA(num_heads=heads, rank=rank, l2_normalize=l2)
     layer.build(x.shape)
-    _set_random(layer, rng)
+    set_random_weights(layer, rng, scale=1.0)
     S, A = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
     W_w, b_w, P, Q = _weights(layer)
     c = keras.ops.convert_to_numpy(layer.context)

@@ -7,6 +7,7 @@ from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
 from tests.layer_contract import run_layer_contract
+from tests.layer_contract import set_random_weights
 from tests.layer_contract import to_numpy
 
 
@@ -50,7 +51,7 @@ def test_matches_numpy_reference(hidden_units, attention):
     x = rng.normal(size=(3, 6, 4)).astype("float32")
     mask = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] + [0] * 5], bool)
     layer.build(x.shape)
-    layer.set_weights([rng.normal(size=w.shape).astype("float32") for w in layer.weights])
+    set_random_weights(layer, rng, scale=1.0)
     outputs, alpha = to_numpy(layer(x, mask=mask, return_attention_scores=True))
     weights = layer.get_weights()
     expected, expected_alpha = scalable_attention_reference(
