@@ -1,4 +1,4 @@
-"""`keras-textattn train|explain ...`: the command line."""
+"""`keras-textattn train|export|explain ...`: the command line."""
 
 import argparse
 import json
@@ -57,6 +57,13 @@ def _parser():
     fit.add_argument("--overwrite", action="store_true", help="replace a finished run in --output")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    export = commands.add_parser("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
+    export.add_argument("--run", required=True, help="a run folder written by `train`")
+    export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
+    export.add_argument("--output", required=True, help="the folder to write (TF Serving: <models>/<name>/<version>)")
+    export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
+    export.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+
     explain = commands.add_parser("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain")
@@ -81,9 +88,9 @@ def main(argv=None):
     from keras_textattn.training import RunError
 
     try:
-        return _train(args) if args.command == "train" else _explain(args)
-    except (RunError, ValueError, TypeError) as error:
-        # TypeError: a --set key the model builder does not take.
+        return {"train": _train, "export": _export, "explain": _explain}[args.command](args)
+    except (RunError, ValueError, TypeError, OSError) as error:
+        # TypeError: a --set key the model builder does not take; OSError: a missing or existing file.
         print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
 
@@ -121,6 +128,22 @@ def _train(args):
     )
     accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
     print(f"Finished {args.model}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
+    return 0
+
+
+def _export(args):
+    from keras_textattn import export
+
+    if args.format == "saved_model":
+        if args.quantization != "none":
+            raise ValueError("--quantization applies to --format tflite only")
+        report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
+    else:
+        quantization = None if args.quantization == "none" else args.quantization
+        report = export.tflite(args.run, args.output, quantization=quantization, overwrite=args.overwrite)
+    details = ", ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
+                        for key, value in report.items() if key != "path")
+    print(f"Exported {args.run} to {report['path']} ({args.format}); verified against Keras: {details}")
     return 0
 
 

@@ -7,7 +7,6 @@ attention (one row per head), LAMA's heads and CSPAN's queries.
 """
 
 import dataclasses
-import json
 import os
 
 import keras
@@ -21,6 +20,7 @@ from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.layers import ScalableAttention
 from keras_textattn.text import TextEncoder
+from keras_textattn.training import load_run
 
 ATTENTION_LAYERS = (ScalableAttention, DualAxialSelfAttention, ConvMultiheadTargetAttention, LAMA, MultiQueryAttention)
 
@@ -49,18 +49,6 @@ class Explanation:
     sentences: list = dataclasses.field(default_factory=list)
     sentence_attention: dict = dataclasses.field(default_factory=dict)
     dimension_attention: dict = dataclasses.field(default_factory=dict)
-
-
-def load_run(folder):
-    """`(model, encoder, label_names)` of a run folder written by `train()`."""
-    paths = [os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json")]
-    missing = [p for p in paths if not os.path.exists(p)]
-    if missing:
-        raise ValueError(f"{folder} is not a finished run folder: missing {', '.join(os.path.basename(p) for p in missing)}")
-    model = keras.models.load_model(paths[0])
-    encoder = keras.models.load_model(paths[1]).layers[-1]
-    with open(paths[2], encoding="utf-8") as handle:
-        return model, encoder, json.load(handle)
 
 
 def _attention_maps(model, ids):

@@ -121,15 +121,19 @@ class CascadedSemanticPositional(keras.layers.Layer):
             epsilon=self.epsilon, dtype=self.dtype_policy, name="semantic_attention"
         )
         self.semantic_attention.build(input_shape)
-        self.bilstms = []
+        # Each Bi-LSTM as a forward and a backward LSTM rather than keras.layers.Bidirectional:
+        # Bidirectional copies its layer through serialisation, which, when a saved model
+        # is loaded, can hand a stack of them each other's LSTMs (Keras's object-sharing
+        # scope matches objects by id()).
+        self.forward_lstms, self.backward_lstms = [], []
         for i in range(self.lstm_layers):
-            bilstm = keras.layers.Bidirectional(
-                keras.layers.LSTM(features // 2, return_sequences=True, dtype=self.dtype_policy),
-                dtype=self.dtype_policy,
-                name=f"bilstm_{i}",
-            )
-            bilstm.build(input_shape)
-            self.bilstms.append(bilstm)
+            for direction, lstms in (("forward", self.forward_lstms), ("backward", self.backward_lstms)):
+                lstm = keras.layers.LSTM(
+                    features // 2, return_sequences=True, go_backwards=direction == "backward",
+                    dtype=self.dtype_policy, name=f"{direction}_lstm_{i}",
+                )
+                lstm.build(input_shape[:-1] + (features,))
+                lstms.append(lstm)
         self.positional_attention = SemanticSelfAttention(
             epsilon=self.epsilon, dtype=self.dtype_policy, name="positional_attention"
         )
@@ -138,8 +142,10 @@ class CascadedSemanticPositional(keras.layers.Layer):
     def call(self, inputs, mask=None, return_attention_scores=False):
         semantic, semantic_weights = self.semantic_attention(inputs, mask=mask, return_attention_scores=True)
         hidden = semantic
-        for bilstm in self.bilstms:
-            hidden = bilstm(hidden, mask=mask)
+        for forward, backward in zip(self.forward_lstms, self.backward_lstms):
+            # The backward LSTM returns its outputs last step first: flip them back (Eq. 7).
+            backward_hidden = ops.flip(backward(hidden, mask=mask), axis=1)
+            hidden = ops.concatenate([forward(hidden, mask=mask), backward_hidden], axis=-1)
         positional, positional_weights = self.positional_attention(
             hidden, mask=mask, return_attention_scores=True
         )

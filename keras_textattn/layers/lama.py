@@ -134,7 +134,9 @@ class LAMA(keras.layers.Layer):
         scores = ops.sum(ops.reshape(scores, (batch, time, self.num_heads, self.rank)), axis=-1)
         scores = ops.tanh(scores)
         if self.l2_normalize:
-            scores = ops.normalize(scores, axis=-1, order=2, epsilon=1e-12)
+            # Not ops.normalize: the TFLite converter turns it into L2_NORMALIZATION,
+            # which gives NaN for the zero scores of an all-padding text with a context.
+            scores = scores / ops.sqrt(ops.sum(ops.square(scores), axis=-1, keepdims=True) + 1e-12)
         # Eq. 13: softmax over time, one row per head.
         attention = utils.masked_softmax(ops.transpose(scores, (0, 2, 1)), key_mask[:, None, :], axis=-1)
         embeddings = ops.einsum("bmt,btf->bmf", attention, ops.cast(inputs, "float32"))  # Eq. 15

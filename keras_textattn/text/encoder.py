@@ -6,6 +6,7 @@ exported SavedModel, and its vocabulary travels with a `.keras` file as an asset
 """
 
 import collections
+import os
 
 import keras
 import numpy as np
@@ -32,7 +33,7 @@ _SENTENCE_END = r"[.!?]+"
 class TextEncoder(keras.layers.Layer):
     """Raw strings `(batch,)` to token ids `(batch, sequence_length)`, 0 for padding.
 
-    Steps: invalid UTF-8 bytes become U+FFFD; the text is split into words and
+    Steps: invalid UTF-8 bytes become U+FFFD and NUL characters spaces; the text is split into words and
     punctuation marks (HTML tags such as `<br />` dropped when `strip_html`); each
     token is Unicode-normalised and case-folded; tokens beyond `sequence_length`
     are dropped; `StringLookup` maps tokens to ids (0 padding, 1 out of
@@ -155,7 +156,7 @@ class TextEncoder(keras.layers.Layer):
             `token` is as written, and `text[start:end] == token` (character offsets).
             Tokens dropped by truncation are left out.
         """
-        raw = text.encode("utf-8")
+        raw = text.encode("utf-8").replace(b"\x00", b" ")  # as in the graph (see _as_strings)
         if self.hierarchical:
             pieces, starts, _ = tf_text.regex_split_with_offsets(tf.constant([raw]), _SENTENCE_END)
             pieces = list(zip(starts.to_list()[0], pieces.to_list()[0]))
@@ -199,7 +200,9 @@ class TextEncoder(keras.layers.Layer):
             texts = tf.squeeze(texts, -1)
         if texts.shape.rank != 1:
             raise ValueError(f"TextEncoder expects a batch of strings of shape (batch,). Received: shape {texts.shape}")
-        return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+        # tensorflow-text's regex ops stop reading at a NUL byte: make NUL a space (same byte offsets).
+        return tf.strings.regex_replace(texts, r"\x00", " ")
 
     # -------------------------------------------------------------- vocabulary
     def adapt(self, data, batch_size=256):
@@ -227,6 +230,15 @@ class TextEncoder(keras.layers.Layer):
         if not vocabulary:
             raise ValueError("TextEncoder: the vocabulary is empty; adapt on texts that contain tokens.")
         self.lookup.set_vocabulary(list(vocabulary))
+        self._adapted = True
+
+    def set_vocabulary_file(self, path):
+        """Use the tokens of a UTF-8 file, one per line (most frequent first, without
+        padding and OOV), read when the lookup table is initialised. A SavedModel
+        that contains this encoder carries the file as an asset."""
+        if not os.path.isfile(path):
+            raise ValueError(f"TextEncoder: vocabulary file {path} does not exist.")
+        self.lookup.set_vocabulary(os.fspath(path))
         self._adapted = True
 
     def get_vocabulary(self):

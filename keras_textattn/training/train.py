@@ -14,7 +14,6 @@ A run folder holds:
 import json
 import os
 import shutil
-import tempfile
 import time
 
 import keras
@@ -22,6 +21,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import write_atomically
+from keras_textattn._files import write_text
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import make_batches
@@ -69,28 +70,6 @@ def _is_chief(strategy):
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
-
-
-def _write_atomically(path, write):
-    """Call `write(temporary_path)` then move the result to `path` in one step."""
-    folder = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    os.close(handle)
-    try:
-        write(temporary)
-        os.chmod(temporary, 0o644)  # mkstemp makes files private
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-
-
-def _write_text(path, text):
-    def write(temporary):
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-
-    _write_atomically(path, write)
 
 
 class _Timing(keras.callbacks.Callback):
@@ -228,9 +207,7 @@ def train(
         encoder = TextEncoder(**encoder_options)
         encoder.adapt(dataset["train"])
         if chief:
-            text = keras.Input(shape=(), dtype="string", name="text")
-            wrapper = keras.Model(text, encoder(text), name="encoder")
-            _write_atomically(encoder_path, wrapper.save)
+            _save_encoder(encoder_path, encoder)
 
     with strategy.scope():
         classifier = build_model(model, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
@@ -291,13 +268,26 @@ def train(
         "encoder": encoder.get_config(),
     }
     if chief:
-        _write_atomically(os.path.join(output, "model.keras"), classifier.save)
-        _write_text(os.path.join(output, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
-        _write_text(os.path.join(output, "labels.json"), json.dumps(dataset.label_names, indent=2))
-        # metrics.json last: its presence marks the run finished.
-        _write_text(os.path.join(output, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
+        save_run(output, classifier, encoder, dataset.label_names, metrics)
         shutil.rmtree(os.path.join(output, "backup"), ignore_errors=True)
     return metrics
+
+
+def _save_encoder(path, encoder):
+    text = keras.Input(shape=(), dtype="string", name="text")
+    write_atomically(path, keras.Model(text, encoder(text), name="encoder").save)
+
+
+def save_run(folder, model, encoder, label_names, metrics):
+    """Write a finished run folder (see the module docstring) for a token-id `model`
+    and its fitted `encoder`; `train()` ends with this. Each file is written
+    atomically, metrics.json last: its presence marks the run finished."""
+    os.makedirs(folder, exist_ok=True)
+    _save_encoder(os.path.join(folder, "encoder.keras"), encoder)
+    write_atomically(os.path.join(folder, "model.keras"), model.save)
+    write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
+    write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
+    write_text(os.path.join(folder, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
 
 
 def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size, timing):
@@ -335,6 +325,22 @@ def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size, timin
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
     return history
+
+
+def load_run(folder):
+    """`(model, encoder, label_names)` of a finished run folder written by `train()`.
+
+    Both `.keras` files load in Keras's safe mode (no code is deserialised): the
+    package's layers are registered, and the models contain no lambda layers.
+    """
+    paths = [os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")]
+    missing = [os.path.basename(p) for p in paths if not os.path.exists(p)]
+    if missing:
+        raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
+    model = keras.models.load_model(paths[0], safe_mode=True)
+    encoder = keras.models.load_model(paths[1], safe_mode=True).layers[-1]
+    with open(paths[2], encoding="utf-8") as handle:
+        return model, encoder, json.load(handle)
 
 
 def _encoder_shape_kwargs(model, encoder):

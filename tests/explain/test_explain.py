@@ -12,32 +12,12 @@ from keras_textattn.explain import top_tokens
 from keras_textattn.explain import write_top_tokens
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
-from keras_textattn.training import train
 
 TEXTS = [
     "Stocks <b>rallied</b> after the Fed's decision; Nasdaq up 2%.",
     "Zürich's café owners — and Ünïcode fans — cheered. Then they left!",
     "",
 ]
-
-
-def _ag_news_run(shared_data, folder, model, **kwargs):
-    ag = shared_data / "ag_news"
-    train(model, str(ag / "train_sample_5k.csv.gz"), str(folder), epochs=1, batch_size=64, max_tokens=5000,
-          verbose=0, **kwargs)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def lama_run(tmp_path_factory, shared_data):
-    return _ag_news_run(shared_data, tmp_path_factory.mktemp("lama"), "lama", sequence_length=48,
-                        model_kwargs={"embedding_dim": 32, "gru_units": 16, "num_heads": 3, "mlp_units": 32})
-
-
-@pytest.fixture(scope="module")
-def hcan_run(tmp_path_factory, shared_data):
-    return _ag_news_run(shared_data, tmp_path_factory.mktemp("hcan"), "hcan", sequence_length=12, max_sentences=4,
-                        model_kwargs={"units": 16, "num_heads": 2})
 
 
 def test_trained_lama_maps_and_offsets(lama_run):

@@ -32,7 +32,7 @@ def _layer_norm_weights(layer):
     [
         (SemanticSelfAttention, {}, (7, 8), True),
         (CascadedSemanticPositional, {}, (7, 8), True),
-        (CascadedSemanticPositional, {"lstm_layers": 2}, (7, 8), True),
+        (CascadedSemanticPositional, {"lstm_layers": 3}, (7, 8), True),  # 3: loading once failed for stacks
         (MultiQueryAttention, {"num_queries": 3}, (8,), False),
         (MultiQueryAttention, {"num_queries": 2, "output_dim": 5}, (5,), False),
     ],
@@ -64,9 +64,9 @@ def test_cascaded_matches_eq_4_to_9():
     layer.build(x.shape)
     set_random_weights(layer, rng, scale=0.5)
     outputs = to_numpy(layer(x, mask=MASK))
-    (bilstm,) = layer.bilstms
-    forward = [npy(w) for w in bilstm.forward_layer.weights]
-    backward = [npy(w) for w in bilstm.backward_layer.weights]
+    (forward_lstm,), (backward_lstm,) = layer.forward_lstms, layer.backward_lstms
+    forward = [npy(w) for w in forward_lstm.weights]
+    backward = [npy(w) for w in backward_lstm.weights]
     for b in range(3):
         D = x[b][MASK[b]]
         S, _ = semantic_reference(D, *_layer_norm_weights(layer.semantic_attention))  # Eq. 4

@@ -51,7 +51,7 @@ def test_raw_text_model_round_trip(name, tmp_path):
        ("cspan", {"configuration": "big", "num_queries": 4}), ("hcan", {"hierarchical": False}),
        ("hcan", {"parallel": False, "pooling": "max"}), ("scalable_attention", {"attention_activation": "softmax"})],
 )
-def test_variants_build_and_train_a_step(name, kwargs):
+def test_variants_build_and_train_a_step(name, kwargs, tmp_path):
     shape = {"max_sentences": 3, "max_words": 6} if name == "hcan" and kwargs.get("hierarchical", True) else {}
     if name == "hcan" and not shape:
         shape = {"max_words": 6}
@@ -64,6 +64,9 @@ def test_variants_build_and_train_a_step(name, kwargs):
     model.compile("adam", "sparse_categorical_crossentropy")
     history = model.fit(ids, np.array([0, 1, 0, 1]), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+    model.save(tmp_path / "model.keras")  # every variant reloads in safe mode (CSPAN's LSTM stack once did not)
+    reloaded = keras.models.load_model(tmp_path / "model.keras", safe_mode=True)
+    np.testing.assert_allclose(reloaded.predict(ids, verbose=0), model.predict(ids, verbose=0), rtol=1e-5, atol=1e-6)
 
 
 def test_builder_errors():

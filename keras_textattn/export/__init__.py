@@ -1,0 +1,31 @@
+"""Deployable artifacts from a finished run folder (TensorFlow backend).
+
+- `saved_model(run, output)`: a SavedModel for TF Serving that takes raw strings.
+- `tflite(run, output, quantization=None)`: a LiteRT (TFLite) model of token ids,
+  with the vocabulary and encoder settings beside it for the client.
+- `ClientTokenizer`: the encoder's tokenisation in plain Python, for clients of
+  the TFLite model (and the reference that the tests hold it to).
+
+Each export verifies its artifact against the Keras model before it is moved into
+place; see `verify_saved_model` and `verify_tflite`.
+"""
+
+from keras_textattn.export.client import ClientTokenizer
+from keras_textattn.export.saved_model import TENSORFLOW_TEXT_OPS
+from keras_textattn.export.saved_model import saved_model
+from keras_textattn.export.saved_model import saved_model_ops
+from keras_textattn.export.saved_model import verify_saved_model
+from keras_textattn.export.tflite import QUANTIZATIONS
+from keras_textattn.export.tflite import tflite
+from keras_textattn.export.tflite import verify_tflite
+
+__all__ = [
+    "ClientTokenizer",
+    "QUANTIZATIONS",
+    "TENSORFLOW_TEXT_OPS",
+    "saved_model",
+    "saved_model_ops",
+    "tflite",
+    "verify_saved_model",
+    "verify_tflite",
+]

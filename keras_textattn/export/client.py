@@ -1,0 +1,119 @@
+"""The `TextEncoder`'s tokenisation in plain Python, for clients of an exported TFLite model.
+
+TFLite has no string ops, so a client turns text into ids itself. This module is
+the reference for that: it reads the `encoder.json` and `vocabulary.txt` written
+next to `model.tflite` and uses only the standard library (port it as it is).
+The tests check that it gives the in-graph encoder's ids on real texts.
+
+The rules (see `TextEncoder`):
+1. Decode UTF-8, replacing invalid bytes by U+FFFD; NUL counts as a space.
+2. Hierarchical models only: split into sentences at runs of `.`, `!`, `?`
+   (dropped); sentences without tokens are dropped.
+3. Split into tokens, scanning left to right: an HTML tag `<...>` (at most 200
+   characters, no `<` or `>` inside; when `strip_html`) and whitespace are
+   dropped; a run of letters, digits, combining marks and `_` is a word; any other
+   character is a token of its own.
+4. Each token: Unicode normalisation (`normalization`, NFKC by default), then case
+   folding (`lowercase`).
+5. Keep the first `sequence_length` tokens (words per sentence; and the first
+   `max_sentences` sentences); look each up in the vocabulary: line i of
+   vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV).
+
+Differences left: ICU (in the graph) and Python may fold a few rare characters
+differently, and the dual-axial model's bigram ids are FarmHash Fingerprint64 of
+"token_i token_i+1" modulo `bigram_buckets`, plus 1 (Guava's
+`Hashing.farmHashFingerprint64()` on Android); `encode` computes them with
+TensorFlow when it is installed.
+"""
+
+import json
+import os
+import re
+import unicodedata
+
+import numpy as np
+
+_HTML_TAG = re.compile(r"<[^<>]{0,200}>")
+_SENTENCE_END = re.compile(r"[.!?]+")
+_ASCII_SPACE = frozenset("\t\n\f\r \x00")
+
+
+def _is_space(character):
+    return character in _ASCII_SPACE or unicodedata.category(character).startswith("Z")
+
+
+def _is_word(character):
+    return character == "_" or unicodedata.category(character)[0] in "LNM"
+
+
+class ClientTokenizer:
+    """Raw text to the model's input ids, without TensorFlow.
+
+    Args:
+        folder: a folder written by `keras_textattn.export.tflite` (reads
+            `encoder.json` and `vocabulary.txt`).
+    """
+
+    def __init__(self, folder):
+        with open(os.path.join(folder, "encoder.json"), encoding="utf-8") as handle:
+            self.config = json.load(handle)
+        with open(os.path.join(folder, "vocabulary.txt"), encoding="utf-8", newline="\n") as handle:
+            tokens = handle.read().split("\n")[:-1]  # "\n" only: tokens may contain other line breaks
+        self.ids = {token: index for index, token in enumerate(tokens) if index >= 2}
+
+    def tokens(self, text):
+        """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        tokens, position = [], 0
+        while position < len(text):
+            tag = _HTML_TAG.match(text, position) if self.config["strip_html"] else None
+            if tag:
+                position = tag.end()
+            elif _is_space(text[position]):
+                position += 1
+            elif _is_word(text[position]):
+                end = position + 1
+                while end < len(text) and _is_word(text[end]):
+                    end += 1
+                tokens.append(text[position:end])
+                position = end
+            else:
+                tokens.append(text[position])
+                position += 1
+        return [self._standardize(token) for token in tokens]
+
+    def _standardize(self, token):
+        if self.config["normalization"]:
+            token = unicodedata.normalize(self.config["normalization"], token)
+        return token.casefold() if self.config["lowercase"] else token
+
+    def _ids(self, tokens, length):
+        ids = np.zeros(length, np.int32)
+        for index, token in enumerate(tokens[:length]):
+            ids[index] = self.ids.get(token, 1)
+        return ids
+
+    def encode(self, text):
+        """One text to the model's inputs: `{"token_ids": (1, ...)}` int32 (plus
+        `"bigram_ids"` for the dual-axial model, computed with TensorFlow)."""
+        config = self.config
+        if config["hierarchical"]:
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", errors="replace")
+            sentences = [tokens for tokens in map(self.tokens, _SENTENCE_END.split(text)) if tokens]
+            ids = np.zeros((config["max_sentences"], config["sequence_length"]), np.int32)
+            for row, tokens in enumerate(sentences[: config["max_sentences"]]):
+                ids[row] = self._ids(tokens, config["sequence_length"])
+            return {"token_ids": ids[None]}
+        tokens = self.tokens(text)
+        inputs = {"token_ids": self._ids(tokens, config["sequence_length"])[None]}
+        if config["bigram_buckets"]:
+            import tensorflow as tf
+
+            pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:])][: config["sequence_length"]]
+            bigrams = np.zeros(config["sequence_length"], np.int32)
+            if pairs:
+                bigrams[: len(pairs)] = tf.strings.to_hash_bucket_fast(pairs, config["bigram_buckets"]).numpy() + 1
+            inputs["bigram_ids"] = bigrams[None]
+        return inputs

@@ -1,0 +1,134 @@
+"""SavedModel export for TF Serving: raw UTF-8 strings in, class probabilities and names out."""
+
+import os
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_textattn import _backend
+from keras_textattn._files import write_folder_atomically
+from keras_textattn.export._probes import probe_texts
+from keras_textattn.text import TextEncoder
+from keras_textattn.training import load_run
+
+# The only ops of an exported graph that are not core TensorFlow: the encoder's
+# tensorflow-text ops. TF Serving links tensorflow-text's ops in
+# (`@org_tensorflow_text//tensorflow_text:ops_lib` in its model server build).
+TENSORFLOW_TEXT_OPS = ("CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets")
+
+
+def saved_model(run, output, *, overwrite=False):
+    """Export a run folder as a SavedModel for TF Serving.
+
+    Signatures:
+        serving_default: `text` string `[None]` (raw UTF-8) -> `probabilities`
+            float32 `[None, num_classes]`, `label_id` int32 `[None]`, `label`
+            string `[None]` (the class name).
+        token_ids: the model's own inputs (`token_ids` int32 `[None, length]`,
+            `[None, sentences, words]` for HCAN, plus `bigram_ids` for the
+            dual-axial model) -> the same three outputs.
+
+    The text encoder runs inside the graph and its vocabulary is the asset
+    `assets/vocabulary.txt`. The export is written to a temporary folder, verified
+    against the Keras model (`verify_saved_model`) and then renamed to `output`.
+
+    Args:
+        run: a finished run folder of `keras_textattn.training.train`.
+        output: the SavedModel folder; for TF Serving, `<models>/<name>/<version>`.
+        overwrite: replace an existing `output`; otherwise it is refused.
+
+    Returns:
+        The verification report (see `verify_saved_model`) plus `"path"`.
+    """
+    _backend.require_tensorflow("SavedModel export")
+    model, encoder, label_names = load_run(run)
+    report = {}
+
+    def write(folder):
+        with tempfile.TemporaryDirectory() as scratch:
+            tokens_file = os.path.join(scratch, "vocabulary.txt")
+            with open(tokens_file, "w", encoding="utf-8") as handle:
+                handle.write("\n".join(encoder.get_vocabulary()[2:]) + "\n")
+            archive = _archive(model, encoder, tokens_file, label_names)
+            archive.write_out(folder, verbose=False)
+        report.update(verify_saved_model(folder, model, encoder, label_names))
+
+    write_folder_atomically(output, write, overwrite)
+    return {"path": os.path.abspath(output), **report}
+
+
+def _archive(model, encoder, tokens_file, label_names):
+    serving_encoder = TextEncoder.from_config(encoder.get_config())
+    serving_encoder.set_vocabulary_file(tokens_file)  # becomes the asset assets/vocabulary.txt
+    serving_encoder.build((None,))
+    labels = tf.constant(label_names)
+
+    def outputs(probabilities):
+        label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {"probabilities": probabilities, "label_id": label_id, "label": tf.gather(labels, label_id)}
+
+    def serve_text(text):
+        return outputs(model(serving_encoder(text), training=False))
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(serving_encoder)
+    archive.add_endpoint("serving_default", serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    specs = [tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name) for tensor in model.inputs]
+    if len(specs) == 1:
+        archive.add_endpoint("token_ids", lambda token_ids: outputs(model(token_ids, training=False)), input_signature=specs)
+    else:
+        archive.add_endpoint(
+            "token_ids",
+            lambda token_ids, bigram_ids: outputs(model([token_ids, bigram_ids], training=False)),
+            input_signature=specs,
+        )
+    return archive
+
+
+def verify_saved_model(folder, model, encoder, label_names, texts=None, atol=1e-5):
+    """Check a SavedModel against the Keras model on `texts` (default: probe texts
+    of the vocabulary plus empty, invalid UTF-8 and 1 MB strings).
+
+    Returns:
+        `{"size_bytes", "max_abs_difference", "texts"}`.
+
+    Raises:
+        ValueError: an output differs by more than `atol`, a label is wrong, or
+            a shape is not the declared one.
+    """
+    texts = probe_texts(encoder) if texts is None else list(texts)
+    serve = tf.saved_model.load(folder).signatures["serving_default"]
+    batch = tf.constant(texts, tf.string)
+    exported = {name: value.numpy() for name, value in serve(text=batch).items()}
+    expected = keras.ops.convert_to_numpy(model(encoder(batch), training=False))
+    difference = float(np.max(np.abs(exported["probabilities"] - expected))) if len(texts) else 0.0
+    labels = np.array(label_names, dtype=object)[exported["label_id"]]
+    if (
+        exported["probabilities"].shape != (len(texts), len(label_names))
+        or not difference <= atol
+        or list(labels) != [label.decode("utf-8") for label in exported["label"]]
+    ):
+        raise ValueError(
+            f"The SavedModel at {folder} does not reproduce the Keras model: largest probability "
+            f"difference {difference:.3g} (allowed {atol}), output shape {exported['probabilities'].shape}."
+        )
+    size = sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(folder) for name in names)
+    return {"size_bytes": size, "max_abs_difference": difference, "texts": len(texts)}
+
+
+def saved_model_ops(folder):
+    """The names of all ops in a SavedModel's graphs and functions (sorted)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(folder, "saved_model.pb"), "rb") as handle:
+        proto.ParseFromString(handle.read())
+    ops = set()
+    for graph in proto.meta_graphs:
+        ops.update(node.op for node in graph.graph_def.node)
+        for function in graph.graph_def.library.function:
+            ops.update(node.op for node in function.node_def)
+    return sorted(ops)

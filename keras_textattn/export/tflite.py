@@ -1,0 +1,144 @@
+"""LiteRT (TFLite) export of the token-id model, verified with the LiteRT interpreter."""
+
+import json
+import os
+import re
+import tempfile
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_textattn import _backend
+from keras_textattn._files import write_folder_atomically
+from keras_textattn.export._probes import probe_texts
+from keras_textattn.training import load_run
+
+QUANTIZATIONS = (None, "dynamic", "float16")
+
+
+def tflite(run, output, *, quantization=None, overwrite=False):
+    """Export a run folder's token-id model to a LiteRT folder.
+
+    The folder holds `model.tflite` (TFLite builtin ops only, so the standard
+    runtime runs it without the Flex delegate), `vocabulary.txt` (line i is id i),
+    `encoder.json` (the tokenisation settings and the input names and shapes),
+    `labels.json` and `verification.json`. The model takes one text per call:
+    inputs `(1, sequence_length)` int32 (`(1, sentences, words)` for HCAN, plus
+    `bigram_ids` for the dual-axial model), output `probabilities` `(1, classes)`.
+    A batch size of one is what a device needs, and it lets the converter turn
+    the recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) into builtin ops, which
+    fails for a dynamic batch. Tokenise with `ClientTokenizer` (or its port).
+
+    Args:
+        run: a finished run folder of `keras_textattn.training.train`.
+        output: the folder to write.
+        quantization: None (float32), "dynamic" (int8 weights) or "float16" (weights).
+        overwrite: replace an existing `output`; otherwise it is refused.
+
+    Returns:
+        The verification report (see `verify_tflite`) plus `"path"`.
+    """
+    _backend.require_tensorflow("TFLite export")
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
+    model, encoder, label_names = load_run(run)
+    report = {}
+
+    def write(folder):
+        content = convert(model, quantization)
+        with open(os.path.join(folder, "model.tflite"), "wb") as handle:
+            handle.write(content)
+        with open(os.path.join(folder, "vocabulary.txt"), "w", encoding="utf-8", newline="\n") as handle:
+            handle.write("\n".join(encoder.get_vocabulary()) + "\n")
+        settings = {key: encoder.get_config()[key] for key in (
+            "sequence_length", "max_sentences", "hierarchical", "lowercase", "strip_html", "normalization", "bigram_buckets")}
+        settings["padding_id"], settings["oov_id"] = 0, 1
+        settings["inputs"] = {tensor.name: [1, *tensor.shape[1:]] for tensor in model.inputs}
+        _write_json(os.path.join(folder, "encoder.json"), settings)
+        _write_json(os.path.join(folder, "labels.json"), label_names)
+        report.update(verify_tflite(content, model, encoder, quantization=quantization))
+        _write_json(os.path.join(folder, "verification.json"), report)
+
+    write_folder_atomically(output, write, overwrite)
+    return {"path": os.path.abspath(output), **report}
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, indent=2)
+
+
+def convert(model, quantization=None):
+    """The `.tflite` bytes of a token-id `model` with batch size 1, builtin ops only.
+
+    Raises:
+        ValueError: the model has an op that TFLite has no builtin for; the
+            message names it.
+    """
+    signature = [tf.TensorSpec((1, *tensor.shape[1:]), tensor.dtype, name=tensor.name) for tensor in model.inputs]
+    with tempfile.TemporaryDirectory() as folder:
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        archive.add_endpoint(
+            "serving_default",
+            lambda inputs: {"probabilities": model(inputs, training=False)},
+            input_signature=[signature if len(signature) > 1 else signature[0]],
+        )
+        archive.write_out(folder, verbose=False)
+        converter = tf.lite.TFLiteConverter.from_saved_model(folder)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        if quantization:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantization == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        try:
+            return converter.convert()
+        except Exception as error:  # the converter raises ConverterError with MLIR diagnostics
+            problems = re.findall(r"error: (.*)", str(error)) or [str(error)]
+            raise ValueError(f"Model {model.name!r} does not convert to TFLite builtin ops: {problems[0]}") from None
+
+
+def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1e-4):
+    """Run a `.tflite` model with the LiteRT interpreter on `texts` (default: probe
+    texts of the vocabulary plus hostile inputs) and compare with the Keras model.
+
+    Float models must match within `atol`. Quantised models are reported, not
+    checked: their argmax agreement is measured on real test sets by the tests.
+
+    Returns:
+        `{"quantization", "size_bytes", "texts", "max_abs_difference",
+        "argmax_agreement", "latency_ms_p50", "latency_ms_p99"}` (latency of one
+        text on this machine's CPU).
+
+    Raises:
+        ValueError: a float model differs by more than `atol`.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    texts = probe_texts(encoder) if texts is None else list(texts)
+    encoded = encoder(tf.constant(texts, tf.string))
+    encoded = [keras.ops.convert_to_numpy(x) for x in (encoded if isinstance(encoded, tuple) else [encoded])]
+    expected = keras.ops.convert_to_numpy(model(encoded if len(encoded) > 1 else encoded[0], training=False))
+    runner = Interpreter(model_content=content).get_signature_runner()
+    names = [tensor.name for tensor in model.inputs]
+    exported, seconds = [], []
+    for row in range(len(texts)):
+        feeds = {name: values[row : row + 1] for name, values in zip(names, encoded)}
+        start = time.perf_counter()
+        exported.append(runner(**feeds)["probabilities"][0])
+        seconds.append(time.perf_counter() - start)
+    exported = np.array(exported).reshape(expected.shape)
+    difference = float(np.max(np.abs(exported - expected))) if len(texts) else 0.0
+    if quantization is None and not difference <= atol:
+        raise ValueError(f"The TFLite model does not reproduce the Keras model: largest probability difference {difference:.3g} (allowed {atol}).")
+    return {
+        "quantization": quantization or "none",
+        "size_bytes": len(content),
+        "texts": len(texts),
+        "max_abs_difference": difference,
+        "argmax_agreement": float(np.mean(exported.argmax(-1) == expected.argmax(-1))) if len(texts) else 1.0,
+        "latency_ms_p50": float(np.percentile(seconds, 50) * 1000) if seconds else None,
+        "latency_ms_p99": float(np.percentile(seconds, 99) * 1000) if seconds else None,
+    }

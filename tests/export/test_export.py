@@ -1,0 +1,269 @@
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
+
+from keras_textattn import export
+from keras_textattn.cli import main
+from keras_textattn.datasets import LocalFile
+from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.export._probes import HOSTILE_TEXTS
+from keras_textattn.models import build_model
+from keras_textattn.text import TextEncoder
+from keras_textattn.training import load_run
+from keras_textattn.training import save_run
+
+README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+
+
+def ag_news_test_texts(shared_data, limit=None):
+    file = LocalFile(shared_data / "ag_news" / "test.csv.gz", text_column=[1, 2], label_column=0, header=False, label_offset=1)
+    return read_labelled_texts(file)[0][:limit]
+
+
+@pytest.fixture(scope="module")
+def lama_saved_model(lama_run, tmp_path_factory):
+    output = tmp_path_factory.mktemp("serving") / "lama" / "1"
+    assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--output", str(output)]) == 0
+    return output
+
+
+FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.framework import op_def_registry
+    folder, texts_file, ops = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    unknown = sorted(op for op in ops if op_def_registry.get(op) is None)  # before tensorflow_text registers its ops
+    import tensorflow_text  # noqa: F401  the encoder's ops
+    serve = tf.saved_model.load(folder).signatures
+    with open(texts_file, "rb") as handle:
+        texts = json.load(handle)
+    batch = tf.constant([t.encode("latin-1") for t in texts])
+    out = {k: v.numpy() for k, v in serve["serving_default"](text=batch).items()}
+    hostile = {}
+    for name, value in [("empty_batch", tf.zeros([0], tf.string)), ("empty_string", tf.constant([""])),
+                        ("invalid_utf8", tf.constant([b"\\xff\\xfe\\xc3"])), ("one_megabyte", tf.constant(["word " * 200000]))]:
+        result = serve["serving_default"](text=value)
+        hostile[name] = {k: [list(v.shape), str(v.dtype.name), bool(np.all(np.isfinite(v.numpy()))) if v.dtype.is_floating else True]
+                         for k, v in result.items()}
+    print(json.dumps({
+        "modules": sorted(m for m in sys.modules if m.startswith("keras")),
+        "unknown_ops": unknown,
+        "probabilities": out["probabilities"].tolist(),
+        "label_id": out["label_id"].tolist(),
+        "label": [l.decode() for l in out["label"]],
+        "hostile": hostile,
+    }))
+    """
+)
+
+
+def test_saved_model_serves_raw_text_without_our_package(lama_run, lama_saved_model, shared_data, tmp_path):
+    """A fresh process with only tensorflow and tensorflow_text gives the Keras model's answers."""
+    texts = ag_news_test_texts(shared_data, 300) + [t.decode("utf-8", "replace") for t in HOSTILE_TEXTS[:4]]
+    texts_file = tmp_path / "texts.json"
+    texts_file.write_text(json.dumps([t.encode("utf-8").decode("latin-1") for t in texts]))
+    ops = export.saved_model_ops(str(lama_saved_model))
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(lama_saved_model), str(texts_file), json.dumps(ops)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+    assert served["modules"] == [m for m in served["modules"] if not m.startswith("keras_textattn")]
+    # Only core ops, plus the documented tensorflow-text ops.
+    assert served["unknown_ops"] == sorted(export.TENSORFLOW_TEXT_OPS)
+
+    model, encoder, label_names = load_run(lama_run)
+    expected = keras.ops.convert_to_numpy(model(encoder(tf.constant(texts))))
+    np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
+    assert served["label_id"] == expected.argmax(-1).tolist()
+    assert served["label"] == [label_names[i] for i in expected.argmax(-1)]
+    classes = len(label_names)
+    assert served["hostile"]["empty_batch"] == {
+        "probabilities": [[0, classes], "float32", True], "label_id": [[0], "int32", True], "label": [[0], "string", True]}
+    for name in ("empty_string", "invalid_utf8", "one_megabyte"):
+        assert served["hostile"][name]["probabilities"] == [[1, classes], "float32", True], name
+
+
+def test_token_id_signature_and_saved_model_cli(lama_run, lama_saved_model):
+    model, encoder, _ = load_run(lama_run)
+    ids = encoder(tf.constant(["Oil prices rose sharply.", "The team won the cup."]))
+    outputs = tf.saved_model.load(str(lama_saved_model)).signatures["token_ids"](token_ids=ids)
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), keras.ops.convert_to_numpy(model(ids)), atol=1e-5)
+    assert os.path.isfile(lama_saved_model / "assets" / "vocabulary.txt")  # the vocabulary is an asset
+
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--all", "--dir", str(lama_saved_model)], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    for signature, inputs in (("serving_default", {"text": "DT_STRING"}), ("token_ids", {"token_ids": "DT_INT32"})):
+        block = shown.stdout.split(f"signature_def['{signature}']:")[1].split("signature_def[")[0]
+        for name, dtype in inputs.items():
+            assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: {dtype}", block), block
+        for name, dtype in (("probabilities", "DT_FLOAT"), ("label_id", "DT_INT32"), ("label", "DT_STRING")):
+            assert re.search(rf"outputs\['{name}'\] tensor_info:\s+dtype: {dtype}", block), block
+
+
+def test_readme_rest_example_matches_the_signature(lama_run, lama_saved_model):
+    """The README's TF Serving request and response use the signature's names and types."""
+    readme = open(README, encoding="utf-8").read()
+    section = readme.split("## Serving with TF Serving")[1].split("\n## ")[0]
+    request, response = (json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S))
+    serve = tf.saved_model.load(str(lama_saved_model)).signatures["serving_default"]
+    (input_name,) = serve.structured_input_signature[1]
+    assert request["signature_name"] == "serving_default"
+    assert set(request["instances"][0]) == {input_name} and isinstance(request["instances"][0][input_name], str)
+    outputs = serve(text=tf.constant([i[input_name] for i in request["instances"]]))
+    assert len(response["predictions"]) == len(request["instances"])
+    for prediction in response["predictions"]:
+        assert set(prediction) == set(outputs)
+        assert len(prediction["probabilities"]) == outputs["probabilities"].shape[1]
+        assert prediction["label"] == load_run(lama_run)[2][prediction["label_id"]]
+    assert "tensorflow_model_server" in section and "docker run" in section
+
+
+def test_tflite_float_and_quantised_on_the_ag_news_test_set(lama_run, shared_data, tmp_path):
+    """Float matches Keras within 1e-4; quantised agrees on the argmax for >= 99% of the test set."""
+    model, encoder, _ = load_run(lama_run)
+    texts = ag_news_test_texts(shared_data)
+    ids = keras.ops.convert_to_numpy(encoder(tf.constant(texts)))
+    expected = keras.ops.convert_to_numpy(model.predict(ids, batch_size=256, verbose=0))
+    sizes = {}
+    for quantization in export.QUANTIZATIONS:
+        folder = tmp_path / f"lama-{quantization}"
+        report = export.tflite(lama_run, folder, quantization=quantization)
+        sizes[quantization] = report["size_bytes"]
+        runner = Interpreter(model_path=str(folder / "model.tflite")).get_signature_runner()
+        predicted = np.concatenate([runner(token_ids=ids[i : i + 1])["probabilities"] for i in range(len(ids))])
+        if quantization is None:
+            np.testing.assert_allclose(predicted, expected, atol=1e-4)
+        agreement = np.mean(predicted.argmax(-1) == expected.argmax(-1))
+        assert agreement >= 0.99, (quantization, agreement)
+    assert sizes["dynamic"] < sizes["float16"] < sizes[None]
+
+
+def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
+    """The plain-Python reference for TFLite clients equals the in-graph encoder on real texts."""
+    texts = ag_news_test_texts(shared_data, 2000)
+    texts += read_labelled_texts(LocalFile(shared_data / "imdb" / "test.csv.gz"))[0][:300]  # HTML, long texts
+    texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line"]
+    for options in ({"sequence_length": 64}, {"sequence_length": 12, "hierarchical": True, "max_sentences": 5},
+                    {"sequence_length": 40, "bigram_buckets": 1000}):
+        encoder = TextEncoder(max_tokens=3000, **options)
+        encoder.adapt(texts[:1000])
+        model = keras.Sequential([keras.Input((None,), dtype="int32"), keras.layers.Embedding(3000, 2)])
+        folder = tmp_path / str(len(os.listdir(tmp_path)))
+        os.makedirs(folder)
+        with open(folder / "vocabulary.txt", "w", encoding="utf-8", newline="\n") as handle:
+            handle.write("\n".join(encoder.get_vocabulary()) + "\n")
+        config = {k: encoder.get_config()[k] for k in ("sequence_length", "max_sentences", "hierarchical", "lowercase",
+                                                      "strip_html", "normalization", "bigram_buckets")}
+        (folder / "encoder.json").write_text(json.dumps(config))
+        del model
+        client = export.ClientTokenizer(folder)
+        expected = encoder(tf.constant(texts + [b.decode("utf-8", "replace") for b in HOSTILE_TEXTS[:4]]))
+        expected = [keras.ops.convert_to_numpy(x) for x in (expected if isinstance(expected, tuple) else [expected])]
+        for row, text in enumerate(texts + [b.decode("utf-8", "replace") for b in HOSTILE_TEXTS[:4]]):
+            encoded = client.encode(text)
+            for name, values in zip(("token_ids", "bigram_ids"), expected):
+                np.testing.assert_array_equal(encoded[name][0], values[row], err_msg=f"{options} {name}: {text[:80]!r}")
+
+
+SMALL_VARIANTS = [
+    ("scalable_attention", {}),
+    ("scalable_attention", {"attention_activation": "softmax", "hidden_units": (8,)}),
+    ("dual_axial", {"variant": "dual_axial"}),
+    ("dual_axial", {"variant": "softmax"}),
+    ("dual_axial", {"variant": "text_axial"}),
+    ("dual_axial", {"variant": "text_axial_no_attenuation"}),
+    ("hcan", {}),
+    ("hcan", {"parallel": False, "pooling": "max"}),
+    ("hcan", {"hierarchical": False}),
+    ("lama", {}),
+    ("lama", {"use_context": True, "regularization": "positions"}),
+    ("lama", {"use_rnn": False}),
+    ("cspan", {"configuration": "base", "num_queries": 4}),
+    ("cspan", {"configuration": "big", "num_queries": 4}),
+]
+SIZES = {
+    "scalable_attention": {"embedding_dim": 8, "fc_units": 8},
+    "dual_axial": {"embedding_dim": 8, "fc_units": 8},
+    "hcan": {"units": 8, "num_heads": 2},
+    "lama": {"embedding_dim": 8, "gru_units": 4, "num_heads": 3, "mlp_units": 8},
+    "cspan": {"embedding_dim": 8},
+}
+
+
+@pytest.mark.parametrize("name, options", SMALL_VARIANTS, ids=lambda v: v if isinstance(v, str) else "-".join(f"{k}={x}" for k, x in v.items()))
+def test_every_paper_model_exports_to_both_formats(name, options, shared_data, tmp_path):
+    """Each variant: a run folder, then a verified SavedModel (raw text) and float TFLite model."""
+    texts = ag_news_test_texts(shared_data, 400)
+    hierarchical = name == "hcan" and options.get("hierarchical", True)
+    encoder = TextEncoder(max_tokens=2000, sequence_length=10 if hierarchical else 24, hierarchical=hierarchical,
+                          max_sentences=3 if hierarchical else None, bigram_buckets=64 if name == "dual_axial" else 0)
+    encoder.adapt(texts)
+    shape = {"max_sentences": 3, "max_words": 10} if hierarchical else (
+        {"max_words": 24} if name == "hcan" else {"sequence_length": 24})
+    if name == "dual_axial":
+        shape["bigram_buckets"] = 64
+    model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **shape, **SIZES[name], **options)
+    assert not any(isinstance(layer, keras.layers.Lambda) for layer in model.layers)
+    save_run(tmp_path / "run", model, encoder, ["World", "Sports", "Business", "Sci/Tech"], {"model": name})
+    model = load_run(tmp_path / "run")[0]  # safe mode, no custom_objects
+
+    served = export.saved_model(tmp_path / "run", tmp_path / "saved_model")
+    lite = export.tflite(tmp_path / "run", tmp_path / "tflite")
+    assert served["max_abs_difference"] <= 1e-5 and served["texts"] > 30
+    assert lite["max_abs_difference"] <= 1e-4 and lite["texts"] > 30
+    ids = encoder(tf.constant(texts[:50]))
+    probabilities = tf.saved_model.load(str(tmp_path / "saved_model")).signatures["serving_default"](text=tf.constant(texts[:50]))
+    np.testing.assert_allclose(probabilities["probabilities"].numpy(), keras.ops.convert_to_numpy(model(ids)), atol=1e-5)
+
+
+def test_existing_target_refused_and_interrupted_export_leaves_nothing(lama_run, tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        export.tflite(lama_run, target)
+    assert (target / "keep.txt").read_text() == "mine"
+
+    # Kill a real export process while it writes: the target never appears half-written.
+    fresh = tmp_path / "fresh"
+    process = subprocess.Popen([sys.executable, "-m", "keras_textattn.cli", "export", "--run", str(lama_run),
+                                "--format", "saved_model", "--output", str(fresh)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any(name.startswith(".tmp-fresh") for name in os.listdir(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not fresh.exists()
+
+    report = export.tflite(lama_run, target, overwrite=True)
+    assert not (target / "keep.txt").exists() and (target / "model.tflite").stat().st_size == report["size_bytes"]
+    assert sorted(os.listdir(target)) == ["encoder.json", "labels.json", "model.tflite", "verification.json", "vocabulary.txt"]
+
+
+def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
+    with pytest.raises(ValueError, match="quantization"):
+        export.tflite(lama_run, tmp_path / "x", quantization="int4")
+    assert main(["export", "--run", str(tmp_path / "missing"), "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
+    assert "is not a finished run folder" in capsys.readouterr().err
+    assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--quantization", "dynamic",
+                 "--output", str(tmp_path / "z")]) == 2
+    assert "--quantization applies to --format tflite only" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
