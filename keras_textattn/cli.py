@@ -1,4 +1,4 @@
-"""`keras-textattn train|export|explain ...`: the command line."""
+"""`keras-textattn train|export|tune|explain ...`: the command line."""
 
 import argparse
 import json
@@ -21,14 +21,8 @@ def _column(text):
     return int(text) if text.isdigit() else text
 
 
-def _parser():
-    parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train a model and write a run folder")
-    train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
-    train.add_argument("--data", required=True, help="a TFDS name (e.g. imdb_reviews) or a CSV/TSV file (plain or .gz)")
-    train.add_argument("--output", required=True, help="the run folder")
-    data = train.add_argument_group("local files")
+def _data_arguments(parser):
+    data = parser.add_argument_group("local files")
     data.add_argument("--test-data", help="a test file in the same format as --data")
     data.add_argument("--text-column", type=_column, action="append", help="name or index; repeat to join columns")
     data.add_argument("--label-column", type=_column, help="name or index (default: label)")
@@ -36,6 +30,29 @@ def _parser():
     data.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
     data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1")
     data.add_argument("--data-dir", help="TFDS data folder")
+
+
+def _data_options(args):
+    """The `train()` / `tune()` keyword arguments of `_data_arguments`."""
+    return dict(
+        test_data=args.test_data,
+        text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
+        label_column=args.label_column,
+        header=not args.no_header,
+        label_offset=args.label_offset,
+        label_names=args.label_names.split(",") if args.label_names else None,
+        data_dir=args.data_dir,
+    )
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="train a model and write a run folder")
+    train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
+    train.add_argument("--data", required=True, help="a TFDS name (e.g. imdb_reviews) or a CSV/TSV file (plain or .gz)")
+    train.add_argument("--output", required=True, help="the run folder")
+    _data_arguments(train)
     text = train.add_argument_group("text encoder")
     text.add_argument("--max-tokens", type=int, default=20000)
     text.add_argument("--min-frequency", type=int, default=1)
@@ -64,6 +81,17 @@ def _parser():
     export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
     export.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
+    tune = commands.add_parser("tune", help="search hyperparameters with keras-tuner")
+    tune.add_argument("--config", required=True, help="a tuner config, e.g. tuner_configs/lama.yaml")
+    tune.add_argument("--data", required=True, help="a TFDS name or a CSV/TSV file, as for train")
+    tune.add_argument("--directory", required=True, help="the search folder; rerun the same command to resume")
+    tune.add_argument("--tuner", choices=["random", "bayesian", "hyperband"], default="random")
+    tune.add_argument("--max-trials", type=int, help="default: the config's")
+    tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
+    tune.add_argument("--validation-fraction", type=float, default=0.1)
+    tune.add_argument("--quiet", action="store_true", help="no progress bars")
+    _data_arguments(tune)
+
     explain = commands.add_parser("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain")
@@ -88,7 +116,7 @@ def main(argv=None):
     from keras_textattn.training import RunError
 
     try:
-        return {"train": _train, "export": _export, "explain": _explain}[args.command](args)
+        return {"train": _train, "export": _export, "tune": _tune, "explain": _explain}[args.command](args)
     except (RunError, ValueError, TypeError, OSError) as error:
         # TypeError: a --set key the model builder does not take; OSError: a missing or existing file.
         print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)
@@ -102,13 +130,7 @@ def _train(args):
         model=args.model,
         data=args.data,
         output=args.output,
-        test_data=args.test_data,
-        text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
-        label_column=args.label_column,
-        header=not args.no_header,
-        label_offset=args.label_offset,
-        label_names=args.label_names.split(",") if args.label_names else None,
-        data_dir=args.data_dir,
+        **_data_options(args),
         model_kwargs=dict(args.model_kwargs),
         max_tokens=args.max_tokens,
         min_frequency=args.min_frequency,
@@ -144,6 +166,18 @@ def _export(args):
     details = ", ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
                         for key, value in report.items() if key != "path")
     print(f"Exported {args.run} to {report['path']} ({args.format}); verified against Keras: {details}")
+    return 0
+
+
+def _tune(args):
+    from keras_textattn.tuning import tune
+
+    rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
+                epochs=args.epochs, validation_fraction=args.validation_fraction, verbose=0 if args.quiet else 1,
+                **_data_options(args))
+    if rows:
+        print(f"Finished {len(rows)} trials; best score {rows[0]['score']:.4f} (trial {rows[0]['trial']}). "
+              f"Table: {args.directory}/trials.md; best model: {args.directory}/best/")
     return 0
 
 

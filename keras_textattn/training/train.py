@@ -87,7 +87,7 @@ class _Timing(keras.callbacks.Callback):
         self.seconds.append(time.perf_counter() - self._start)
 
 
-def _data_source(data, test_data, text_column, label_column, header, label_offset):
+def data_source(data, test_data, text_column, label_column, header, label_offset):
     """`(source, splits, tfds_text_column)` for `load_dataset`."""
     if data is None:
         raise RunError("give --data: a TFDS name or a CSV/TSV file")
@@ -186,7 +186,7 @@ def train(
     os.makedirs(output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
-    source, splits, tfds_text_column = _data_source(data, test_data, text_column, label_column, header, label_offset)
+    source, splits, tfds_text_column = data_source(data, test_data, text_column, label_column, header, label_offset)
     try:
         dataset = load_dataset(
             source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
@@ -197,21 +197,19 @@ def train(
 
     encoder_path = os.path.join(output, "encoder.keras")
     if state == "resume" and os.path.exists(encoder_path):
-        encoder = keras.models.load_model(encoder_path).layers[-1]
+        encoder = load_encoder(encoder_path)
     else:
-        encoder_options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
-        if model == "hcan":
-            encoder_options.update(hierarchical=True, max_sentences=max_sentences)
-        if model == "dual_axial":
-            encoder_options["bigram_buckets"] = bigram_buckets
-        encoder = TextEncoder(**encoder_options)
+        encoder = TextEncoder(**encoder_options(
+            model, max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length,
+            max_sentences=max_sentences, bigram_buckets=bigram_buckets,
+        ))
         encoder.adapt(dataset["train"])
         if chief:
-            _save_encoder(encoder_path, encoder)
+            save_encoder(encoder_path, encoder)
 
     with strategy.scope():
         classifier = build_model(model, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
-                                 **_encoder_shape_kwargs(model, encoder), **model_kwargs)
+                                 **encoder_shape_kwargs(model, encoder), **model_kwargs)
         classifier.compile(
             optimizer=keras.optimizers.Adam(learning_rate),
             loss="sparse_categorical_crossentropy",
@@ -273,9 +271,26 @@ def train(
     return metrics
 
 
-def _save_encoder(path, encoder):
+def encoder_options(model, max_tokens=20000, min_frequency=1, sequence_length=256, max_sentences=15, bigram_buckets=50000):
+    """`TextEncoder` arguments for `model`: HCAN is hierarchical (`max_sentences`), the
+    dual-axial model reads hashed bigrams (`bigram_buckets`); the others use neither."""
+    options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
+    if model == "hcan":
+        options.update(hierarchical=True, max_sentences=max_sentences)
+    if model == "dual_axial":
+        options["bigram_buckets"] = bigram_buckets
+    return options
+
+
+def save_encoder(path, encoder):
+    """Write a fitted encoder as a `.keras` file (a string-input model around it)."""
     text = keras.Input(shape=(), dtype="string", name="text")
     write_atomically(path, keras.Model(text, encoder(text), name="encoder").save)
+
+
+def load_encoder(path):
+    """The `TextEncoder` of a file written by `save_encoder` (safe mode)."""
+    return keras.models.load_model(path, safe_mode=True).layers[-1]
 
 
 def save_run(folder, model, encoder, label_names, metrics):
@@ -283,7 +298,7 @@ def save_run(folder, model, encoder, label_names, metrics):
     and its fitted `encoder`; `train()` ends with this. Each file is written
     atomically, metrics.json last: its presence marks the run finished."""
     os.makedirs(folder, exist_ok=True)
-    _save_encoder(os.path.join(folder, "encoder.keras"), encoder)
+    save_encoder(os.path.join(folder, "encoder.keras"), encoder)
     write_atomically(os.path.join(folder, "model.keras"), model.save)
     write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
     write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
@@ -338,12 +353,12 @@ def load_run(folder):
     if missing:
         raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
     model = keras.models.load_model(paths[0], safe_mode=True)
-    encoder = keras.models.load_model(paths[1], safe_mode=True).layers[-1]
+    encoder = load_encoder(paths[1])
     with open(paths[2], encoding="utf-8") as handle:
         return model, encoder, json.load(handle)
 
 
-def _encoder_shape_kwargs(model, encoder):
+def encoder_shape_kwargs(model, encoder):
     """The builder arguments that must agree with the encoder's output shape."""
     if model == "hcan":
         return {"max_sentences": encoder.max_sentences, "max_words": encoder.sequence_length}

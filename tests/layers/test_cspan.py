@@ -32,7 +32,7 @@ def _layer_norm_weights(layer):
     [
         (SemanticSelfAttention, {}, (7, 8), True),
         (CascadedSemanticPositional, {}, (7, 8), True),
-        (CascadedSemanticPositional, {"lstm_layers": 3}, (7, 8), True),  # 3: loading once failed for stacks
+        (CascadedSemanticPositional, {"lstm_layers": 2}, (7, 8), True),
         (MultiQueryAttention, {"num_queries": 3}, (8,), False),
         (MultiQueryAttention, {"num_queries": 2, "output_dim": 5}, (5,), False),
     ],

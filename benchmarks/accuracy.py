@@ -1,0 +1,215 @@
+"""Test accuracy of the paper models and the alternatives users would pick, on real data.
+
+For each dataset of ../shared/data with a train/test split, train every paper model
+(our builders at CPU sizes, below), the Transformer-encoder, BiGRU and Kim-CNN baselines,
+fastText (bigrams) and TF-IDF uni+bigram + logistic regression, over several seeds;
+report test accuracy (mean and spread), training wall time and parameter count.
+
+    python benchmarks/accuracy.py --quick             # TREC, 1 seed, 1 epoch, 4 models: about 2 minutes
+    python benchmarks/accuracy.py                     # everything, 3 seeds: hours on 2 CPU cores
+    python benchmarks/accuracy.py --report            # the markdown table of what has been measured
+
+Results are appended to a JSON-lines file (one line per dataset, model and seed) as
+they finish; a rerun skips what is there, so a stopped run resumes.
+
+CPU sizes (the papers' sizes do not fit a 2-core CPU in hours): embeddings of 64 (32
+for dual-axial), 3 epochs, Adam 1e-3, batch 32, 20,000-token vocabulary, texts cut to
+the lengths in DATASETS; HCAN 24 words per sentence. Same for every seed.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+
+DEFAULT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# name: (train file options, test file options, tokens per text, papers' figures)
+DATASETS = {
+    "trec": ({"path": "trec/train.csv.gz"}, {"path": "trec/test.csv.gz"}, 32, {}),
+    "sst2": ({"path": "sst2/train.csv.gz"}, {"path": "sst2/test.csv.gz"}, 48, {}),
+    "ag_news": (
+        {"path": "ag_news/train_sample_5k.csv.gz"},
+        {"path": "ag_news/test.csv.gz", "text_column": [1, 2], "label_column": 0, "header": False, "label_offset": 1},
+        64,
+        # Trained on all 120,000 AG News rows, not our 5,000-row sample.
+        {"scalable_attention": 0.926, "dual_axial": 0.928, "fasttext": 0.925, "tfidf_lr": 0.924},
+    ),
+    "r8": ({"path": "r8/train.csv.gz"}, {"path": "r8/test.csv.gz"}, 256,
+           {"lama": 0.973, "transformer": 0.901, "bigru": 0.867, "kim_cnn": 0.96}),
+    "imdb": ({"path": "imdb/train.csv.gz"}, {"path": "imdb/test.csv.gz"}, 256,
+             {"lama": 0.90, "transformer": 0.817, "bigru": 0.876, "kim_cnn": 0.874}),
+}
+KERAS_MODELS = {
+    "scalable_attention": {"embedding_dim": 64, "fc_units": 64},
+    "dual_axial": {"embedding_dim": 32, "fc_units": 64},
+    "hcan": {"units": 64, "num_heads": 4},
+    "lama": {"embedding_dim": 64, "gru_units": 32, "num_heads": 4, "mlp_units": 64, "use_context": True},
+    "cspan": {"embedding_dim": 64, "num_queries": 16},
+    "transformer": {"units": 64, "num_heads": 4, "feedforward_units": 128},
+    "bigru": {"embedding_dim": 64, "gru_units": 32},
+    "kim_cnn": {"embedding_dim": 64, "filters": 64},
+}
+MODELS = list(KERAS_MODELS) + ["fasttext", "tfidf_lr"]
+QUICK = {"datasets": ["trec"], "models": ["scalable_attention", "kim_cnn", "fasttext", "tfidf_lr"], "seeds": [0], "epochs": 1}
+
+
+def load(data_dir, name):
+    from keras_textattn.datasets import LocalFile
+    from keras_textattn.datasets import load_dataset
+
+    train, test, _, _ = DATASETS[name]
+    files = {split: LocalFile(**{**options, "path": str(data_dir / options["path"])}) for split, options in
+             (("train", train), ("test", test))}
+    return load_dataset(files, ("train", "test"), validation_fraction=0.0)
+
+
+def texts_and_labels(split):
+    texts, labels = [], []
+    for text, label in split.as_numpy_iterator():
+        texts.append(text.decode("utf-8"))
+        labels.append(int(label))
+    return texts, np.array(labels)
+
+
+def run_keras(model_name, dataset, length, seed, epochs):
+    import keras
+
+    from keras_textattn.datasets import make_batches
+    from keras_textattn.models import build_model
+    from keras_textattn.text import TextEncoder
+
+    keras.utils.set_random_seed(seed)
+    hierarchical = model_name == "hcan"
+    words = 24
+    sentences = max(2, length // words)
+    encoder = TextEncoder(max_tokens=20000, sequence_length=words if hierarchical else length, hierarchical=hierarchical,
+                          max_sentences=sentences if hierarchical else None,
+                          bigram_buckets=20000 if model_name == "dual_axial" else 0)
+    start = time.perf_counter()
+    encoder.adapt(dataset["train"])
+    shape = {"max_sentences": sentences, "max_words": words} if hierarchical else {"sequence_length": length}
+    if model_name == "dual_axial":
+        shape["bigram_buckets"] = 20000
+    model = build_model(model_name, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **shape,
+                        **KERAS_MODELS[model_name])
+    model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed), epochs=epochs, verbose=0)
+    seconds = time.perf_counter() - start
+    _, accuracy = model.evaluate(make_batches(dataset["test"], encoder, 256), verbose=0)
+    return {"accuracy": float(accuracy), "train_seconds": seconds, "parameters": int(model.count_params())}
+
+
+def run_fasttext(dataset, seed):
+    """fastText supervised, the settings of Joulin et al. (2017): bigrams, 10 dimensions, 5 epochs."""
+    import fasttext
+
+    with tempfile.TemporaryDirectory() as folder:
+        paths = {}
+        for split in ("train", "test"):
+            texts, labels = texts_and_labels(dataset[split])
+            paths[split] = os.path.join(folder, split)
+            with open(paths[split], "w", encoding="utf-8") as handle:
+                for text, label in zip(texts, labels):
+                    handle.write(f"__label__{label} {' '.join(text.lower().split())}\n")
+        start = time.perf_counter()
+        model = fasttext.train_supervised(paths["train"], dim=10, wordNgrams=2, epoch=5, lr=0.5, seed=seed,
+                                          thread=2, verbose=0)
+        seconds = time.perf_counter() - start
+        _, precision_at_one, _ = model.test(paths["test"])  # single label: precision@1 = accuracy
+    parameters = model.get_input_matrix().size + model.get_output_matrix().size
+    return {"accuracy": float(precision_at_one), "train_seconds": seconds, "parameters": int(parameters)}
+
+
+def run_tfidf(dataset, seed):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    train_texts, train_labels = texts_and_labels(dataset["train"])
+    test_texts, test_labels = texts_and_labels(dataset["test"])
+    start = time.perf_counter()
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+    classifier = LogisticRegression(C=10, max_iter=2000, random_state=seed)
+    classifier.fit(vectorizer.fit_transform(train_texts), train_labels)
+    seconds = time.perf_counter() - start
+    accuracy = float(np.mean(classifier.predict(vectorizer.transform(test_texts)) == test_labels))
+    return {"accuracy": accuracy, "train_seconds": seconds, "parameters": int(classifier.coef_.size + classifier.intercept_.size)}
+
+
+def read_results(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def report(results):
+    """A markdown table: mean and standard deviation over seeds, beside the papers' figures."""
+    lines = ["| dataset | model | test accuracy (mean ± sd) | seeds | train seconds | parameters | paper |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for dataset in DATASETS:
+        for model in MODELS:
+            rows = [r for r in results if r["dataset"] == dataset and r["model"] == model]
+            if not rows:
+                continue
+            accuracy = np.array([r["accuracy"] for r in rows])
+            paper = DATASETS[dataset][3].get(model)
+            lines.append(
+                f"| {dataset} | {model} | {accuracy.mean():.3f} ± {accuracy.std():.3f} | {len(rows)} "
+                f"| {np.mean([r['train_seconds'] for r in rows]):.0f} | {rows[0]['parameters']:,} "
+                f"| {'' if paper is None else f'{paper:.3f}'} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
+    parser.add_argument("--results", default="benchmarks/results/accuracy.jsonl", help="JSON lines, appended")
+    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
+    parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
+    args = parser.parse_args(argv)
+    if args.report:
+        print(report(read_results(args.results)))
+        return 0
+    if args.quick:
+        args.datasets, args.models, args.seeds, args.epochs = QUICK["datasets"], QUICK["models"], QUICK["seeds"], QUICK["epochs"]
+    if not (args.data_dir / "README.md").is_file():
+        parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
+    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
+    done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
+    for dataset_name in args.datasets:
+        todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m, s) not in done]
+        if not todo:
+            continue
+        dataset = load(args.data_dir, dataset_name)
+        length = DATASETS[dataset_name][2]
+        for model_name, seed in todo:
+            if model_name == "fasttext":
+                result = run_fasttext(dataset, seed)
+            elif model_name == "tfidf_lr":
+                result = run_tfidf(dataset, seed)
+            else:
+                result = run_keras(model_name, dataset, length, seed, args.epochs)
+            result.update(dataset=dataset_name, model=model_name, seed=seed, epochs=args.epochs)
+            print(f"{dataset_name:8s} {model_name:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
+                  f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters", flush=True)
+            with open(args.results, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(result) + "\n")
+    print(report(read_results(args.results)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""Hyperparameter search with keras-tuner, from the configs in `tuner_configs/` (TensorFlow backend)."""
+
+from keras_textattn.tuning.config import ConfigError
+from keras_textattn.tuning.config import TuningConfig
+from keras_textattn.tuning.config import load_config
+from keras_textattn.tuning.search import TUNERS
+from keras_textattn.tuning.search import TextAttentionHyperModel
+from keras_textattn.tuning.search import tune
+
+__all__ = ["ConfigError", "TUNERS", "TextAttentionHyperModel", "TuningConfig", "load_config", "tune"]

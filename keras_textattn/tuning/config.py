@@ -1,0 +1,169 @@
+"""Search spaces from `tuner_configs/<model>.yaml`, checked before any training."""
+
+import dataclasses
+import inspect
+import math
+import os
+
+import yaml
+
+from keras_textattn.models import BUILDERS
+
+TOP_LEVEL = {"model": True, "objective": False, "tuner": False, "encoder": False, "fixed": False, "hyperparameters": True}
+TUNER_SETTINGS = {"max_trials": int, "epochs": int, "batch_size": int, "executions_per_trial": int, "seed": int}
+ENCODER_SETTINGS = {"max_tokens": int, "min_frequency": int, "sequence_length": int, "max_sentences": int, "bigram_buckets": int}
+OBJECTIVES = ("val_accuracy", "val_loss", "accuracy", "loss")
+TYPES = ("int", "float", "choice", "boolean")
+KEYS = {
+    "int": {"type", "min", "max", "step", "sampling", "default"},
+    "float": {"type", "min", "max", "step", "sampling", "default"},
+    "choice": {"type", "values", "default"},
+    "boolean": {"type", "default"},
+}
+TRAINING_HYPERPARAMETERS = ("learning_rate",)
+
+
+class ConfigError(ValueError):
+    """A tuner config that cannot be used; the message names the file, the key and what is allowed."""
+
+
+@dataclasses.dataclass
+class TuningConfig:
+    """A checked tuner config: `hyperparameters` maps a name to its spec dict."""
+
+    path: str
+    model: str
+    objective: str = "val_accuracy"
+    max_trials: int = 10
+    epochs: int = 3
+    batch_size: int = 32
+    executions_per_trial: int = 1
+    seed: int = 0
+    encoder: dict = dataclasses.field(default_factory=dict)
+    fixed: dict = dataclasses.field(default_factory=dict)
+    hyperparameters: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def direction(self):
+        return "max" if "accuracy" in self.objective else "min"
+
+
+def _is(value, kind):
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def load_config(path):
+    """Read and check a tuner config.
+
+    Raises:
+        ConfigError: an unknown key, a wrong type, an empty range, a default outside
+            its range or choices, or a hyperparameter the model's builder does not take.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ConfigError(f"{path}: no such tuner config")
+    with open(path, encoding="utf-8") as handle:
+        try:
+            raw = yaml.safe_load(handle)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+
+    def fail(key, problem, allowed=None):
+        raise ConfigError(f"{path}: {key}: {problem}" + (f"; allowed: {allowed}" if allowed else ""))
+
+    if not isinstance(raw, dict):
+        fail("(top level)", "expected a mapping of keys", ", ".join(TOP_LEVEL))
+    for key in raw:
+        if key not in TOP_LEVEL:
+            fail(key, "unknown key", ", ".join(TOP_LEVEL))
+    for key, required in TOP_LEVEL.items():
+        if required and key not in raw:
+            fail(key, "missing")
+    model = raw["model"]
+    if model not in BUILDERS:
+        fail("model", f"unknown model {model!r}", ", ".join(sorted(BUILDERS)))
+    config = TuningConfig(path=path, model=model)
+    objective = raw.get("objective", config.objective)
+    if objective not in OBJECTIVES:
+        fail("objective", f"unknown objective {objective!r}", ", ".join(OBJECTIVES))
+    config.objective = objective
+    for section, allowed in (("tuner", TUNER_SETTINGS), ("encoder", ENCODER_SETTINGS)):
+        values = raw.get(section) or {}
+        if not isinstance(values, dict):
+            fail(section, "expected a mapping", ", ".join(allowed))
+        for key, value in values.items():
+            if key not in allowed:
+                fail(f"{section}.{key}", "unknown key", ", ".join(allowed))
+            if not _is(value, allowed[key]) or value < 1:
+                fail(f"{section}.{key}", f"expected a positive integer, got {value!r}")
+        if section == "tuner":
+            for key, value in values.items():
+                setattr(config, key, value)
+        else:
+            config.encoder = dict(values)
+
+    builder_arguments = [p for p in inspect.signature(BUILDERS[model]).parameters
+                         if p not in ("num_classes", "vocabulary_size", "encoder", "name")]
+    allowed_names = ", ".join(builder_arguments + list(TRAINING_HYPERPARAMETERS))
+    fixed = raw.get("fixed") or {}
+    if not isinstance(fixed, dict):
+        fail("fixed", "expected a mapping of builder arguments to values", allowed_names)
+    for name in fixed:
+        if name not in builder_arguments and name not in TRAINING_HYPERPARAMETERS:
+            fail(f"fixed.{name}", f"not an argument of the {model} builder", allowed_names)
+    config.fixed = dict(fixed)
+
+    spaces = raw["hyperparameters"]
+    if not isinstance(spaces, dict) or not spaces:
+        fail("hyperparameters", "expected a non-empty mapping of name to search space")
+    for name, spec in spaces.items():
+        key = f"hyperparameters.{name}"
+        if name not in builder_arguments and name not in TRAINING_HYPERPARAMETERS:
+            fail(key, f"not an argument of the {model} builder", allowed_names)
+        if name in fixed:
+            fail(key, "also given under `fixed`")
+        if not isinstance(spec, dict):
+            fail(key, "expected a mapping with `type`", ", ".join(TYPES))
+        kind = spec.get("type")
+        if kind not in TYPES:
+            fail(f"{key}.type", f"unknown type {kind!r}", ", ".join(TYPES))
+        for field in spec:
+            if field not in KEYS[kind]:
+                fail(f"{key}.{field}", f"unknown key for type {kind}", ", ".join(sorted(KEYS[kind])))
+        if "default" not in spec:
+            fail(f"{key}.default", "missing (the paper's value)")
+        default = spec["default"]
+        if kind in ("int", "float"):
+            number = int if kind == "int" else float
+            for field in ("min", "max"):
+                if field not in spec:
+                    fail(f"{key}.{field}", "missing")
+                if not _is(spec[field], number):
+                    fail(f"{key}.{field}", f"expected {'an integer' if kind == 'int' else 'a number'}, got {spec[field]!r}")
+            if not spec["min"] < spec["max"]:
+                fail(key, f"empty range: min {spec['min']} must be below max {spec['max']}")
+            sampling = spec.get("sampling", "linear")
+            if sampling not in ("linear", "log"):
+                fail(f"{key}.sampling", f"unknown sampling {sampling!r}", "linear, log")
+            if sampling == "log" and spec["min"] <= 0:
+                fail(f"{key}.min", f"log sampling needs min > 0, got {spec['min']}")
+            if "step" in spec and (not _is(spec["step"], number) or spec["step"] <= 0):
+                fail(f"{key}.step", f"expected a positive {kind}, got {spec['step']!r}")
+            if not _is(default, number) or not spec["min"] <= default <= spec["max"]:
+                fail(f"{key}.default", f"{default!r} is outside the range", f"{spec['min']} to {spec['max']}")
+        elif kind == "choice":
+            values = spec.get("values")
+            if not isinstance(values, list) or not values:
+                fail(f"{key}.values", "expected a non-empty list")
+            if len({type(v) for v in values}) > 1:
+                fail(f"{key}.values", f"mixed types in {values!r}")
+            if default not in values:
+                fail(f"{key}.default", f"{default!r} is not one of the choices", ", ".join(map(str, values)))
+        elif not isinstance(default, bool):
+            fail(f"{key}.default", f"expected true or false, got {default!r}")
+    config.hyperparameters = dict(spaces)
+    return config

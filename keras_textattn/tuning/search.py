@@ -1,0 +1,233 @@
+"""`tune()`: a keras-tuner search over a paper model, from a tuner config (TensorFlow backend)."""
+
+import csv
+import json
+import os
+import time
+
+import keras
+import keras_tuner
+
+from keras_textattn import _backend
+from keras_textattn._files import write_atomically
+from keras_textattn._files import write_text
+from keras_textattn.datasets import load_dataset
+from keras_textattn.datasets import make_batches
+from keras_textattn.models import build_model
+from keras_textattn.text import TextEncoder
+from keras_textattn.training import RunError
+from keras_textattn.training import save_run
+from keras_textattn.training.train import data_source
+from keras_textattn.training.train import encoder_options
+from keras_textattn.training.train import encoder_shape_kwargs
+from keras_textattn.training.train import load_encoder
+from keras_textattn.training.train import save_encoder
+from keras_textattn.tuning.config import load_config
+
+TUNERS = ("random", "bayesian", "hyperband")
+
+
+class TextAttentionHyperModel(keras_tuner.HyperModel):
+    """A paper model whose builder arguments come from a `TuningConfig`'s search space.
+
+    The encoder is fitted once, outside the search: every trial builds on its
+    vocabulary size and sequence shape. `learning_rate` is the Adam learning rate;
+    every other hyperparameter is a builder argument.
+    """
+
+    def __init__(self, config, num_classes, encoder):
+        super().__init__(name=config.model)
+        self.config = config
+        self.num_classes = num_classes
+        self.encoder = encoder
+
+    def declare(self, hp):
+        """Declare the config's hyperparameters on `hp`; returns `{name: value}`."""
+        values = {}
+        for name, spec in self.config.hyperparameters.items():
+            if spec["type"] == "int":
+                values[name] = hp.Int(name, spec["min"], spec["max"], step=spec.get("step"),
+                                      sampling=spec.get("sampling", "linear"), default=spec["default"])
+            elif spec["type"] == "float":
+                values[name] = hp.Float(name, spec["min"], spec["max"], step=spec.get("step"),
+                                        sampling=spec.get("sampling", "linear"), default=spec["default"])
+            elif spec["type"] == "choice" and isinstance(spec["values"][0], list):
+                # keras-tuner chooses among scalars: list values (e.g. layer sizes) travel as JSON.
+                choice = hp.Choice(name, [json.dumps(v) for v in spec["values"]], default=json.dumps(spec["default"]))
+                values[name] = json.loads(choice)
+            elif spec["type"] == "choice":
+                values[name] = hp.Choice(name, spec["values"], default=spec["default"])
+            else:
+                values[name] = hp.Boolean(name, default=spec["default"])
+        return values
+
+    def build(self, hp):
+        arguments = {**self.config.fixed, **self.declare(hp)}
+        learning_rate = arguments.pop("learning_rate", 1e-3)
+        model = build_model(self.config.model, self.num_classes, vocabulary_size=self.encoder.vocabulary_size(),
+                            **encoder_shape_kwargs(self.config.model, self.encoder), **arguments)
+        model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
+        return model
+
+
+class _TimedTrials:
+    """Adds each trial's training wall time (`seconds`) and epoch count (`epochs`) to
+    its metrics. They are set on every epoch of the histories, so they survive
+    keras-tuner's reduction to the best epoch and reach the chief with the trial."""
+
+    def run_trial(self, trial, *args, **kwargs):
+        start = time.perf_counter()
+        histories = super().run_trial(trial, *args, **kwargs)
+        seconds = time.perf_counter() - start
+        for history in histories:
+            epochs = len(history.epoch)
+            history.history["seconds"] = [seconds] * epochs
+            history.history["epochs"] = [float(epochs)] * epochs
+        return histories
+
+
+TUNER_CLASSES = {
+    kind: type(f"Timed{cls.__name__}", (_TimedTrials, cls), {})
+    for kind, cls in (("random", keras_tuner.RandomSearch), ("bayesian", keras_tuner.BayesianOptimization),
+                      ("hyperband", keras_tuner.Hyperband))
+}
+
+
+def make_tuner(kind, hypermodel, config, directory, max_trials):
+    """A keras-tuner tuner that resumes from `directory` (`overwrite=False`) and times its trials."""
+    objective = keras_tuner.Objective(config.objective, direction=config.direction)
+    options = dict(objective=objective, directory=directory, project_name=config.model, overwrite=False,
+                   seed=config.seed, executions_per_trial=config.executions_per_trial)
+    if kind == "hyperband":
+        return TUNER_CLASSES[kind](hypermodel, max_epochs=config.epochs, **options)
+    if kind in TUNER_CLASSES:
+        return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
+    raise RunError(f"unknown --tuner {kind!r}; choose one of {', '.join(TUNERS)}")
+
+
+def tune(
+    config,
+    data,
+    directory,
+    *,
+    tuner="random",
+    max_trials=None,
+    epochs=None,
+    test_data=None,
+    text_column=None,
+    label_column=None,
+    header=True,
+    label_offset=0,
+    label_names=None,
+    data_dir=None,
+    validation_fraction=0.1,
+    verbose=1,
+):
+    """Search a tuner config's space on `data`; write the trials table and the best model.
+
+    Writes into `directory`:
+        encoder.keras           the encoder, fitted once (reused when the search resumes)
+        <model>/                keras-tuner's state: rerunning the same call resumes the
+                                search and skips finished trials
+        trials.csv, trials.md   one row per finished trial: hyperparameters, score,
+                                epochs, seconds; best first
+        best/                   the best trial's model as a run folder (`load_run`,
+                                `keras-textattn export --run`)
+
+    Distributed search: start the same call in several processes with keras-tuner's
+    `KERASTUNER_TUNER_ID` ("chief" for the oracle, "tuner0", ... for workers),
+    `KERASTUNER_ORACLE_IP` and `KERASTUNER_ORACLE_PORT`. The chief only serves the
+    oracle; the workers train; the chief writes the table and the best model.
+
+    Args:
+        config: a path to a tuner config (or a loaded `TuningConfig`).
+        data, test_data, text_column, label_column, header, label_offset, label_names,
+            data_dir, validation_fraction: as for `keras_textattn.training.train`.
+        tuner: "random", "bayesian" or "hyperband".
+        max_trials, epochs: override the config's.
+
+    Returns:
+        The rows of the trials table, best first.
+    """
+    _backend.require_tensorflow("Hyperparameter search")
+    config = config if not isinstance(config, (str, os.PathLike)) else load_config(config)
+    if tuner not in TUNERS:
+        raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNERS)}")
+    config.max_trials = max_trials or config.max_trials
+    config.epochs = epochs or config.epochs
+    keras.utils.set_random_seed(config.seed)
+    os.makedirs(directory, exist_ok=True)
+    source, splits, tfds_text_column = data_source(data, test_data, text_column, label_column, header, label_offset)
+    try:
+        dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=config.seed,
+                               data_dir=data_dir, text_column=tfds_text_column, label_names=label_names)
+    except ValueError as error:
+        raise RunError(str(error)) from None
+
+    encoder_path = os.path.join(directory, "encoder.keras")
+    if os.path.exists(encoder_path):
+        encoder = load_encoder(encoder_path)
+    else:
+        encoder = TextEncoder(**encoder_options(config.model, **config.encoder))
+        encoder.adapt(dataset["train"])
+        save_encoder(encoder_path, encoder)
+
+    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder)
+    search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
+    train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed)
+    validation_batches = make_batches(dataset["validation"], encoder, config.batch_size)
+    search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose)
+    if os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief":
+        return []  # a worker: the chief writes the results
+
+    rows = trials_table(search, config)
+    _write_tables(directory, rows)
+    best_model = search.get_best_models(1)[0]
+    best_hp = hypermodel.declare(search.get_best_hyperparameters(1)[0])
+    accuracy = {}
+    for split in dataset.splits:
+        results = best_model.evaluate(make_batches(dataset[split], encoder, config.batch_size), verbose=0, return_dict=True)
+        accuracy[split] = float(results["accuracy"])
+    metrics = {"model": config.model, "model_kwargs": {**config.fixed, **best_hp}, "accuracy": accuracy,
+               "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
+               "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config()}
+    save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
+    return rows
+
+
+def trials_table(search, config):
+    """Finished trials as dicts, best first: trial, hyperparameters, score, epochs, seconds."""
+    rows = []
+    for trial in search.oracle.trials.values():
+        if trial.status != "COMPLETED" or trial.score is None:
+            continue
+        row = {"trial": trial.trial_id}
+        row.update({name: trial.hyperparameters.values.get(name) for name in config.hyperparameters})
+        timing = {name: trial.metrics.get_last_value(name) if trial.metrics.exists(name) else None
+                  for name in ("epochs", "seconds")}
+        row.update(score=float(trial.score), epochs=timing["epochs"] and int(timing["epochs"]), seconds=timing["seconds"])
+        rows.append(row)
+    rows.sort(key=lambda r: -r["score"] if config.direction == "max" else r["score"])
+    return rows
+
+
+def _write_tables(directory, rows):
+    columns = list(rows[0]) if rows else ["trial", "score", "epochs", "seconds"]
+
+    def cell(value):
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return "" if value is None else str(value)
+
+    def write_csv(temporary):
+        with open(temporary, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, columns)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    write_atomically(os.path.join(directory, "trials.csv"), write_csv)
+    lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
+    lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in rows]
+    write_text(os.path.join(directory, "trials.md"), "\n".join(lines) + "\n")
+
+

@@ -1,0 +1,165 @@
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from keras_textattn.datasets import load_dataset
+from keras_textattn.datasets import make_batches
+from keras_textattn.training import load_run
+from keras_textattn.training.train import data_source
+from keras_textattn.tuning import ConfigError
+from keras_textattn.tuning import load_config
+from keras_textattn.tuning import tune
+
+CONFIGS = pathlib.Path(__file__).resolve().parents[2] / "tuner_configs"
+TINY = """\
+model: scalable_attention
+tuner: {max_trials: 3, epochs: 2, batch_size: 64}
+encoder: {max_tokens: 3000, sequence_length: 24}
+fixed: {embedding_dim: 16}
+hyperparameters:
+  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}
+  fc_units: {type: choice, values: [8, 16, 32], default: 16}
+"""
+
+
+@pytest.fixture
+def tiny_config(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    return path
+
+
+def _cli(*arguments, env=None):
+    return [sys.executable, "-m", "keras_textattn.cli", *map(str, arguments)]
+
+
+def test_shipped_configs_default_to_the_papers_values():
+    configs = {path.stem: load_config(path) for path in CONFIGS.glob("*.yaml")}
+    assert set(configs) == {"scalable_attention", "dual_axial", "hcan", "lama", "cspan"}
+    defaults = {name: {k: v["default"] for k, v in c.hyperparameters.items()} for name, c in configs.items()}
+    assert defaults["lama"]["num_heads"] == 15  # Figure 5's peak
+    assert (defaults["hcan"]["units"], defaults["hcan"]["num_heads"]) == (512, 8)
+    assert (defaults["cspan"]["num_queries"], defaults["cspan"]["lstm_layers"]) == (16, 1)  # CSPAN base
+    assert defaults["scalable_attention"]["hidden_units"] == []
+    assert defaults["dual_axial"]["variant"] == "dual_axial"
+    assert all(c.objective == "val_accuracy" and c.direction == "max" for c in configs.values())
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("learning_rat: 0.1\n", r"tiny.yaml: learning_rat: unknown key; allowed: model, objective"),
+        ("  fc_units: {type: int, min: 32, max: 8, default: 16}\n", r"tiny.yaml: hyperparameters.fc_units: empty range"),
+        ("  fc_units: {type: int, min: 8, max: 32, default: 64}\n",
+         r"tiny.yaml: hyperparameters.fc_units.default: 64 is outside the range; allowed: 8 to 32"),
+        ("  fc_units: {type: int, min: 8, max: '32', default: 16}\n",
+         r"tiny.yaml: hyperparameters.fc_units.max: expected an integer, got '32'"),
+        ("  fc_units: {type: integer, min: 8, max: 32, default: 16}\n",
+         r"tiny.yaml: hyperparameters.fc_units.type: unknown type 'integer'; allowed: int, float, choice, boolean"),
+        ("  fc_units: {type: choice, values: [8, 16], default: 12}\n",
+         r"tiny.yaml: hyperparameters.fc_units.default: 12 is not one of the choices; allowed: 8, 16"),
+        ("  heads: {type: int, min: 1, max: 4, default: 2}\n",
+         r"tiny.yaml: hyperparameters.heads: not an argument of the scalable_attention builder; allowed: sequence_length"),
+        ("  learning_rate: {type: float, min: 0.0, max: 0.1, sampling: log, default: 0.01}\n",
+         r"tiny.yaml: hyperparameters.learning_rate.min: log sampling needs min > 0"),
+    ],
+)
+def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
+    text = TINY + change if change.startswith("  ") else change + TINY
+    if change.startswith("  fc_units"):
+        text = TINY.replace("  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n", change)
+    tiny_config.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tiny_config)
+
+
+def test_cli_reports_a_bad_config_in_one_line(tiny_config, tmp_path):
+    tiny_config.write_text(TINY.replace("model: scalable_attention", "model: bert"))
+    result = subprocess.run(_cli("tune", "--config", tiny_config, "--data", "x.csv", "--directory", tmp_path / "t"),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"keras-textattn: error: {tiny_config}: model: unknown model 'bert'; allowed: bigru, cspan, dual_axial, hcan, "
+        "kim_cnn, lama, scalable_attention, transformer")
+    assert not (tmp_path / "t").exists()
+
+
+def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
+    data = str(shared_data / "trec" / "train.csv.gz")
+    rows = tune(tiny_config, data, tmp_path / "search", verbose=0)
+    assert len(rows) == 3
+    assert len({(r["hidden_units"], r["fc_units"]) for r in rows}) == 3  # distinct hyperparameters
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+    assert all(r["epochs"] == 2 and r["seconds"] > 0 for r in rows)
+    table = (tmp_path / "search" / "trials.csv").read_text().splitlines()
+    assert table[0] == "trial,hidden_units,fc_units,score,epochs,seconds" and len(table) == 4
+    assert (tmp_path / "search" / "trials.md").read_text().count("\n") == 5
+
+    # The best model is a run folder; it reloads and scores what the table says on the same validation split.
+    model, encoder, _ = load_run(tmp_path / "search" / "best")
+    source, splits, _ = data_source(data, None, None, None, True, 0)
+    validation = load_dataset(source, splits, validation_fraction=0.1, seed=0)["validation"]
+    _, accuracy = model.evaluate(make_batches(validation, encoder, 64), verbose=0)
+    np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
+    metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    assert metrics["model_kwargs"]["hidden_units"] == json.loads(rows[0]["hidden_units"])
+
+
+def test_killed_search_resumes_without_repeating_finished_trials(tiny_config, shared_data, tmp_path):
+    directory = tmp_path / "search"
+    command = _cli("tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
+                   "--directory", directory, "--quiet")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = directory / "scalable_attention" / "trial_0" / "trial.json"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (first.exists() and '"COMPLETED"' in first.read_text()):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    finished_before = json.loads(first.read_text())
+
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Reloading Tuner" in result.stdout + result.stderr
+    assert json.loads(first.read_text()) == finished_before  # not run again (its seconds and score kept)
+    assert len((directory / "trials.csv").read_text().splitlines()) == 4  # 3 trials in all
+
+
+def _free_port():
+    with socket.socket() as handle:
+        handle.bind(("127.0.0.1", 0))
+        return handle.getsockname()[1]
+
+
+def test_chief_and_worker_finish_a_search_together(tiny_config, shared_data, tmp_path):
+    """keras-tuner's distributed mode: the chief serves the oracle, a worker trains."""
+    tiny_config.write_text(TINY.replace("max_trials: 3", "max_trials: 2"))
+    port = str(_free_port())
+    command = _cli("tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
+                   "--directory", tmp_path / "search", "--quiet")
+    processes = {}
+    for tuner_id in ("chief", "tuner0"):
+        env = {**os.environ, "KERASTUNER_TUNER_ID": tuner_id, "KERASTUNER_ORACLE_IP": "127.0.0.1",
+               "KERASTUNER_ORACLE_PORT": port}
+        processes[tuner_id] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(2 if tuner_id == "chief" else 0)
+    try:
+        outputs = {name: p.communicate(timeout=300)[0] for name, p in processes.items()}
+    finally:
+        for p in processes.values():
+            p.kill()
+    assert processes["tuner0"].returncode == 0, outputs["tuner0"][-2000:]
+    assert processes["chief"].returncode == 0, outputs["chief"][-2000:]
+    assert "Finished 2 trials" in outputs["chief"]
+    assert len((tmp_path / "search" / "trials.csv").read_text().splitlines()) == 3
+    assert load_run(tmp_path / "search" / "best")[0].count_params() > 0
+    keras.backend.clear_session()
