@@ -68,7 +68,7 @@ def load(data_dir, name):
     train, test, _, _ = DATASETS[name]
     files = {split: LocalFile(**{**options, "path": str(data_dir / options["path"])}) for split, options in
              (("train", train), ("test", test))}
-    return load_dataset(files, ("train", "test"), validation_fraction=0.0)
+    return load_dataset(files, ("train", "test"))  # no validation split: fixed epochs, no selection
 
 
 def texts_and_labels(split):

@@ -27,6 +27,7 @@ log-log, so the scaling exponent is the slope) to `--output-dir`.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -162,7 +163,6 @@ def _run_worker(backend, arguments):
 
 def end_to_end(data_dir, models, texts_count, quick):
     """Worker (TensorFlow): the paper models, their SavedModel and TFLite exports, on AG News texts."""
-    import keras
     import tensorflow as tf
 
     sys.path.insert(0, str(HERE))
@@ -298,6 +298,7 @@ def main(argv=None):
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false")
+    parser.add_argument("--no-layers", dest="measure_layers", action="store_false", help="end to end only")
     parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
     parser.add_argument("--output-dir", default="benchmarks/results")
     parser.add_argument("--quick", action="store_true", help="3 layers, lengths 64 and 128, LAMA end to end")
@@ -316,7 +317,7 @@ def main(argv=None):
 
     common = ["--lengths", *map(str, lengths), "--batch", sizes[0], "--width", sizes[1], "--heads", sizes[2]]
     layer_rows = []
-    for backend in args.backend:
+    for backend in args.backend if args.measure_layers else []:
         for layer in layers_:
             print(f"{backend}: {layer} at lengths {lengths}", flush=True)
             rows = _run_worker(backend, ["--worker", "layer", "--layers", layer, *common])
@@ -325,11 +326,10 @@ def main(argv=None):
                       f"infer {r['infer_examples_per_second']:8.0f} ex/s, peak {r['peak_rss_mb']:.0f} MB", flush=True)
             layer_rows += rows
     flops = {}
-    try:
-        import jax  # noqa: F401
-
-        flops = {(r["layer"], r["length"]): r["flops"] for r in _run_worker("jax", ["--worker", "flops", "--layers", *layers_, *common])}
-    except ImportError:
+    if args.measure_layers and importlib.util.find_spec("jax"):
+        rows = _run_worker("jax", ["--worker", "flops", "--layers", *layers_, *common])
+        flops = {(r["layer"], r["length"]): r["flops"] for r in rows}
+    elif args.measure_layers:
         print("JAX is not installed: no FLOP counts", flush=True)
     e2e_rows = []
     if args.end_to_end:

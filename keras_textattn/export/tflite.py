@@ -50,19 +50,25 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         content = convert(model, quantization)
         with open(os.path.join(folder, "model.tflite"), "wb") as handle:
             handle.write(content)
-        with open(os.path.join(folder, "vocabulary.txt"), "w", encoding="utf-8", newline="\n") as handle:
-            handle.write("\n".join(encoder.get_vocabulary()) + "\n")
-        settings = {key: encoder.get_config()[key] for key in (
-            "sequence_length", "max_sentences", "hierarchical", "lowercase", "strip_html", "normalization", "bigram_buckets")}
-        settings["padding_id"], settings["oov_id"] = 0, 1
-        settings["inputs"] = {tensor.name: [1, *tensor.shape[1:]] for tensor in model.inputs}
-        _write_json(os.path.join(folder, "encoder.json"), settings)
+        write_tokenizer_files(folder, encoder, {tensor.name: [1, *tensor.shape[1:]] for tensor in model.inputs})
         _write_json(os.path.join(folder, "labels.json"), label_names)
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
         _write_json(os.path.join(folder, "verification.json"), report)
 
     write_folder_atomically(output, write, overwrite)
     return {"path": os.path.abspath(output), **report}
+
+
+def write_tokenizer_files(folder, encoder, inputs=None):
+    """Write what `ClientTokenizer` reads: `vocabulary.txt` (line i is id i) and
+    `encoder.json` (the tokenisation settings, and the model's input shapes)."""
+    with open(os.path.join(folder, "vocabulary.txt"), "w", encoding="utf-8", newline="\n") as handle:
+        handle.write("\n".join(encoder.get_vocabulary()) + "\n")
+    config = encoder.get_config()
+    settings = {key: config[key] for key in (
+        "sequence_length", "max_sentences", "hierarchical", "lowercase", "strip_html", "normalization", "bigram_buckets")}
+    settings.update(padding_id=0, oov_id=1, inputs=inputs or {})
+    _write_json(os.path.join(folder, "encoder.json"), settings)
 
 
 def _write_json(path, value):

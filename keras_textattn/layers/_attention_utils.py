@@ -108,9 +108,15 @@ def masked_softmax(scores, key_mask=None, axis=-1):
     return ops.softmax(scores, axis=axis) * key_mask
 
 
+def softplus(x):
+    """softplus as `relu(x) + log1p(exp(-|x|))`: it cannot overflow, also after TFLite
+    conversion, where `ops.softplus` becomes `log(1 + exp(x))` and is inf from x ~ 89."""
+    return ops.relu(x) + ops.log1p(ops.exp(-ops.abs(x)))
+
+
 def masked_softplus(scores, key_mask=None):
     """softplus(scores) in float32, exactly 0 at masked keys."""
-    weights = ops.softplus(ops.cast(scores, "float32"))
+    weights = softplus(ops.cast(scores, "float32"))
     if key_mask is None:
         return weights
     return weights * key_mask

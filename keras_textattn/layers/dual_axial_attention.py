@@ -39,7 +39,7 @@ def _multi_dimensional_weights(query, key, value, key_mask, score_activation, at
     if attenuation is not None:
         alpha = alpha * attenuation
     weighted = ops.einsum("bij,bjc->bic", alpha, ops.cast(value, "float32"))
-    return ops.softplus(weighted)
+    return utils.softplus(weighted)
 
 
 class _AxialSelfAttention(keras.layers.Layer):

@@ -13,6 +13,10 @@ from keras_textattn.explain import write_top_tokens
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 
+# One xdist worker runs every test that shares the trained runs of tests/conftest.py.
+pytestmark = pytest.mark.xdist_group("trained_runs")
+
+
 TEXTS = [
     "Stocks <b>rallied</b> after the Fed's decision; Nasdaq up 2%.",
     "Zürich's café owners — and Ünïcode fans — cheered. Then they left!",

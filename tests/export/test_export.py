@@ -18,10 +18,15 @@ from keras_textattn.cli import main
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.export._probes import HOSTILE_TEXTS
+from keras_textattn.export.tflite import write_tokenizer_files
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 from keras_textattn.training import load_run
 from keras_textattn.training import save_run
+
+# One xdist worker runs every test that shares the trained runs of tests/conftest.py.
+pytestmark = pytest.mark.xdist_group("trained_runs")
+
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
@@ -163,15 +168,9 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
                     {"sequence_length": 40, "bigram_buckets": 1000}):
         encoder = TextEncoder(max_tokens=3000, **options)
         encoder.adapt(texts[:1000])
-        model = keras.Sequential([keras.Input((None,), dtype="int32"), keras.layers.Embedding(3000, 2)])
         folder = tmp_path / str(len(os.listdir(tmp_path)))
         os.makedirs(folder)
-        with open(folder / "vocabulary.txt", "w", encoding="utf-8", newline="\n") as handle:
-            handle.write("\n".join(encoder.get_vocabulary()) + "\n")
-        config = {k: encoder.get_config()[k] for k in ("sequence_length", "max_sentences", "hierarchical", "lowercase",
-                                                      "strip_html", "normalization", "bigram_buckets")}
-        (folder / "encoder.json").write_text(json.dumps(config))
-        del model
+        write_tokenizer_files(folder, encoder)
         client = export.ClientTokenizer(folder)
         expected = encoder(tf.constant(texts + [b.decode("utf-8", "replace") for b in HOSTILE_TEXTS[:4]]))
         expected = [keras.ops.convert_to_numpy(x) for x in (expected if isinstance(expected, tuple) else [expected])]
@@ -267,3 +266,19 @@ def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
                  "--output", str(tmp_path / "z")]) == 2
     assert "--quantization applies to --format tflite only" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
+
+
+def test_softplus_layers_stay_finite_after_conversion():
+    """TFLite computes softplus as log(1 + exp(x)), inf from x ~ 89: our layers must not overflow."""
+    from keras_textattn.export.tflite import convert
+    from keras_textattn.layers import DualAxialSelfAttention
+    from keras_textattn.layers import ScalableAttention
+
+    inputs = keras.Input((6, 4), name="features")
+    outputs = keras.layers.Concatenate()([DualAxialSelfAttention()(inputs), ScalableAttention()(inputs)])
+    model = keras.Model(inputs, outputs)
+    runner = Interpreter(model_content=convert(model)).get_signature_runner()
+    x = np.random.default_rng(0).normal(size=(1, 6, 4)).astype("float32") * 1e3  # scores far beyond 89
+    converted = runner(features=x)["probabilities"]
+    assert np.isfinite(converted).all()
+    np.testing.assert_allclose(converted, keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-5)

@@ -38,7 +38,7 @@ def tiny_config(tmp_path):
     return path
 
 
-def _cli(*arguments, env=None):
+def _cli(*arguments):
     return [sys.executable, "-m", "keras_textattn.cli", *map(str, arguments)]
 
 

@@ -1,0 +1,41 @@
+"""Each benchmark script runs in its smallest mode, so the scripts never rot (CI runs this)."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_accuracy_quick(shared_data, tmp_path):
+    results = tmp_path / "accuracy.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--quick", "--results", str(results),
+               "--data-dir", str(shared_data)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert {r["model"] for r in rows} == {"scalable_attention", "kim_cnn", "fasttext", "tfidf_lr"}
+    assert all(r["dataset"] == "trec" and 1 / 6 < r["accuracy"] <= 1 for r in rows)
+    assert "| trec | tfidf_lr |" in run.stdout
+    # A second run finds everything done and only reports (the resume path).
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and len(results.read_text().splitlines()) == len(rows)
+
+
+def test_throughput_quick(shared_data, tmp_path):
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "throughput.py"), "--quick", "--output-dir", str(tmp_path),
+         "--data-dir", str(shared_data)],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "throughput.json").read_text())
+    layers = {(r["layer"], r["length"]) for r in results["layers"]}
+    assert layers == {(name, n) for name in ("MultiHeadAttention", "LAMA", "ScalableAttention") for n in (64, 128)}
+    assert all(r["train_examples_per_second"] > 0 and r["peak_rss_mb"] >= 0 for r in results["layers"])
+    assert all(f["flops"] > 0 for f in results["flops"])  # counted by XLA through JAX
+    (lama,) = results["end_to_end"]
+    assert lama["model"] == "lama" and lama["tflite_dynamic_bytes"] < lama["tflite_float32_bytes"]
+    assert (tmp_path / "throughput.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| LAMA | 128 |" in (tmp_path / "throughput.md").read_text()
