@@ -275,7 +275,8 @@ def _plot(layer_rows, path):
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(8, 5))
-    backend = sorted({r["backend"] for r in layer_rows})[0] if "tensorflow" not in {r["backend"] for r in layer_rows} else "tensorflow"
+    backends = {r["backend"] for r in layer_rows}
+    backend = "tensorflow" if "tensorflow" in backends else min(backends)
     for layer in dict.fromkeys(r["layer"] for r in layer_rows):
         rows = sorted((r for r in layer_rows if r["layer"] == layer and r["backend"] == backend), key=lambda r: r["length"])
         if rows:
@@ -346,7 +347,8 @@ def main(argv=None):
                    "end_to_end": e2e_rows, "arguments": vars(args) | {"data_dir": str(args.data_dir)}}, handle, indent=1)
     with open(os.path.join(args.output_dir, "throughput.md"), "w", encoding="utf-8") as handle:
         handle.write(table + "\n")
-    _plot(layer_rows, os.path.join(args.output_dir, "throughput.png"))
+    if layer_rows:
+        _plot(layer_rows, os.path.join(args.output_dir, "throughput.png"))
     print(table)
     return 0
 

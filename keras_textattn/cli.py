@@ -173,7 +173,7 @@ def _tune(args):
     from keras_textattn.tuning import tune
 
     rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
-                epochs=args.epochs, validation_fraction=args.validation_fraction, verbose=0 if args.quiet else 1,
+                epochs=args.epochs, verbose=0 if args.quiet else 1, validation_fraction=args.validation_fraction,
                 **_data_options(args))
     if rows:
         print(f"Finished {len(rows)} trials; best score {rows[0]['score']:.4f} (trial {rows[0]['trial']}). "

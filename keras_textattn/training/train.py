@@ -109,6 +109,19 @@ def data_source(data, test_data, text_column, label_column, header, label_offset
     return source, tuple(source) + ("validation",), None
 
 
+def load_run_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
+                  label_names=None, data_dir=None, validation_fraction=0.1, seed=0):
+    """`(dataset, source)`: the splits for a run (train, a seeded validation carve, test
+    if there is one), from the arguments of `train()`; bad data raises `RunError`."""
+    source, splits, tfds_text_column = data_source(data, test_data, text_column, label_column, header, label_offset)
+    try:
+        dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
+                               text_column=tfds_text_column, label_names=label_names)
+    except ValueError as error:
+        raise RunError(str(error)) from None
+    return dataset, source
+
+
 def _run_state(output, overwrite):
     """"new", "resume" or an error for a finished run."""
     if os.path.exists(os.path.join(output, "metrics.json")):
@@ -186,14 +199,11 @@ def train(
     os.makedirs(output, exist_ok=True)
     keras.utils.set_random_seed(seed)
 
-    source, splits, tfds_text_column = data_source(data, test_data, text_column, label_column, header, label_offset)
-    try:
-        dataset = load_dataset(
-            source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
-            text_column=tfds_text_column, label_names=label_names,
-        )
-    except ValueError as error:
-        raise RunError(str(error)) from None
+    dataset, source = load_run_data(
+        data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+        label_offset=label_offset, label_names=label_names, data_dir=data_dir,
+        validation_fraction=validation_fraction, seed=seed,
+    )
 
     encoder_path = os.path.join(output, "encoder.keras")
     if state == "resume" and os.path.exists(encoder_path):

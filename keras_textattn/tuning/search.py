@@ -11,16 +11,15 @@ import keras_tuner
 from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
-from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 from keras_textattn.training import RunError
 from keras_textattn.training import save_run
-from keras_textattn.training.train import data_source
 from keras_textattn.training.train import encoder_options
 from keras_textattn.training.train import encoder_shape_kwargs
 from keras_textattn.training.train import load_encoder
+from keras_textattn.training.train import load_run_data
 from keras_textattn.training.train import save_encoder
 from keras_textattn.tuning.config import load_config
 
@@ -105,24 +104,7 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
     raise RunError(f"unknown --tuner {kind!r}; choose one of {', '.join(TUNERS)}")
 
 
-def tune(
-    config,
-    data,
-    directory,
-    *,
-    tuner="random",
-    max_trials=None,
-    epochs=None,
-    test_data=None,
-    text_column=None,
-    label_column=None,
-    header=True,
-    label_offset=0,
-    label_names=None,
-    data_dir=None,
-    validation_fraction=0.1,
-    verbose=1,
-):
+def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, verbose=1, **data_options):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
@@ -141,8 +123,9 @@ def tune(
 
     Args:
         config: a path to a tuner config (or a loaded `TuningConfig`).
-        data, test_data, text_column, label_column, header, label_offset, label_names,
-            data_dir, validation_fraction: as for `keras_textattn.training.train`.
+        data: as for `keras_textattn.training.train`; `data_options`: its
+            `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
+            `label_names`, `data_dir` and `validation_fraction`.
         tuner: "random", "bayesian" or "hyperband".
         max_trials, epochs: override the config's.
 
@@ -157,12 +140,7 @@ def tune(
     config.epochs = epochs or config.epochs
     keras.utils.set_random_seed(config.seed)
     os.makedirs(directory, exist_ok=True)
-    source, splits, tfds_text_column = data_source(data, test_data, text_column, label_column, header, label_offset)
-    try:
-        dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=config.seed,
-                               data_dir=data_dir, text_column=tfds_text_column, label_names=label_names)
-    except ValueError as error:
-        raise RunError(str(error)) from None
+    dataset, _ = load_run_data(data, seed=config.seed, **data_options)
 
     encoder_path = os.path.join(directory, "encoder.keras")
     if os.path.exists(encoder_path):
