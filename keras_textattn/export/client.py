@@ -2,7 +2,7 @@
 
 TFLite has no string ops, so a client turns text into ids itself. This module is
 the reference for that: it reads the `encoder.json` and `vocabulary.txt` written
-next to `model.tflite` and uses only the standard library (port it as it is).
+next to `model.tflite` and uses only the standard library and NumPy (port it as it is).
 The tests check that it gives the in-graph encoder's ids on real texts.
 
 The rules (see `TextEncoder`):

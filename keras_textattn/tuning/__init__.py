@@ -3,8 +3,8 @@
 from keras_textattn.tuning.config import ConfigError
 from keras_textattn.tuning.config import TuningConfig
 from keras_textattn.tuning.config import load_config
-from keras_textattn.tuning.search import TUNERS
+from keras_textattn.tuning.search import TUNER_CLASSES
 from keras_textattn.tuning.search import TextAttentionHyperModel
 from keras_textattn.tuning.search import tune
 
-__all__ = ["ConfigError", "TUNERS", "TextAttentionHyperModel", "TuningConfig", "load_config", "tune"]
+__all__ = ["ConfigError", "TUNER_CLASSES", "TextAttentionHyperModel", "TuningConfig", "load_config", "tune"]

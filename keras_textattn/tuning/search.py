@@ -23,7 +23,6 @@ from keras_textattn.training.train import load_run_data
 from keras_textattn.training.train import save_encoder
 from keras_textattn.tuning.config import load_config
 
-TUNERS = ("random", "bayesian", "hyperband")
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -93,15 +92,14 @@ TUNER_CLASSES = {
 
 
 def make_tuner(kind, hypermodel, config, directory, max_trials):
-    """A keras-tuner tuner that resumes from `directory` (`overwrite=False`) and times its trials."""
+    """A keras-tuner tuner (`kind`: a key of `TUNER_CLASSES`) that resumes from
+    `directory` (`overwrite=False`) and times its trials."""
     objective = keras_tuner.Objective(config.objective, direction=config.direction)
     options = dict(objective=objective, directory=directory, project_name=config.model, overwrite=False,
                    seed=config.seed, executions_per_trial=config.executions_per_trial)
     if kind == "hyperband":
         return TUNER_CLASSES[kind](hypermodel, max_epochs=config.epochs, **options)
-    if kind in TUNER_CLASSES:
-        return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
-    raise RunError(f"unknown --tuner {kind!r}; choose one of {', '.join(TUNERS)}")
+    return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
 
 
 def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, verbose=1, **data_options):
@@ -134,8 +132,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     """
     _backend.require_tensorflow("Hyperparameter search")
     config = config if not isinstance(config, (str, os.PathLike)) else load_config(config)
-    if tuner not in TUNERS:
-        raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNERS)}")
+    if tuner not in TUNER_CLASSES:
+        raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
     keras.utils.set_random_seed(config.seed)
@@ -159,6 +157,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         return []  # a worker: the chief writes the results
 
     rows = trials_table(search, config)
+    if not rows:
+        raise RunError(f"no trial of the search in {directory} finished; see the trial errors above")
     _write_tables(directory, rows)
     best_model = search.get_best_models(1)[0]
     best_hp = hypermodel.declare(search.get_best_hyperparameters(1)[0])
@@ -190,7 +190,7 @@ def trials_table(search, config):
 
 
 def _write_tables(directory, rows):
-    columns = list(rows[0]) if rows else ["trial", "score", "epochs", "seconds"]
+    columns = list(rows[0])
 
     def cell(value):
         if isinstance(value, float):
