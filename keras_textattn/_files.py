@@ -29,6 +29,12 @@ def write_text(path, text):
     write_atomically(path, write)
 
 
+def refuse_existing(path, overwrite):
+    """Raise `FileExistsError` if `path` exists and `overwrite` is False."""
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{os.path.abspath(path)} already exists; pass overwrite=True (--overwrite) to replace it")
+
+
 def write_folder_atomically(path, write, overwrite=False):
     """Call `write(temporary_folder)`, then rename the finished folder to `path`.
 
@@ -41,8 +47,7 @@ def write_folder_atomically(path, write, overwrite=False):
         FileExistsError: `path` exists and `overwrite` is False.
     """
     path = os.path.abspath(path)
-    if os.path.exists(path) and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (--overwrite) to replace it")
+    refuse_existing(path, overwrite)
     parent, name = os.path.split(path)
     os.makedirs(parent, exist_ok=True)
     temporary = tempfile.mkdtemp(dir=parent, prefix=f".tmp-{name}-")

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import refuse_existing
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
@@ -43,6 +44,7 @@ def saved_model(run, output, *, overwrite=False):
         The verification report (see `verify_saved_model`) plus `"path"`.
     """
     _backend.require_tensorflow("SavedModel export")
+    refuse_existing(output, overwrite)  # before the slow part
     model, encoder, label_names = load_run(run)
     report = {}
 

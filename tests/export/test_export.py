@@ -164,6 +164,7 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
     texts = ag_news_test_texts(shared_data, 2000)
     texts += read_labelled_texts(LocalFile(shared_data / "imdb" / "test.csv.gz"))[0][:300]  # HTML, long texts
     texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line"]
+    cases = texts + [text.decode("utf-8", "replace") for text in HOSTILE_TEXTS[:4]]
     for options in ({"sequence_length": 64}, {"sequence_length": 12, "hierarchical": True, "max_sentences": 5},
                     {"sequence_length": 40, "bigram_buckets": 1000}):
         encoder = TextEncoder(max_tokens=3000, **options)
@@ -172,9 +173,9 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
         os.makedirs(folder)
         write_tokenizer_files(folder, encoder)
         client = export.ClientTokenizer(folder)
-        expected = encoder(tf.constant(texts + [b.decode("utf-8", "replace") for b in HOSTILE_TEXTS[:4]]))
+        expected = encoder(tf.constant(cases))
         expected = [keras.ops.convert_to_numpy(x) for x in (expected if isinstance(expected, tuple) else [expected])]
-        for row, text in enumerate(texts + [b.decode("utf-8", "replace") for b in HOSTILE_TEXTS[:4]]):
+        for row, text in enumerate(cases):
             encoded = client.encode(text)
             for name, values in zip(("token_ids", "bigram_ids"), expected):
                 np.testing.assert_array_equal(encoded[name][0], values[row], err_msg=f"{options} {name}: {text[:80]!r}")
