@@ -115,10 +115,12 @@ def run_fasttext(dataset, seed):
         paths = {}
         for split in ("train", "test"):
             texts, labels = texts_and_labels(dataset[split])
+            # fastText reads its file in order: a file sorted by label (IMDB's) must be shuffled.
+            order = np.random.default_rng(seed).permutation(len(texts)) if split == "train" else range(len(texts))
             paths[split] = os.path.join(folder, split)
             with open(paths[split], "w", encoding="utf-8") as handle:
-                for text, label in zip(texts, labels):
-                    handle.write(f"__label__{label} {' '.join(text.lower().split())}\n")
+                for i in order:
+                    handle.write(f"__label__{labels[i]} {' '.join(texts[i].lower().split())}\n")
         start = time.perf_counter()
         model = fasttext.train_supervised(paths["train"], dim=10, wordNgrams=2, epoch=5, lr=0.5, seed=seed,
                                           thread=2, verbose=0)

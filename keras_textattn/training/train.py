@@ -237,7 +237,9 @@ def train(
         classifier._distribute_strategy = None
     else:
         callbacks = [
-            keras.callbacks.BackupAndRestore(os.path.join(output, "backup", "chief"), save_freq=checkpoint_every or "epoch"),
+            # Two checkpoints: a run killed while writing one resumes from the other.
+            keras.callbacks.BackupAndRestore(os.path.join(output, "backup", "chief"), save_freq=checkpoint_every or "epoch",
+                                             double_checkpoint=True),
             timing,
             keras.callbacks.CSVLogger(os.path.join(output, "history.csv"), append=True),
             keras.callbacks.TensorBoard(os.path.join(output, "logs")),
