@@ -130,8 +130,10 @@ def test_killed_run_resumes_from_its_checkpoint(sst2, tmp_path):
 
 
 # ---------------------------------------------------------------- distribute
-def test_mirrored_on_two_cpu_devices_matches_one_device(sst2, tmp_path):
-    # No shuffling: a strategy's distributed dataset is shuffled in another order.
+def test_mirrored_on_two_cpu_devices_matches_one_device(shared_data, tmp_path):
+    # SST-2's 1,821 test sentences to train on (the point is equal losses, not accuracy). No
+    # shuffling: a strategy's distributed dataset is shuffled in another order.
+    sst2 = ["--data", str(shared_data / "sst2" / "test.csv.gz"), "--test-data", str(shared_data / "sst2" / "dev.csv.gz")]
     common = [*SMALL_SCALABLE, *sst2, "--epochs", "1", "--batch-size", "64", "--seed", "3", "--no-shuffle"]
     single = _run([*common, "--output", str(tmp_path / "single")])
     mirrored = _run([*common, "--output", str(tmp_path / "mirrored"), "--distribute", "mirrored", "--cpu-devices", "2"])

@@ -21,7 +21,7 @@ from keras_textattn.tuning import tune
 CONFIGS = pathlib.Path(__file__).resolve().parents[2] / "tuner_configs"
 TINY = """\
 model: scalable_attention
-tuner: {max_trials: 3, epochs: 2, batch_size: 64}
+tuner: {max_trials: 3, epochs: 1, batch_size: 64}
 encoder: {max_tokens: 3000, sequence_length: 24}
 fixed: {embedding_dim: 16}
 hyperparameters:
@@ -98,7 +98,7 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     assert len(rows) == 3
     assert len({(r["hidden_units"], r["fc_units"]) for r in rows}) == 3  # distinct hyperparameters
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
-    assert all(r["epochs"] == 2 and r["seconds"] > 0 for r in rows)
+    assert all(r["epochs"] == 1 and r["seconds"] > 0 for r in rows)
     table = (tmp_path / "search" / "trials.csv").read_text().splitlines()
     assert table[0] == "trial,hidden_units,fc_units,score,epochs,seconds" and len(table) == 4
     assert (tmp_path / "search" / "trials.md").read_text().count("\n") == 5
