@@ -302,7 +302,7 @@ def main(argv=None):
     parser.add_argument("--no-layers", dest="measure_layers", action="store_false", help="end to end only")
     parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
     parser.add_argument("--output-dir", default="benchmarks/results")
-    parser.add_argument("--min-seconds", type=float, default=1.0, help="time each measurement for at least this long")
+    parser.add_argument("--min-seconds", type=float, help="time each measurement for at least this long (default 1, --quick 0.1)")
     parser.add_argument("--quick", action="store_true",
                         help="MultiHeadAttention and LAMA at lengths 64 and 128, 0.1 s timings, LAMA end to end")
     parser.add_argument("--worker", choices=["layer", "flops", "end-to-end"], help=argparse.SUPPRESS)
@@ -310,7 +310,7 @@ def main(argv=None):
     layers_ = args.layers or (QUICK_LAYERS if args.quick else LAYERS)
     lengths = args.lengths or ([64, 128] if args.quick else [64, 128, 256, 512, 1024])
     sizes = [str(args.batch), str(args.width), str(args.heads)]
-    min_seconds = 0.1 if args.quick else args.min_seconds
+    min_seconds = args.min_seconds if args.min_seconds is not None else (0.1 if args.quick else 1.0)
     e2e_models = ["lama"] if args.quick else ["scalable_attention", "dual_axial", "hcan", "lama", "cspan"]
     if args.worker == "layer":
         return measure_layer(layers_[0], lengths, args.batch, args.width, args.heads, min_seconds)
