@@ -4,8 +4,9 @@ Modelled on Keras's `TestCase.run_layer_test`. `run_layer_contract` checks:
 shapes and dtypes symbolically and eagerly, the config round trip, `.keras`
 save/load without `custom_objects`, a training step in a compiled model (with and
 without XLA), mixed precision, and how the padding mask is consumed or propagated.
-`check_padding_invariance` and `check_finite_on_extremes` are the per-layer
-masking and numerics checks the issue asks for, shared here too.
+`check_save_and_load` (also used alone, for configurations the contract does not
+run), `check_padding_invariance` and `check_finite_on_extremes` are the per-layer
+save/load, masking and numerics checks, shared here too.
 """
 
 import os
@@ -113,24 +114,14 @@ def run_layer_contract(
         atol=1e-6,
     )
 
-    # Save and load a model using the layer; no custom_objects, safe mode on.
-    ids = _token_ids(batch, time, seed=2)
-    model = _embedding_model(layer_cls(**init_kwargs), time, features, static_time)
-    expected = to_numpy(model(ids))
-    path = os.path.join(str(tmp_path), "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert type(loaded.layers[-1]) is layer_cls
-    keras.tree.map_structure(
-        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6),
-        to_numpy(loaded(ids)),
-        expected,
-    )
+    check_save_and_load(layer_cls(**init_kwargs), tmp_path, batch=batch, time=time, features=features,
+                        static_time=static_time)
 
     # A training step inside a compiled model, in each backend's real modes: TensorFlow
     # with and without XLA; JAX with XLA (without it, JAX runs op by op, a debugging
     # mode 3x slower here); torch without `jit_compile` (which means torch.compile
     # there, not XLA: minutes per model on a CPU).
+    ids = _token_ids(batch, time, seed=2)
     targets = rng.normal(size=(batch,) + tuple(expected_output_shape)).astype("float32")
     for jit_compile in {"tensorflow": (False, True), "jax": (True,), "torch": (False,)}[keras.backend.backend()]:
         model = _embedding_model(layer_cls(**init_kwargs), time, features, static_time)
@@ -155,6 +146,23 @@ def run_layer_contract(
     model.compile(optimizer="adam", loss="mse")
     history = model.fit(ids, targets, batch_size=batch, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+def check_save_and_load(layer, tmp_path, *, batch=3, time=7, features=8, static_time=False):
+    """A model using `layer` saves to `.keras` and loads, with no custom_objects and
+    safe mode on, into the same layer class giving the same outputs."""
+    ids = _token_ids(batch, time, seed=2)
+    model = _embedding_model(layer, time, features, static_time)
+    expected = to_numpy(model(ids))
+    path = os.path.join(str(tmp_path), "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded.layers[-1]) is type(layer)
+    keras.tree.map_structure(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6),
+        to_numpy(loaded(ids)),
+        expected,
+    )
 
 
 def check_padding_invariance(layer, inputs, real_length, *, static_time=False, call_kwargs=None):

@@ -33,11 +33,11 @@ def test_trained_lama_maps_and_offsets(lama_run):
         assert explanation.label in explanation.probabilities
         assert sum(explanation.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
         (weights,) = explanation.attention.values()
-        assert weights.shape == (3, len(explanation.tokens))  # one row per head
+        assert weights.shape == (4, len(explanation.tokens))  # one row per head
         if explanation.tokens:  # softmax over the real tokens: padded steps got nothing
             np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
     assert [t["token"] for t in explanations[0].tokens][:3] == ["Stocks", "rallied", "after"]
-    assert explanations[2].tokens == [] and explanations[2].attention["attention"].shape == (3, 0)
+    assert explanations[2].tokens == [] and explanations[2].attention["attention"].shape == (4, 0)
 
 
 def test_trained_hcan_word_and_sentence_maps(hcan_run):
@@ -47,10 +47,10 @@ def test_trained_hcan_word_and_sentence_maps(hcan_run):
         "Zürich's café owners — and Ünïcode fans — cheered", "Then they left"
     ]
     (sentence_weights,) = explanation.sentence_attention.values()
-    assert sentence_weights.shape == (2, 2)  # heads x sentences
+    assert sentence_weights.shape == (4, 2)  # heads x sentences
     np.testing.assert_allclose(sentence_weights.sum(-1), 1.0, rtol=1e-5)
     (word_weights,) = explanation.attention.values()
-    assert word_weights.shape == (2, len(explanation.tokens))
+    assert word_weights.shape == (4, len(explanation.tokens))
     # The word-level target attention is a softmax within each sentence.
     first = sum(token["start"] < explanation.sentences[1]["start"] for token in explanation.tokens)
     assert first == 11

@@ -23,6 +23,7 @@ from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 from keras_textattn.training import load_run
 from keras_textattn.training import save_run
+from tests.conftest import ag_news_files
 
 # One xdist worker runs every test that shares the trained runs of tests/conftest.py.
 pytestmark = pytest.mark.xdist_group("trained_runs")
@@ -31,9 +32,8 @@ pytestmark = pytest.mark.xdist_group("trained_runs")
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
 
 
-def ag_news_test_texts(shared_data, limit=None):
-    file = LocalFile(shared_data / "ag_news" / "test.csv.gz", text_column=[1, 2], label_column=0, header=False, label_offset=1)
-    return read_labelled_texts(file)[0][:limit]
+def ag_news_test_texts(limit=None):
+    return read_labelled_texts(ag_news_files()["test"])[0][:limit]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ FRESH_PROCESS = textwrap.dedent(
 
 def test_saved_model_serves_raw_text_without_our_package(lama_run, lama_saved_model, shared_data, tmp_path):
     """A fresh process with only tensorflow and tensorflow_text gives the Keras model's answers."""
-    texts = ag_news_test_texts(shared_data, 300) + [t.decode("utf-8", "replace") for t in HOSTILE_TEXTS[:4]]
+    texts = ag_news_test_texts(300) + [t.decode("utf-8", "replace") for t in HOSTILE_TEXTS[:4]]
     texts_file = tmp_path / "texts.json"
     texts_file.write_text(json.dumps([t.encode("utf-8").decode("latin-1") for t in texts]))
     ops = export.saved_model_ops(str(lama_saved_model))
@@ -142,7 +142,7 @@ def test_readme_rest_example_matches_the_signature(lama_run, lama_saved_model):
 def test_tflite_float_and_quantised_on_ag_news_test_texts(lama_run, shared_data, tmp_path):
     """Float matches Keras within 1e-4; quantised agrees on the argmax for >= 99% of 2,000 test texts."""
     model, encoder, _ = load_run(lama_run)
-    texts = ag_news_test_texts(shared_data, 2000)
+    texts = ag_news_test_texts(2000)
     ids = keras.ops.convert_to_numpy(encoder(tf.constant(texts)))
     expected = keras.ops.convert_to_numpy(model.predict(ids, batch_size=256, verbose=0))
     sizes = {}
@@ -161,7 +161,7 @@ def test_tflite_float_and_quantised_on_ag_news_test_texts(lama_run, shared_data,
 
 def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
     """The plain-Python reference for TFLite clients equals the in-graph encoder on real texts."""
-    texts = ag_news_test_texts(shared_data, 2000)
+    texts = ag_news_test_texts(2000)
     texts += read_labelled_texts(LocalFile(shared_data / "imdb" / "test.csv.gz"))[0][:300]  # HTML, long texts
     texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line"]
     cases = texts + [text.decode("utf-8", "replace") for text in HOSTILE_TEXTS[:4]]
@@ -234,14 +234,14 @@ def small_run(name, options, texts, folder):
 
 @pytest.mark.parametrize("name, options", SMALL_VARIANTS, ids=variant_id)
 def test_every_variant_converts_to_tflite(name, options, shared_data, tmp_path):
-    small_run(name, options, ag_news_test_texts(shared_data, 400), tmp_path / "run")
+    small_run(name, options, ag_news_test_texts(400), tmp_path / "run")
     lite = export.tflite(tmp_path / "run", tmp_path / "tflite")
     assert lite["max_abs_difference"] <= 1e-4 and lite["texts"] > 30
 
 
 @pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
 def test_every_paper_model_serves_raw_text(name, options, shared_data, tmp_path):
-    texts = ag_news_test_texts(shared_data, 400)
+    texts = ag_news_test_texts(400)
     encoder, model = small_run(name, options, texts, tmp_path / "run")
     served = export.saved_model(tmp_path / "run", tmp_path / "saved_model")
     assert served["max_abs_difference"] <= 1e-5 and served["texts"] > 30

@@ -8,6 +8,7 @@ from keras_textattn.layers import SemanticSelfAttention
 from tests import numpy_reference as ref
 from tests.layer_contract import check_finite_on_extremes
 from tests.layer_contract import check_padding_invariance
+from tests.layer_contract import check_save_and_load
 from tests.layer_contract import run_layer_contract
 from tests.layer_contract import set_random_weights
 from tests.layer_contract import to_numpy
@@ -32,7 +33,6 @@ def _layer_norm_weights(layer):
     [
         (SemanticSelfAttention, {}, (7, 8), True),
         (CascadedSemanticPositional, {}, (7, 8), True),
-        (CascadedSemanticPositional, {"lstm_layers": 2}, (7, 8), True),
         (MultiQueryAttention, {"num_queries": 3}, (8,), False),
         (MultiQueryAttention, {"num_queries": 2, "output_dim": 5}, (5,), False),
     ],
@@ -57,22 +57,30 @@ def test_semantic_self_attention_matches_eq_4():
         np.testing.assert_allclose(npy(weights)[b][np.ix_(keep, keep)], expected_weights, rtol=1e-5, atol=1e-6)
 
 
-def test_cascaded_matches_eq_4_to_9():
+@pytest.mark.parametrize("lstm_layers", [1, 2])
+def test_cascaded_matches_eq_4_to_9(lstm_layers):
+    """`lstm_layers=2` (our choice; the paper has one) feeds each Bi-LSTM's output to the next."""
     rng = np.random.default_rng(1)
     x = rng.normal(size=X_SHAPE).astype("float32")
-    layer = CascadedSemanticPositional()
+    layer = CascadedSemanticPositional(lstm_layers=lstm_layers)
     layer.build(x.shape)
     set_random_weights(layer, rng, scale=0.5)
     outputs = to_numpy(layer(x, mask=MASK))
-    (forward_lstm,), (backward_lstm,) = layer.forward_lstms, layer.backward_lstms
-    forward = [npy(w) for w in forward_lstm.weights]
-    backward = [npy(w) for w in backward_lstm.weights]
+    lstms = [([npy(w) for w in f.weights], [npy(w) for w in b.weights]) for f, b in zip(layer.forward_lstms, layer.backward_lstms)]
+    assert len(lstms) == lstm_layers
     for b in range(3):
         D = x[b][MASK[b]]
         S, _ = semantic_reference(D, *_layer_norm_weights(layer.semantic_attention))  # Eq. 4
-        H = np.concatenate([ref.lstm(S, *forward), ref.lstm(S[::-1], *backward)[::-1]], -1)  # Eq. 5-7
+        H = S
+        for forward, backward in lstms:
+            H = np.concatenate([ref.lstm(H, *forward), ref.lstm(H[::-1], *backward)[::-1]], -1)  # Eq. 5-7
         P, _ = semantic_reference(H, *_layer_norm_weights(layer.positional_attention))  # Eq. 8
         np.testing.assert_allclose(outputs[b][MASK[b]], S + P, rtol=1e-4, atol=1e-5)  # Eq. 9
+
+
+def test_stacked_bi_lstms_save_and_load(tmp_path):
+    """Each of the stacked LSTMs comes back with its own weights (the contract runs `lstm_layers=1`)."""
+    check_save_and_load(CascadedSemanticPositional(lstm_layers=2), tmp_path)
 
 
 def test_multi_query_matches_eq_10_to_13():
@@ -98,6 +106,7 @@ def test_multi_query_matches_eq_10_to_13():
     [
         lambda: SemanticSelfAttention(),
         lambda: CascadedSemanticPositional(),
+        lambda: CascadedSemanticPositional(lstm_layers=2),
         lambda: MultiQueryAttention(num_queries=2),
     ],
 )
