@@ -85,21 +85,18 @@ def run_keras(model_name, dataset, length, seed, epochs):
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import build_model
     from keras_textattn.text import TextEncoder
+    from keras_textattn.training.train import encoder_options
+    from keras_textattn.training.train import encoder_shape_kwargs
 
     keras.utils.set_random_seed(seed)
-    hierarchical = model_name == "hcan"
-    words = 24
-    sentences = max(2, length // words)
-    encoder = TextEncoder(max_tokens=20000, sequence_length=words if hierarchical else length, hierarchical=hierarchical,
-                          max_sentences=sentences if hierarchical else None,
-                          bigram_buckets=20000 if model_name == "dual_axial" else 0)
+    words = 24  # HCAN: words per sentence, and as many sentences as fit in `length`
+    encoder = TextEncoder(**encoder_options(model_name, max_tokens=20000, bigram_buckets=20000,
+                                            sequence_length=words if model_name == "hcan" else length,
+                                            max_sentences=max(2, length // words)))
     start = time.perf_counter()
     encoder.adapt(dataset["train"])
-    shape = {"max_sentences": sentences, "max_words": words} if hierarchical else {"sequence_length": length}
-    if model_name == "dual_axial":
-        shape["bigram_buckets"] = 20000
-    model = build_model(model_name, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **shape,
-                        **KERAS_MODELS[model_name])
+    model = build_model(model_name, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
+                        **encoder_shape_kwargs(model_name, encoder), **KERAS_MODELS[model_name])
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed), epochs=epochs, verbose=0)
     seconds = time.perf_counter() - start

@@ -174,19 +174,18 @@ def end_to_end(data_dir, models, texts_count, quick):
     from keras_textattn.models import build_model
     from keras_textattn.text import TextEncoder
     from keras_textattn.training import save_run
+    from keras_textattn.training.train import encoder_options
+    from keras_textattn.training.train import encoder_shape_kwargs
 
     train_texts, train_labels, _ = read_labelled_texts(LocalFile(data_dir / "ag_news" / "train_sample_5k.csv.gz"))
     texts = train_texts[:texts_count]
     labels = np.array([int(label) for label in train_labels[:texts_count]])
     for name in models:
-        hierarchical = name == "hcan"
-        encoder = TextEncoder(max_tokens=20000, sequence_length=24 if hierarchical else 64, hierarchical=hierarchical,
-                              max_sentences=3 if hierarchical else None, bigram_buckets=20000 if name == "dual_axial" else 0)
+        encoder = TextEncoder(**encoder_options(name, max_tokens=20000, sequence_length=24 if name == "hcan" else 64,
+                                                max_sentences=3, bigram_buckets=20000))
         encoder.adapt(train_texts)
-        shape = {"max_sentences": 3, "max_words": 24} if hierarchical else {"sequence_length": 64}
-        if name == "dual_axial":
-            shape["bigram_buckets"] = 20000
-        model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **shape, **KERAS_MODELS[name])
+        model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **encoder_shape_kwargs(name, encoder),
+                            **KERAS_MODELS[name])
         model.compile("adam", "sparse_categorical_crossentropy")
         encoded = encoder(tf.constant(texts))
         ids = [e.numpy() for e in encoded] if isinstance(encoded, tuple) else encoded.numpy()
