@@ -71,6 +71,9 @@ def build_kim_cnn_classifier(
     inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
     mask = ops.not_equal(ids, 0)
     x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    # Padded steps become zeros, the convolutions' own "same" padding: a window that
+    # overlaps the padding then sees the same input however the text is padded.
+    x = x * ops.expand_dims(ops.cast(mask, x.dtype), -1)
     pooled = [
         MaskedGlobalMaxPooling1D(name=f"max_pool_{k}")(
             keras.layers.Conv1D(filters, k, padding="same", activation="relu", name=f"conv_{k}")(x), mask=mask

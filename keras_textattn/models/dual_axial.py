@@ -1,6 +1,7 @@
 """The dual-axial classifier (dual_axial_self_attention.md, section 4) and its ablations."""
 
 import keras
+from keras import ops
 
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.models._inputs import classifier_head
@@ -43,10 +44,12 @@ def build_dual_axial_classifier(
     inputs, ids, bigrams, vocabulary_size, bigram_buckets = text_inputs(
         encoder, vocabulary_size, sequence_length, bigram_buckets
     )
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
+    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
     if bigrams is not None:
         bigram_vectors = keras.layers.Embedding(bigram_buckets + 1, embedding_dim, name="bigram_embedding")(bigrams)
         x = keras.layers.Add(name="add_bigrams")([x, bigram_vectors])
-    x = DualAxialSelfAttention(name="attention", **options)(x)
+    # The padding mask is given explicitly: a Keras mask would not survive the Add with the
+    # (unmasked) bigram embeddings, and the attention would then run over padding (Eq. 11's mu).
+    x = DualAxialSelfAttention(name="attention", **options)(x, mask=ops.not_equal(ids, 0))
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)

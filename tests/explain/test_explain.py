@@ -63,12 +63,13 @@ def test_trained_hcan_word_and_sentence_maps(hcan_run):
     [
         ("scalable_attention", {"attention_activation": "softmax"}, {"attention": 1}),
         ("dual_axial", {}, {"attention/text": 1, "attention/feature": 1}),
+        ("dual_axial", {"bigram_buckets": 16}, {"attention/text": 1, "attention/feature": 1}),  # once crashed
         ("cspan", {"num_queries": 3}, {"multi_query": 3}),
         ("lama", {"num_heads": 2, "use_context": True}, {"attention": 2}),
     ],
 )
 def test_every_paper_model_is_explained(name, kwargs, rows):
-    encoder = TextEncoder(sequence_length=10)
+    encoder = TextEncoder(sequence_length=10, bigram_buckets=kwargs.get("bigram_buckets", 0))
     encoder.adapt(TEXTS)
     shape = {"sequence_length": 10}
     model = build_model(name, 2, vocabulary_size=encoder.vocabulary_size(), embedding_dim=8, **shape, **kwargs)
