@@ -1,8 +1,15 @@
 """Writing files and folders so that an interrupted process never leaves a half-written one."""
 
+import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import tempfile
+
+
+class FolderInUseError(OSError):
+    """Another process holds the lock of a folder (see `locked`)."""
 
 
 def write_atomically(path, write):
@@ -29,8 +36,72 @@ def write_text(path, text):
     write_atomically(path, write)
 
 
-def refuse_existing(path, overwrite):
-    """Raise `FileExistsError` if `path` exists and `overwrite` is False."""
+@contextlib.contextmanager
+def locked(folder):
+    """Hold an exclusive lock on `folder` (a run folder, an export target) while the block runs.
+
+    The lock is a file beside the folder (`.<name>.lock`, holding the owner's process
+    id), so that it stays put while the folder itself is moved or replaced; the
+    operating system releases it when the process ends, however it ends. A second
+    process gets a `FolderInUseError` naming the process that holds it.
+    """
+    parent, name = os.path.split(os.path.abspath(folder))
+    os.makedirs(parent, exist_ok=True)
+    with open(os.path.join(parent, f".{name}.lock"), "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            raise FolderInUseError(f"{folder} is in use by process {owner}; wait for it to finish or stop it") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+
+
+def refuse_overlap(source, target):
+    """Raise `ValueError` if the folder `target` is `source`, lies inside it or contains it
+    (writing it would destroy the source)."""
+    source, target = os.path.realpath(source), os.path.realpath(target)
+    if source == target or target.startswith(source + os.sep) or source.startswith(target + os.sep):
+        raise ValueError(f"the output {target} is, contains or lies inside the run folder {source}; "
+                         "choose an output outside the run folder")
+
+
+def recover_folder_swap(path):
+    """Finish a replacement of the folder `path` that a killed process left halfway.
+
+    `write_folder_atomically` renames the old folder to `.old-<name>` and then the new
+    one into place. Killed between the two renames, `path` is missing: the old folder
+    is moved back (the new one is lost; run the export again). Killed after them,
+    only the old copy is left to delete. Returns True if anything was recovered.
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    old = os.path.join(parent, f".old-{name}")
+    if not os.path.isdir(old):
+        return False
+    if os.path.exists(path):
+        shutil.rmtree(old)
+    else:
+        os.replace(old, path)
+    return True
+
+
+def check_output(path, overwrite, source=None):
+    """Check a folder to be written before the slow work that writes it.
+
+    Finishes a replacement of `path` that a killed process left halfway
+    (`recover_folder_swap`), then raises `ValueError` if `path` is the folder `source`
+    (a run folder), lies inside it or contains it, and `FileExistsError` if `path`
+    exists and `overwrite` is False.
+    """
+    recover_folder_swap(path)
+    if source is not None:
+        refuse_overlap(source, path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{os.path.abspath(path)} already exists; pass overwrite=True (--overwrite) to replace it")
 
@@ -41,24 +112,31 @@ def write_folder_atomically(path, write, overwrite=False):
     The temporary folder is a hidden sibling of `path` (same file system, so the
     rename is atomic) and is removed if `write` fails or the process is stopped
     with an exception. An existing `path` is refused unless `overwrite`; it is then
-    replaced only once the new folder is complete.
+    replaced only once the new folder is complete, by two renames that the next call
+    finishes or rolls back if a kill falls between them (`recover_folder_swap`).
+    The folder is locked (`locked`) meanwhile.
 
     Raises:
         FileExistsError: `path` exists and `overwrite` is False.
+        FolderInUseError: another process is writing `path`.
     """
     path = os.path.abspath(path)
-    refuse_existing(path, overwrite)
+    with locked(path):
+        check_output(path, overwrite)
+        _write_and_swap(path, write)
+
+
+def _write_and_swap(path, write):
     parent, name = os.path.split(path)
-    os.makedirs(parent, exist_ok=True)
     temporary = tempfile.mkdtemp(dir=parent, prefix=f".tmp-{name}-")
     try:
         write(temporary)
         os.chmod(temporary, 0o755)  # mkdtemp makes folders private
         if os.path.exists(path):
-            replaced = tempfile.mkdtemp(dir=parent, prefix=f".old-{name}-")
-            os.replace(path, os.path.join(replaced, name))
+            old = os.path.join(parent, f".old-{name}")  # a fixed name, for `recover_folder_swap`
+            os.replace(path, old)
             os.replace(temporary, path)
-            shutil.rmtree(replaced)
+            shutil.rmtree(old)
         else:
             os.replace(temporary, path)
     finally:

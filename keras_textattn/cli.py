@@ -117,6 +117,11 @@ def main(argv=None):
 
     try:
         return {"train": _train, "export": _export, "tune": _tune, "explain": _explain}[args.command](args)
+    except KeyboardInterrupt:
+        after = {"train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
+                 "tune": "; run the same command to resume the search", "export": "; nothing was written"}.get(args.command, "")
+        print(f"keras-textattn: interrupted{after}", file=sys.stderr)
+        return 130
     except (RunError, ValueError, TypeError, OSError) as error:
         # TypeError: a --set key the model builder does not take; OSError: a missing or existing file.
         print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)

@@ -20,7 +20,7 @@ from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.layers import ScalableAttention
 from keras_textattn.text import TextEncoder
-from keras_textattn.training import load_run
+from keras_textattn.run_folder import load_run
 
 ATTENTION_LAYERS = (ScalableAttention, DualAxialSelfAttention, ConvMultiheadTargetAttention, LAMA, MultiQueryAttention)
 

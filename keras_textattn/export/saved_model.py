@@ -8,11 +8,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
-from keras_textattn._files import refuse_existing
+from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
-from keras_textattn.training import load_run
+from keras_textattn.run_folder import load_run
 
 # The only ops of an exported graph that are not core TensorFlow: the encoder's
 # tensorflow-text ops. TF Serving links tensorflow-text's ops in
@@ -44,7 +44,7 @@ def saved_model(run, output, *, overwrite=False):
         The verification report (see `verify_saved_model`) plus `"path"`.
     """
     _backend.require_tensorflow("SavedModel export")
-    refuse_existing(output, overwrite)  # before the slow part
+    check_output(output, overwrite, source=run)  # before the slow part
     model, encoder, label_names = load_run(run)
     report = {}
 

@@ -11,10 +11,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
-from keras_textattn._files import refuse_existing
+from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._probes import probe_texts
-from keras_textattn.training import load_run
+from keras_textattn.run_folder import load_run
 
 QUANTIZATIONS = (None, "dynamic", "float16")
 
@@ -44,7 +44,7 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     _backend.require_tensorflow("TFLite export")
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
-    refuse_existing(output, overwrite)  # before the slow part
+    check_output(output, overwrite, source=run)  # before the slow part
     model, encoder, label_names = load_run(run)
     report = {}
 

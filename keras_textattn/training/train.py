@@ -1,16 +1,10 @@
 """`train()`: data to a finished run folder, resumable and distributable (TensorFlow backend).
 
-A run folder holds:
-    model.keras      the token-id classifier (`keras.models.load_model`, no custom_objects)
-    encoder.keras    the fitted `TextEncoder` (its vocabulary is an asset of the file)
-    vocabulary.txt   one token per line, line i is id i
-    labels.json      class names, index = label id
-    history.csv      loss and accuracy per epoch (appended across resumed runs)
-    metrics.json     written last: a run folder with it is finished
-    logs/            TensorBoard
-    backup/          the BackupAndRestore state while the run is unfinished
+What a run folder holds, and how it is read: `keras_textattn.run_folder`.
 """
 
+import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -21,17 +15,31 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
-from keras_textattn._files import write_atomically
+from keras_textattn._files import locked
 from keras_textattn._files import write_text
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import BUILDERS
 from keras_textattn.models import build_model
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import foreign_entries
+from keras_textattn.run_folder import is_finished
+from keras_textattn.run_folder import load_encoder
+from keras_textattn.run_folder import read_json
+from keras_textattn.run_folder import recover_replacement
+from keras_textattn.run_folder import remove_temporary_files
+from keras_textattn.run_folder import replace_aside
+from keras_textattn.run_folder import save_encoder
+from keras_textattn.run_folder import save_run
 from keras_textattn.text import TextEncoder
+from keras_textattn.training.backup import RunBackup
+from keras_textattn.training.backup import restore
 
-class RunError(ValueError):
-    """A problem with the arguments of a run, reported as one line."""
+# The arguments that define a run: a resume must repeat them (`--epochs` may grow).
+RUN_ARGUMENTS = ("model", "data", "test_data", "text_column", "label_column", "header", "label_offset", "label_names",
+                 "data_dir", "model_kwargs", "max_tokens", "min_frequency", "sequence_length", "max_sentences",
+                 "bigram_buckets", "batch_size", "learning_rate", "validation_fraction", "seed", "shuffle")
 
 
 def configure_cpu_devices(count):
@@ -72,19 +80,15 @@ def _is_chief(strategy):
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
-class _Timing(keras.callbacks.Callback):
-    """Seconds per epoch and training examples per second."""
-
-    def __init__(self, examples_per_epoch):
-        super().__init__()
-        self.examples_per_epoch = examples_per_epoch
-        self.seconds = []
+class _EpochSeconds(keras.callbacks.Callback):
+    """Adds each epoch's wall time to its logs as `seconds` (a column of history.csv)."""
 
     def on_epoch_begin(self, epoch, logs=None):
         self._start = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
-        self.seconds.append(time.perf_counter() - self._start)
+        if logs is not None:
+            logs["seconds"] = time.perf_counter() - self._start
 
 
 def data_source(data, test_data, text_column, label_column, header, label_offset):
@@ -122,15 +126,52 @@ def load_run_data(data, test_data=None, text_column=None, label_column=None, hea
     return dataset, source
 
 
-def _run_state(output, overwrite):
-    """"new", "resume" or an error for a finished run."""
-    if os.path.exists(os.path.join(output, "metrics.json")):
+def _jsonable(value):
+    """`value` as JSON reads it back (tuples become lists, `LocalFile`s dicts, paths strings)."""
+    if isinstance(value, LocalFile):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
+def _run_state(output, overwrite, arguments):
+    """"new", "resume" or "overwrite" for a run folder at `output`, or a `RunError`: for a
+    folder that is not a run folder, a finished run without `overwrite`, and a resume
+    whose arguments differ from those the run was started with (run.json)."""
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise RunError(f"{output} is a file, not a run folder; choose another --output")
+    if not os.path.isdir(output) or not os.listdir(output):
+        return "new"
+    foreign = foreign_entries(output)
+    if foreign:
+        raise RunError(f"{output} is not a run folder (it holds {', '.join(foreign[:3])}"
+                       f"{', ...' if len(foreign) > 3 else ''}); nothing was changed; choose another --output")
+    if is_finished(output):
         if not overwrite:
             raise RunError(f"{output} already holds a finished run; pass --overwrite to replace it or choose another --output")
         return "overwrite"
-    if os.path.isdir(output) and os.listdir(output):
-        return "overwrite" if overwrite else "resume"
-    return "new"
+    if overwrite:
+        return "overwrite"
+    stored_path = os.path.join(output, "run.json")
+    if os.path.exists(stored_path):
+        stored = read_json(stored_path)
+        changed = [f"{name} {stored.get(name)!r} -> {arguments[name]!r}" for name in RUN_ARGUMENTS
+                   if stored.get(name) != arguments[name]]
+        if changed:
+            raise RunError(f"{output} holds an unfinished run started with other arguments ({'; '.join(changed)}); "
+                           "repeat its arguments to resume it, or pass --overwrite to start again")
+    return "resume"
+
+
+def _check_positive(**values):
+    for name, value in values.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise RunError(f"{name.replace('_', '-')} must be a positive number; got {value!r}")
 
 
 def train(
@@ -190,28 +231,56 @@ def train(
     _backend.require_tensorflow("Training")
     if model not in BUILDERS:
         raise RunError(f"unknown --model {model!r}; choose one of {', '.join(sorted(BUILDERS))}")
+    _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
+                    max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every)
+    if not all(isinstance(v, int) for v in (epochs, batch_size)):
+        raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     model_kwargs = dict(model_kwargs or {})
+    arguments = _jsonable(dict(
+        model=model, data=data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+        label_offset=label_offset, label_names=label_names, data_dir=data_dir, model_kwargs=model_kwargs,
+        max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length,
+        max_sentences=max_sentences, bigram_buckets=bigram_buckets, batch_size=batch_size,
+        learning_rate=learning_rate, validation_fraction=validation_fraction, seed=seed, shuffle=shuffle,
+    ))
     strategy = make_strategy(distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     chief = _is_chief(strategy)
-    state = _run_state(output, overwrite)
-    if state == "overwrite" and chief:
-        shutil.rmtree(output)
+    with locked(output) if chief else contextlib.nullcontext():
+        if chief:
+            recover_replacement(output)
+        state = _run_state(output, overwrite, arguments)
+        keras.utils.set_random_seed(seed)
+        # Bad data fails here, before anything on disk changes.
+        dataset, source = load_run_data(
+            data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+            label_offset=label_offset, label_names=label_names, data_dir=data_dir,
+            validation_fraction=validation_fraction, seed=seed,
+        )
+        run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
+                   resume=state == "resume", arguments=arguments, epochs=epochs, distribute=distribute,
+                   checkpoint_every=checkpoint_every, verbose=verbose)
+        if state == "overwrite" and chief:
+            # The old run is kept aside until the new one is written, and restored if it fails.
+            with replace_aside(output):
+                return _train_run(**run)
+        return _train_run(**run)
+
+
+def _train_run(model, output, dataset, source, strategy, chief, resume, arguments, epochs, distribute,
+               checkpoint_every, verbose):
+    """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files."""
     os.makedirs(output, exist_ok=True)
-    keras.utils.set_random_seed(seed)
-
-    dataset, source = load_run_data(
-        data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
-        label_offset=label_offset, label_names=label_names, data_dir=data_dir,
-        validation_fraction=validation_fraction, seed=seed,
-    )
-
+    if chief:
+        remove_temporary_files(output)  # of a write that a kill interrupted
+        write_text(os.path.join(output, "run.json"), json.dumps(arguments, indent=2, sort_keys=True))
+    batch_size = arguments["batch_size"]
     encoder_path = os.path.join(output, "encoder.keras")
-    if state == "resume" and os.path.exists(encoder_path):
+    if resume and os.path.exists(encoder_path):
         encoder = load_encoder(encoder_path)
     else:
         encoder = TextEncoder(**encoder_options(
-            model, max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length,
-            max_sentences=max_sentences, bigram_buckets=bigram_buckets,
+            model, **{k: arguments[k] for k in ("max_tokens", "min_frequency", "sequence_length", "max_sentences",
+                                                "bigram_buckets")},
         ))
         encoder.adapt(dataset["train"])
         if chief:
@@ -219,55 +288,61 @@ def train(
 
     with strategy.scope():
         classifier = build_model(model, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
-                                 **encoder_shape_kwargs(model, encoder), **model_kwargs)
+                                 **encoder_shape_kwargs(model, encoder), **arguments["model_kwargs"])
         classifier.compile(
-            optimizer=keras.optimizers.Adam(learning_rate),
+            optimizer=keras.optimizers.Adam(arguments["learning_rate"]),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
         )
 
-    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=shuffle, seed=seed)
+    seed = arguments["seed"]
+    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=arguments["shuffle"], seed=seed)
     validation_batches = make_batches(dataset["validation"], encoder, batch_size)
     examples = sum(1 for _ in dataset["train"])
-    timing = _Timing(examples)
+    history_path = os.path.join(output, "history.csv")
+    backup = os.path.join(output, "backup")
     if distribute == "multi-worker":
-        history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size, timing)
+        history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size)
         resumed_from_epoch = 0
         # Evaluate locally on each worker: Keras's evaluate cannot reduce across workers either.
         classifier._distribute_strategy = None
     else:
-        callbacks = [
-            # Two checkpoints: a run killed while writing one resumes from the other.
-            keras.callbacks.BackupAndRestore(os.path.join(output, "backup", "chief"), save_freq=checkpoint_every or "epoch",
-                                             double_checkpoint=True),
-            timing,
-            keras.callbacks.CSVLogger(os.path.join(output, "history.csv"), append=True),
-            keras.callbacks.TensorBoard(os.path.join(output, "logs")),
-        ]
-        history = classifier.fit(
-            train_batches,
-            validation_data=validation_batches,
-            epochs=epochs,
-            callbacks=callbacks,
-            verbose=verbose,
-            shuffle=False,  # make_batches shuffles, with the seed
-        ).history
-        resumed_from_epoch = epochs - len(history.get("loss", []))
+        resumed_from_epoch = restore(classifier, backup) if resume else 0
+        _keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
+        if resumed_from_epoch < epochs:
+            callbacks = [
+                _EpochSeconds(),
+                keras.callbacks.CSVLogger(history_path, append=True),
+                # After the history row: a kill between the two trains the epoch again, and its row is dropped.
+                RunBackup(backup, every=checkpoint_every),
+                keras.callbacks.TensorBoard(os.path.join(output, "logs")),
+            ]
+            classifier.fit(
+                train_batches,
+                validation_data=validation_batches,
+                epochs=epochs,
+                initial_epoch=resumed_from_epoch,
+                callbacks=callbacks,
+                verbose=verbose,
+                shuffle=False,  # make_batches shuffles, with the seed
+            )
+        history = _read_history(history_path)
 
     accuracy = {}
     for split in ("train", "validation", "test"):
         if split in dataset.splits:
             results = classifier.evaluate(make_batches(dataset[split], encoder, batch_size), verbose=0, return_dict=True)
             accuracy[split] = float(results["accuracy"])
+    seconds = history.get("seconds", [])
     metrics = {
         "model": model,
-        "model_kwargs": model_kwargs,
+        "model_kwargs": arguments["model_kwargs"],
         "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
-        "history": history if distribute == "multi-worker" else _read_history(os.path.join(output, "history.csv")),
-        "seconds_per_epoch": timing.seconds,
-        "examples_per_second": float(examples / np.mean(timing.seconds)) if timing.seconds else None,
+        "history": history,
+        "seconds_per_epoch": seconds,
+        "examples_per_second": float(examples / np.mean(seconds)) if seconds else None,
         "parameters": int(classifier.count_params()),
         "epochs": epochs,
         "resumed_from_epoch": resumed_from_epoch,
@@ -279,7 +354,7 @@ def train(
     }
     if chief:
         save_run(output, classifier, encoder, dataset.label_names, metrics)
-        shutil.rmtree(os.path.join(output, "backup"), ignore_errors=True)
+        shutil.rmtree(backup, ignore_errors=True)
     return metrics
 
 
@@ -294,30 +369,7 @@ def encoder_options(model, max_tokens=20000, min_frequency=1, sequence_length=25
     return options
 
 
-def save_encoder(path, encoder):
-    """Write a fitted encoder as a `.keras` file (a string-input model around it)."""
-    text = keras.Input(shape=(), dtype="string", name="text")
-    write_atomically(path, keras.Model(text, encoder(text), name="encoder").save)
-
-
-def load_encoder(path):
-    """The `TextEncoder` of a file written by `save_encoder` (safe mode)."""
-    return keras.models.load_model(path, safe_mode=True).layers[-1]
-
-
-def save_run(folder, model, encoder, label_names, metrics):
-    """Write a finished run folder (see the module docstring) for a token-id `model`
-    and its fitted `encoder`; `train()` ends with this. Each file is written
-    atomically, metrics.json last: its presence marks the run finished."""
-    os.makedirs(folder, exist_ok=True)
-    save_encoder(os.path.join(folder, "encoder.keras"), encoder)
-    write_atomically(os.path.join(folder, "model.keras"), model.save)
-    write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
-    write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
-    write_text(os.path.join(folder, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
-
-
-def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size, timing):
+def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -344,30 +396,14 @@ def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size, timin
     def step(ids, labels):
         return strategy.reduce("SUM", strategy.run(replica_step, args=(ids, labels)), axis=None)
 
-    history = {"epoch": [], "loss": []}
+    history = {"epoch": [], "loss": [], "seconds": []}
     for epoch in range(epochs):
-        timing.on_epoch_begin(epoch)
+        start = time.perf_counter()
         losses = [float(step(ids, labels)) for ids, labels in distributed]
-        timing.on_epoch_end(epoch)
+        history["seconds"].append(time.perf_counter() - start)
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
     return history
-
-
-def load_run(folder):
-    """`(model, encoder, label_names)` of a finished run folder written by `train()`.
-
-    Both `.keras` files load in Keras's safe mode (no code is deserialised): the
-    package's layers are registered, and the models contain no lambda layers.
-    """
-    paths = [os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")]
-    missing = [os.path.basename(p) for p in paths if not os.path.exists(p)]
-    if missing:
-        raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
-    model = keras.models.load_model(paths[0], safe_mode=True)
-    encoder = load_encoder(paths[1])
-    with open(paths[2], encoding="utf-8") as handle:
-        return model, encoder, json.load(handle)
 
 
 def encoder_shape_kwargs(model, encoder):
@@ -378,6 +414,21 @@ def encoder_shape_kwargs(model, encoder):
     if model == "dual_axial":
         kwargs["bigram_buckets"] = encoder.bigram_buckets
     return kwargs
+
+
+def _keep_history_before(path, epoch):
+    """Drop the rows of history.csv for epochs from `epoch` on (they are trained again)."""
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    if not lines:
+        return
+    kept = [lines[0]] + [line for line in lines[1:] if line and float(line.split(",")[0]) < epoch]
+    if len(kept) == 1:
+        os.remove(path)  # CSVLogger writes the header again
+    elif len(kept) < len(lines):
+        write_text(path, "\n".join(kept) + "\n")
 
 
 def _read_history(path):

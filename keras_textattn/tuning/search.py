@@ -14,13 +14,13 @@ from keras_textattn._files import write_text
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
-from keras_textattn.training import RunError
-from keras_textattn.training import save_run
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import load_encoder
+from keras_textattn.run_folder import save_encoder
+from keras_textattn.run_folder import save_run
 from keras_textattn.training.train import encoder_options
 from keras_textattn.training.train import encoder_shape_kwargs
-from keras_textattn.training.train import load_encoder
 from keras_textattn.training.train import load_run_data
-from keras_textattn.training.train import save_encoder
 from keras_textattn.tuning.config import load_config
 
 

@@ -72,7 +72,7 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
     assert main(args) == 0
     first = _metrics(output)
     assert sorted(os.listdir(output)) == sorted(
-        ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json", "model.keras", "vocabulary.txt"]
+        ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json", "model.keras", "run.json", "vocabulary.txt"]
     )
     assert first["parameters"] > 0 and first["examples_per_second"] > 0 and len(first["seconds_per_epoch"]) == 1
     capsys.readouterr()
@@ -80,9 +80,10 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
     assert "already holds a finished run; pass --overwrite" in capsys.readouterr().err
     assert main(args + ["--overwrite", "--seed", "1"]) == 0
     # Seeds make a run reproducible; another seed is another run.
-    assert _metrics(output)["history"] != first["history"]
+    assert _metrics(output)["history"]["loss"] != first["history"]["loss"]
     assert main(args + ["--overwrite", "--seed", "0"]) == 0
-    assert _metrics(output)["history"] == first["history"]
+    assert _metrics(output)["history"]["loss"] == first["history"]["loss"]
+    assert _metrics(output)["history"]["accuracy"] == first["history"]["accuracy"]
     # The saved model and encoder reload and reproduce the test accuracy.
     model = keras.models.load_model(os.path.join(output, "model.keras"))
     encoder = keras.models.load_model(os.path.join(output, "encoder.keras"))
@@ -91,38 +92,43 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
 
 
 # -------------------------------------------------------------------- resume
+def _checkpoints(output):
+    folder = os.path.join(output, "backup")
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def _kill_when(args, ready, timeout=TIMEOUT):
+    """Start a training process, SIGKILL it as soon as `ready()` is true."""
+    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready():
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+                return
+            if process.poll() is not None:
+                pytest.fail("the run ended before it could be killed: " + process.stderr.read()[-2000:])
+            time.sleep(0.05)
+        pytest.fail("the moment to kill the run did not come within the time limit")
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_killed_run_resumes_from_its_checkpoint(sst2, tmp_path):
     output = str(tmp_path / "run")
     # 390 batches an epoch, a checkpoint every 50: killed after the second epoch's second checkpoint.
     args = [*SMALL_SCALABLE, *sst2, "--output", output, "--epochs", "2", "--batch-size", "16", "--checkpoint-every", "50"]
-    metadata = os.path.join(output, "backup", "chief", "training_metadata.json")
-    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:  # wait for two checkpoints inside the second epoch
-            if os.path.exists(metadata):
-                try:
-                    with open(metadata) as handle:
-                        state = json.load(handle)
-                except ValueError:
-                    state = {}
-                if state.get("epoch") == 1 and state.get("batch", 0) >= 100:
-                    break
-            assert process.poll() is None, "the run ended before it could be interrupted"
-            time.sleep(0.2)
-        else:
-            pytest.fail("no checkpoint in the second epoch within the time limit")
-        process.send_signal(signal.SIGKILL)
-    finally:
-        process.kill()
-        process.wait()
+    _kill_when(args, lambda: "epoch-0001-batch-000100.weights.h5" in _checkpoints(output))
     assert not os.path.exists(os.path.join(output, "metrics.json"))
-    # A kill while a checkpoint is written leaves it unreadable: the run resumes from the one before.
-    weights = os.path.join(output, "backup", "chief", "latest.weights.h5")
-    with open(weights, "r+b") as handle:
-        handle.truncate(os.path.getsize(weights) // 2)
+    # A file damaged on disk is skipped for the checkpoint before it.
+    newest = os.path.join(output, "backup", _checkpoints(output)[-1])
+    with open(newest, "r+b") as handle:
+        handle.truncate(os.path.getsize(newest) // 2)
     result = _run(args)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "skipping the damaged checkpoint" in result.stderr
     metrics = _metrics(output)
     assert metrics["resumed_from_epoch"] == 1
     assert metrics["history"]["epoch"] == [0.0, 1.0]  # the first epoch was not trained again

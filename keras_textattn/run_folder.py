@@ -1,0 +1,169 @@
+"""What a run folder is, and how to read, write, lock and replace one (TensorFlow backend).
+
+A run folder, written by `keras_textattn.training.train` (and `tune`'s `best/`):
+    run.json         the run's arguments, written first: a resume must repeat them
+    model.keras      the token-id classifier (`keras.models.load_model`, no custom_objects)
+    encoder.keras    the fitted `TextEncoder` (its vocabulary is an asset of the file)
+    vocabulary.txt   one token per line, line i is id i
+    labels.json      class names, index = label id
+    history.csv      loss, accuracy and seconds per epoch (rows of retrained epochs dropped)
+    metrics.json     written last: a run folder with it is finished
+    logs/            TensorBoard
+    backup/          checkpoints while the run is unfinished
+
+Export, explain and tuning read run folders through this module; none of them needs
+the training code.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import zipfile
+
+import keras
+
+from keras_textattn._files import FolderInUseError  # noqa: F401  (raised by `locked`)
+from keras_textattn._files import locked  # noqa: F401  (part of this module's interface)
+from keras_textattn._files import write_atomically
+from keras_textattn._files import write_text
+
+RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.txt", "labels.json", "history.csv",
+                       "metrics.json", "logs", "backup"})
+FINISHED_MARKER = "metrics.json"
+
+
+class RunError(ValueError):
+    """A user's mistake in a run's arguments or files, reported by the CLI as one line."""
+
+
+def is_finished(folder):
+    return os.path.isfile(os.path.join(folder, FINISHED_MARKER))
+
+
+def foreign_entries(folder):
+    """The entries of `folder` that a run folder never holds (temporary files of ours aside)."""
+    return sorted(name for name in os.listdir(folder) if name not in RUN_FILES and not name.startswith(".tmp-"))
+
+
+def remove_temporary_files(folder):
+    """Delete the `.tmp-*` files an interrupted atomic write left in `folder`."""
+    for name in os.listdir(folder):
+        if name.startswith(".tmp-"):
+            path = os.path.join(folder, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def _aside_path(folder):
+    parent, name = os.path.split(os.path.abspath(folder))
+    return os.path.join(parent, f".replaced-{name}")
+
+
+def recover_replacement(folder):
+    """Finish or roll back a replacement of `folder` that a killed process left halfway.
+
+    `replace_aside` moves a run folder to `.replaced-<name>` beside it while a new run
+    is written in its place. If the new run finished, the old copy is deleted; if not,
+    the half-written new run is deleted and the old one moved back. Returns what was
+    done: None, "finished" or "rolled back".
+    """
+    aside = _aside_path(folder)
+    if not os.path.isdir(aside):
+        return None
+    if is_finished(folder):
+        shutil.rmtree(aside)
+        return "finished"
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    os.replace(aside, folder)
+    return "rolled back"
+
+
+@contextlib.contextmanager
+def replace_aside(folder):
+    """Move the run folder `folder` aside while the block writes a new one in its place.
+
+    The old folder is deleted when the block ends normally; if it raises (an error,
+    Ctrl-C), the new folder is deleted and the old one restored. After a kill,
+    `recover_replacement` (run by the next `train` on the folder) does the same.
+    """
+    aside = _aside_path(folder)
+    os.replace(folder, aside)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(aside, folder)
+        raise
+    shutil.rmtree(aside)
+
+
+def read_json(path):
+    """A JSON file of a run folder; a `RunError` naming the file if it is unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RunError(f"{path} is not valid JSON ({error}); the file is damaged") from None
+
+
+def save_encoder(path, encoder):
+    """Write a fitted encoder as a `.keras` file (a string-input model around it)."""
+    text = keras.Input(shape=(), dtype="string", name="text")
+    write_atomically(path, keras.Model(text, encoder(text), name="encoder").save)
+
+
+def _load_keras_file(path):
+    if not zipfile.is_zipfile(path):
+        raise RunError(f"{path} is damaged: not a complete .keras file (was its writing interrupted?)")
+    try:
+        return keras.models.load_model(path, safe_mode=True)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RunError(f"{path} could not be loaded: {first}") from None
+
+
+def load_encoder(path):
+    """The `TextEncoder` of a file written by `save_encoder` (safe mode)."""
+    return _load_keras_file(path).layers[-1]
+
+
+def save_run(folder, model, encoder, label_names, metrics):
+    """Write the files of a finished run folder (see the module docstring) for a token-id
+    `model` and its fitted `encoder`. Each file is written atomically, metrics.json last:
+    its presence marks the run finished."""
+    os.makedirs(folder, exist_ok=True)
+    save_encoder(os.path.join(folder, "encoder.keras"), encoder)
+    write_atomically(os.path.join(folder, "model.keras"), model.save)
+    write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
+    write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
+    write_text(os.path.join(folder, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
+
+
+def load_run(folder):
+    """`(model, encoder, label_names)` of a finished run folder.
+
+    Both `.keras` files load in Keras's safe mode (no code is deserialised). The parts
+    are checked against each other: labels.json must be a list of as many names as the
+    model has outputs, and the encoder's vocabulary must fit the model's embedding.
+    Any mismatch or damaged file raises a `RunError` naming the file.
+    """
+    folder = os.fspath(folder)
+    paths = {name: os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")}
+    missing = [name for name, path in paths.items() if not os.path.exists(path)]
+    if missing:
+        raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
+    model = _load_keras_file(paths["model.keras"])
+    encoder = load_encoder(paths["encoder.keras"])
+    label_names = read_json(paths["labels.json"])
+    classes = model.outputs[0].shape[-1]
+    if not (isinstance(label_names, list) and all(isinstance(n, str) for n in label_names)):
+        raise RunError(f"{paths['labels.json']} must be a list of class names (strings); found {label_names!r:.80}")
+    if len(label_names) != classes:
+        raise RunError(f"{paths['labels.json']} names {len(label_names)} classes, but model.keras has {classes} outputs")
+    embeddings = [layer for layer in model.layers if layer.name == "embedding"]  # every builder's token embedding
+    vocabulary = encoder.vocabulary_size()
+    if embeddings and vocabulary != embeddings[0].input_dim:
+        raise RunError(f"{paths['encoder.keras']} has a vocabulary of {vocabulary} tokens, but model.keras embeds "
+                       f"{embeddings[0].input_dim}: the files do not belong together")
+    return model, encoder, label_names

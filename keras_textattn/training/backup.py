@@ -1,0 +1,90 @@
+"""Checkpoints of an unfinished run, so that a killed run resumes where it was.
+
+Each checkpoint is one file, `backup/epoch-EEEE-batch-BBBBBB.weights.h5`: the model's and
+the optimizer's variables (Keras's `save_weights` keeps both) after `BBBBBB` batches of
+epoch `EEEE` (batch 0: the end of epoch `EEEE - 1`). The position is in the name, so a
+checkpoint is complete or absent, never half of a pair. Each is written atomically and
+the two newest are kept: a file damaged on disk is skipped for the one before it.
+
+Keras's `BackupAndRestore` was not enough: it deletes its state when `fit` returns (a
+kill before the run folder is written then lost the training), takes no checkpoint at
+an epoch's end when it saves every N steps, and an empty metadata file stopped every
+resume.
+"""
+
+import os
+import re
+import warnings
+
+import keras
+
+from keras_textattn._files import write_atomically
+from keras_textattn.run_folder import RunError
+
+_NAME = re.compile(r"^epoch-(\d{4,})-batch-(\d{6,})\.weights\.h5$")
+KEEP = 2
+
+
+def _checkpoints(folder):
+    """`[(epoch, batch, path)]`, newest first."""
+    if not os.path.isdir(folder):
+        return []
+    found = [(int(m[1]), int(m[2]), os.path.join(folder, name)) for name in os.listdir(folder) if (m := _NAME.match(name))]
+    return sorted(found, reverse=True)
+
+
+class RunBackup(keras.callbacks.Callback):
+    """Save a checkpoint at the end of every epoch and, with `every`, every `every` batches."""
+
+    def __init__(self, folder, every=None):
+        super().__init__()
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+            raise RunError(f"the checkpoint interval must be a positive number of steps; got {every!r}")
+        self.folder = folder
+        self.every = every
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.every and (batch + 1) % self.every == 0:
+            self.save(self._epoch, batch + 1)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.save(epoch + 1, 0)
+
+    def save(self, epoch, batch):
+        os.makedirs(self.folder, exist_ok=True)
+        path = os.path.join(self.folder, f"epoch-{epoch:04d}-batch-{batch:06d}.weights.h5")
+        write_atomically(path, lambda temporary: self.model.save_weights(temporary))
+        for *_, old in _checkpoints(self.folder)[KEEP:]:
+            os.remove(old)
+
+
+def restore(model, folder):
+    """Load the newest readable checkpoint of `folder` into the compiled `model`.
+
+    Returns:
+        The epoch to resume from (its first batch: Keras restarts an interrupted epoch
+        from the beginning, with the weights of the checkpoint), or 0 without a checkpoint.
+
+    Raises:
+        RunError: checkpoints exist but none can be read.
+    """
+    checkpoints = _checkpoints(folder)
+    if not checkpoints:
+        return 0
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+    damaged = []
+    for epoch, _, path in checkpoints:
+        try:
+            model.load_weights(path)
+        except (OSError, ValueError, KeyError) as error:
+            damaged.append(path)
+            warnings.warn(f"skipping the damaged checkpoint {path} ({type(error).__name__}); using the one before it")
+            continue
+        return epoch
+    raise RunError(f"no checkpoint of {folder} can be read ({', '.join(damaged)} are damaged); "
+                   f"delete {folder} to start the run again from its first epoch")
