@@ -41,26 +41,38 @@ def locked(folder):
     """Hold an exclusive lock on `folder` (a run folder, an export target) while the block runs.
 
     The lock is a file beside the folder (`.<name>.lock`, holding the owner's process
-    id), so that it stays put while the folder itself is moved or replaced; the
-    operating system releases it when the process ends, however it ends. A second
-    process gets a `FolderInUseError` naming the process that holds it.
+    id), so that it stays put while the folder itself is moved or replaced; it is
+    removed when the block ends, and the operating system releases the lock when the
+    process ends, however it ends. A second process gets a `FolderInUseError` naming
+    the process that holds it.
     """
     parent, name = os.path.split(os.path.abspath(folder))
     os.makedirs(parent, exist_ok=True)
-    with open(os.path.join(parent, f".{name}.lock"), "a+", encoding="utf-8") as handle:
+    path = os.path.join(parent, f".{name}.lock")
+    while True:
+        handle = open(path, "a+", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
-            if error.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
             handle.seek(0)
             owner = handle.read().strip() or "unknown"
+            handle.close()
+            if error.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
             raise FolderInUseError(f"{folder} is in use by process {owner}; wait for it to finish or stop it") from None
+        # The holder before us may have removed the file after we opened it: lock the file at `path`.
+        if os.path.exists(path) and os.path.samestat(os.fstat(handle.fileno()), os.stat(path)):
+            break
+        handle.close()
+    try:
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
         yield
+    finally:
+        os.remove(path)
+        handle.close()
 
 
 def refuse_overlap(source, target):

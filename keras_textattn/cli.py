@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 
 def _model_setting(text):
@@ -106,8 +107,13 @@ def _parser():
     return parser
 
 
+def _warning_line(message, category, filename, lineno, line=None):
+    return f"keras-textattn: warning: {message}\n"
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
+    warnings.formatwarning = _warning_line  # one line, without the source line of the warning
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     if getattr(args, "cpu_devices", None):
         from keras_textattn.training import configure_cpu_devices

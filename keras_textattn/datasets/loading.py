@@ -8,6 +8,8 @@ import dataclasses
 import gzip
 import io
 import os
+import warnings
+import zlib
 
 import numpy as np
 import tensorflow as tf
@@ -218,7 +220,7 @@ def _load_local(source, splits, carve, label_names=None):
     reference = "train" if "train" in files else wanted[0]
     rows = {split: read_labelled_texts(files[split]) for split in dict.fromkeys([reference] + wanted)}
     if label_names is None:
-        label_names = _label_names(rows[reference][1])
+        label_names = _label_names(rows[reference][1], files[reference].path)
         label_ids = {name: i for i, name in enumerate(label_names)}
     else:
         label_names = [str(name) for name in label_names]
@@ -246,11 +248,15 @@ def _load_local(source, splits, carve, label_names=None):
     return TextClassificationData(datasets, label_names)
 
 
-def _label_names(labels):
+def _label_names(labels, path=None):
     unique = set(labels)
     try:
         return [str(v) for v in sorted(unique, key=int)]
     except ValueError:
+        numbers = sorted(v for v in unique if v.lstrip("-").isdigit())
+        if numbers:
+            warnings.warn(f"{path}: the labels mix integers {numbers[:5]} and names "
+                          f"{sorted(unique - set(numbers))[:5]}; each is a class of its own", stacklevel=2)
         return sorted(unique)
 
 
@@ -258,8 +264,9 @@ def _open_text(path):
     if not os.path.isfile(path):
         raise ValueError(f"Data file not found: {path!r}")
     raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-    # Invalid UTF-8 bytes become U+FFFD rather than stopping the read.
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    # Invalid UTF-8 bytes become U+FFFD rather than stopping the read; a byte order mark
+    # (Excel writes one) is dropped.
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
 
 
 def read_labelled_texts(file):
@@ -270,6 +277,16 @@ def read_labelled_texts(file):
         row's 1-based line number in the file, for error messages.
     """
     path = os.fspath(file.path)
+    try:
+        return _read_labelled_texts(file, path)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
+        raise ValueError(f"{path}: cannot be read: {reason}") from None
+    except csv.Error as error:
+        raise ValueError(f"{path}: not a valid CSV/TSV file ({error})") from None
+
+
+def _read_labelled_texts(file, path):
     delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
     with _open_text(path) as handle:
         reader = csv.reader(handle, delimiter=delimiter)

@@ -72,19 +72,36 @@ def _archive(model, encoder, tokens_file, label_names):
         return {"probabilities": probabilities, "label_id": label_id, "label": tf.gather(labels, label_id)}
 
     def serve_text(text):
-        return outputs(model(serving_encoder(text), training=False))
+        # A signature does not check its input's shape: a [2, 2] batch would be flattened to 4 texts.
+        return outputs(model(serving_encoder(tf.ensure_shape(text, [None])), training=False))
+
+    def checked_ids(ids, spec, limit):
+        """`ids` of the input `spec`, refused unless every id is in [0, limit)."""
+        ids = tf.ensure_shape(ids, spec.shape)
+        with tf.control_dependencies([
+            tf.debugging.assert_non_negative(ids, message=f"{spec.name} must be >= 0"),
+            tf.debugging.assert_less(ids, tf.constant(limit, ids.dtype), message=f"{spec.name} must be < {limit}"),
+        ]):
+            return tf.identity(ids)
 
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(serving_encoder)
     archive.add_endpoint("serving_default", serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     specs = [tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name) for tensor in model.inputs]
+    limits = [encoder.vocabulary_size(), encoder.bigram_buckets + 1]
     if len(specs) == 1:
-        archive.add_endpoint("token_ids", lambda token_ids: outputs(model(token_ids, training=False)), input_signature=specs)
+        archive.add_endpoint(
+            "token_ids", lambda token_ids: outputs(model(checked_ids(token_ids, specs[0], limits[0]), training=False)),
+            input_signature=specs,
+        )
     else:
         archive.add_endpoint(
             "token_ids",
-            lambda token_ids, bigram_ids: outputs(model([token_ids, bigram_ids], training=False)),
+            lambda token_ids, bigram_ids: outputs(model(
+                [checked_ids(token_ids, specs[0], limits[0]), checked_ids(bigram_ids, specs[1], limits[1])],
+                training=False,
+            )),
             input_signature=specs,
         )
     return archive

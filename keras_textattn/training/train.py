@@ -245,17 +245,18 @@ def train(
     ))
     strategy = make_strategy(distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     chief = _is_chief(strategy)
+    _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
+    # Bad data fails here, before anything on disk changes.
+    dataset, source = load_run_data(
+        data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+        label_offset=label_offset, label_names=label_names, data_dir=data_dir,
+        validation_fraction=validation_fraction, seed=seed,
+    )
     with locked(output) if chief else contextlib.nullcontext():
         if chief:
             recover_replacement(output)
         state = _run_state(output, overwrite, arguments)
         keras.utils.set_random_seed(seed)
-        # Bad data fails here, before anything on disk changes.
-        dataset, source = load_run_data(
-            data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
-            label_offset=label_offset, label_names=label_names, data_dir=data_dir,
-            validation_fraction=validation_fraction, seed=seed,
-        )
         run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
                    resume=state == "resume", arguments=arguments, epochs=epochs, distribute=distribute,
                    checkpoint_every=checkpoint_every, verbose=verbose)
@@ -263,7 +264,25 @@ def train(
             # The old run is kept aside until the new one is written, and restored if it fails.
             with replace_aside(output):
                 return _train_run(**run)
+        if state == "new" and chief:
+            with _removed_if_nothing_trained(output):
+                return _train_run(**run)
         return _train_run(**run)
+
+
+@contextlib.contextmanager
+def _removed_if_nothing_trained(output):
+    """A new run that fails before its first checkpoint leaves no folder behind (an empty
+    folder that was there stays), so that the corrected command starts afresh."""
+    existed = os.path.isdir(output)
+    try:
+        yield
+    except BaseException:
+        if not os.path.isdir(os.path.join(output, "backup")):
+            shutil.rmtree(output, ignore_errors=True)
+            if existed:
+                os.makedirs(output)
+        raise
 
 
 def _train_run(model, output, dataset, source, strategy, chief, resume, arguments, epochs, distribute,

@@ -1,6 +1,7 @@
 """`tune()`: a keras-tuner search over a paper model, from a tuner config (TensorFlow backend)."""
 
 import csv
+import dataclasses
 import json
 import os
 import time
@@ -16,6 +17,7 @@ from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
+from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.training.train import encoder_options
@@ -106,6 +108,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
+        search.json             the search space: a rerun with another config is refused
         encoder.keras           the encoder, fitted once (reused when the search resumes)
         <model>/                keras-tuner's state: rerunning the same call resumes the
                                 search and skips finished trials
@@ -137,8 +140,9 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
     keras.utils.set_random_seed(config.seed)
-    os.makedirs(directory, exist_ok=True)
     dataset, _ = load_run_data(data, seed=config.seed, **data_options)
+    os.makedirs(directory, exist_ok=True)
+    _check_same_search(directory, config)
 
     encoder_path = os.path.join(directory, "encoder.keras")
     if os.path.exists(encoder_path):
@@ -171,6 +175,25 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config()}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
+
+
+def _check_same_search(directory, config):
+    """Record the search space in `directory/search.json`, or refuse a directory whose
+    search used another one (its trials would mix with ours). `max_trials` may grow."""
+    space = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("path", "max_trials")}
+    space = json.loads(json.dumps(space))  # as it reads back: tuples become lists
+    path = os.path.join(directory, "search.json")
+    if os.path.exists(path):
+        stored = read_json(path)
+        changed = sorted(k for k in set(stored) | set(space) if stored.get(k) != space.get(k))
+        if changed:
+            raise RunError(f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
+                           "use another --directory, or the config it was started with")
+    elif os.path.isdir(os.path.join(directory, config.model)):
+        raise RunError(f"{directory} holds a search without a record of its config (search.json); "
+                       "use another --directory")
+    else:
+        write_text(path, json.dumps(space, indent=2, sort_keys=True))
 
 
 def trials_table(search, config):

@@ -109,6 +109,16 @@ def test_token_id_signature_and_saved_model_cli(lama_run, lama_saved_model):
     outputs = tf.saved_model.load(str(lama_saved_model)).signatures["token_ids"](token_ids=ids)
     np.testing.assert_allclose(outputs["probabilities"].numpy(), keras.ops.convert_to_numpy(model(ids)), atol=1e-5)
     assert os.path.isfile(lama_saved_model / "assets" / "vocabulary.txt")  # the vocabulary is an asset
+    # Inputs outside the signature are refused, not answered (a signature itself checks no shapes).
+    signatures = tf.saved_model.load(str(lama_saved_model)).signatures
+    refused = [
+        ("serving_default", {"text": tf.constant([["a", "b"], ["c", "d"]])}, "not compatible with expected shape"),
+        ("token_ids", {"token_ids": -ids}, "token_ids must be >= 0"),
+        ("token_ids", {"token_ids": ids + encoder.vocabulary_size()}, f"token_ids must be < {encoder.vocabulary_size()}"),
+    ]
+    for name, inputs, message in refused:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            signatures[name](**inputs)
 
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     shown = subprocess.run([cli, "show", "--all", "--dir", str(lama_saved_model)], capture_output=True, text=True, timeout=120)

@@ -1,0 +1,70 @@
+"""`ModelSpec`: what the rest of the package knows about a model, kept beside its builder.
+
+Training, tuning and the benchmarks read a model's spec instead of naming models: which
+inputs the encoder must give it (hashed bigrams, `(sentences, words)` ids), how the
+builder's shape arguments follow from the encoder, and the builder arguments that
+`train` uses by default on a CPU (`preset="cpu"`) instead of the paper's sizes
+(`preset="paper"`: the builder's own defaults).
+"""
+
+import dataclasses
+import inspect
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """A model's builder and what it needs.
+
+    Attributes:
+        name: the name `train`, the CLI and the tuner configs use.
+        build: the builder, `build(num_classes, vocabulary_size=..., <shape arguments>, **kwargs)`.
+        bigrams: the model reads hashed bigram ids beside the token ids.
+        hierarchical: the model reads `(sentences, words)` ids; a builder argument
+            of that name (HCAN's flat variant) overrides it.
+        cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
+            minutes on 2 cores); the "paper" preset is the builder's own defaults.
+    """
+
+    name: str
+    build: object
+    bigrams: bool = False
+    hierarchical: bool = False
+    cpu_defaults: dict = dataclasses.field(default_factory=dict)
+
+    def is_hierarchical(self, model_kwargs=None):
+        return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))
+
+    def builder_arguments(self):
+        """The names the builder takes besides `num_classes`."""
+        return [name for name in inspect.signature(self.build).parameters if name != "num_classes"]
+
+    def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=256,
+                        max_sentences=15, bigram_buckets=50000):
+        """The `TextEncoder` arguments for this model (with these builder arguments)."""
+        options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
+        if self.is_hierarchical(model_kwargs):
+            options.update(hierarchical=True, max_sentences=max_sentences)
+        if self.bigrams:
+            options["bigram_buckets"] = bigram_buckets
+        return options
+
+    def shape_arguments(self, encoder):
+        """The builder arguments that must agree with `encoder`'s output shape."""
+        if "max_words" in self.builder_arguments():  # HCAN: words per sentence, sentences
+            shape = {"max_words": encoder.sequence_length}
+            if encoder.hierarchical:
+                shape["max_sentences"] = encoder.max_sentences
+            return shape
+        shape = {"sequence_length": encoder.sequence_length}
+        if self.bigrams:
+            shape["bigram_buckets"] = encoder.bigram_buckets
+        return shape
+
+    def preset_arguments(self, preset):
+        """Builder arguments of a preset: "cpu" or "paper"."""
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
+        return dict(self.cpu_defaults) if preset == "cpu" else {}
+
+
+PRESETS = ("cpu", "paper")

@@ -1,0 +1,324 @@
+"""A user's finished runs and exports survive mistakes, kills, Ctrl-C and damaged files (#17).
+
+Kills are real: a training subprocess gets SIGKILL (or SIGINT, as Ctrl-C sends) at the
+moment a checkpoint file appears on disk.
+"""
+
+import gzip
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from keras_textattn._files import check_output
+from keras_textattn._files import write_folder_atomically
+from keras_textattn.cli import main
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import save_encoder
+from keras_textattn.text import TextEncoder
+from keras_textattn.training.backup import restore
+from keras_textattn.tuning.config import load_config
+from keras_textattn.tuning.search import _check_same_search
+
+from .test_train import SMALL_SCALABLE
+from .test_train import TIMEOUT
+from .test_train import _command
+from .test_train import _metrics
+from .test_train import _run
+
+pytestmark = pytest.mark.xdist_group("no_lost_work")  # one worker trains the shared finished run
+
+
+def _data(shared_data):
+    """SST-2's 1,821 test sentences to train on: the machinery, not accuracy, is tested here."""
+    return ["--data", str(shared_data / "sst2" / "test.csv.gz"), "--test-data", str(shared_data / "sst2" / "dev.csv.gz")]
+
+
+def _snapshot(folder):
+    """Every file below `folder`, hidden ones included: relative path -> content hash."""
+    found = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as handle:
+                found[os.path.relpath(path, folder)] = hashlib.sha256(handle.read()).hexdigest()
+    return found
+
+
+def _one_error_line(capsys):
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("keras-textattn: error: "), lines
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, shared_data):
+    folder = tmp_path_factory.mktemp("finished") / "run"
+    assert main(["train", *SMALL_SCALABLE, *_data(shared_data), "--output", str(folder), "--epochs", "1"]) == 0
+    return folder
+
+
+@pytest.fixture
+def run_copy(finished, tmp_path):
+    return shutil.copytree(finished, tmp_path / "run")
+
+
+def _train_args(shared_data, output, *extra):
+    return ["train", *SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", "1", *extra]
+
+
+# ------------------------------------------------------------ --overwrite (1)
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--data", "smal.csv"], "Data file not found: 'smal.csv'"),  # a typo: checked before anything changes
+        (["--set", "no_such_argument=1"], "no_such_argument"),  # fails after the old run was moved aside
+    ],
+)
+def test_overwrite_that_fails_keeps_the_finished_run(shared_data, run_copy, tmp_path, capsys, extra, message):
+    before = _snapshot(tmp_path)
+    assert main(_train_args(shared_data, run_copy, "--overwrite", *extra)) == 2
+    assert message in _one_error_line(capsys)
+    assert _snapshot(tmp_path) == before
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_run(shared_data, tmp_path, capsys):
+    folder = tmp_path / "thesis"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "thesis.txt").write_text("four years of work")
+    (folder / "sub" / "data.bin").write_bytes(b"\x00\x01")
+    before = _snapshot(tmp_path)
+    for extra in (["--overwrite"], []):
+        assert main(_train_args(shared_data, folder, *extra)) == 2
+        assert "is not a run folder (it holds sub, thesis.txt)" in _one_error_line(capsys)
+    assert _snapshot(tmp_path) == before
+
+
+def test_killed_overwrite_is_rolled_back_by_the_next_command(shared_data, run_copy, tmp_path, capsys):
+    before = _snapshot(run_copy)
+    aside = tmp_path / ".replaced-run"
+    _kill_when(_train_args(shared_data, run_copy, "--overwrite")[1:], lambda: aside.is_dir() and (run_copy / "run.json").exists())
+    assert aside.is_dir() and not (run_copy / "metrics.json").exists()  # killed halfway
+    # The next command on the folder finds the old run back in place (here it refuses to replace it).
+    assert main(_train_args(shared_data, run_copy)) == 2
+    assert "already holds a finished run" in _one_error_line(capsys)
+    assert _snapshot(run_copy) == before and not aside.exists()
+
+
+# -------------------------------------------------------- export targets (2)
+@pytest.mark.parametrize("where", ["the run", "inside", "around"])
+def test_export_never_writes_over_its_run(run_copy, tmp_path, capsys, where):
+    output = {"the run": run_copy, "inside": run_copy / "export", "around": tmp_path}[where]
+    before = _snapshot(tmp_path)
+    assert main(["export", "--run", str(run_copy), "--format", "tflite", "--output", str(output), "--overwrite"]) == 2
+    assert "choose an output outside the run folder" in _one_error_line(capsys)
+    assert _snapshot(tmp_path) == before
+
+
+# ------------------------------------------------------ late kills (3) and (4)
+def _kill_when(args, ready, sig=signal.SIGKILL, timeout=TIMEOUT):
+    """Run `keras-textattn train ARGS` and send it `sig` as soon as `ready()` is true;
+    returns its stderr."""
+    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if process.poll() is not None:
+                pytest.fail("the run ended before the moment to stop it: " + process.stderr.read()[-2000:])
+            if time.monotonic() > deadline:
+                pytest.fail("the moment to stop the run did not come within the time limit")
+            time.sleep(0.02)
+        process.send_signal(sig)
+        return process.communicate(timeout=120)[1]
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(
+    "epochs, sig",
+    [
+        (1, signal.SIGKILL),  # after the last epoch: training is done, evaluation and files are not
+        (2, signal.SIGKILL),  # at the start of epoch 2, with --checkpoint-every beyond it
+        (2, signal.SIGINT),  # the same moment, Ctrl-C
+    ],
+    ids=["kill-after-fit", "kill-next-epoch", "ctrl-c-next-epoch"],
+)
+def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, epochs, sig):
+    output = tmp_path / "run"
+    args = [*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", str(epochs),
+            "--checkpoint-every", "1000", "--batch-size", "64"]  # 26 batches an epoch
+    end_of_first_epoch = output / "backup" / "epoch-0001-batch-000000.weights.h5"
+    stderr = _kill_when(args, end_of_first_epoch.exists, sig)
+    if sig == signal.SIGINT:
+        assert stderr.strip().splitlines()[-1] == (
+            "keras-textattn: interrupted; run the same command to resume from the last checkpoint "
+            "(a replaced run was kept)"
+        )
+    assert not (output / "metrics.json").exists()
+    (output / ".tmp-x8q2model.keras").write_bytes(b"PK")  # as a kill inside save_run leaves
+    result = _run(args)
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = _metrics(output)
+    assert metrics["resumed_from_epoch"] == 1
+    assert metrics["history"]["epoch"] == [float(e) for e in range(epochs)]  # no epoch trained twice
+    assert len(metrics["seconds_per_epoch"]) == epochs
+    assert sorted(os.listdir(output)) == ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json",
+                                          "model.keras", "run.json", "vocabulary.txt"]
+
+
+# ------------------------------------------------- export swap after a kill (5)
+def test_export_swap_killed_between_its_renames_is_rolled_back(tmp_path):
+    target = tmp_path / "models" / "1"
+
+    def write(content):
+        return lambda folder: open(os.path.join(folder, "saved_model.pb"), "w").write(content)
+
+    write_folder_atomically(target, write("old"))
+    # Killed between the two renames: the old export is at .old-1, the target is missing.
+    os.replace(target, tmp_path / "models" / ".old-1")
+    with pytest.raises(FileExistsError):  # the old export is back, so a plain export is refused
+        check_output(target, overwrite=False)
+    assert (target / "saved_model.pb").read_text() == "old"
+    # Killed after them: only the old copy is left, and it is deleted.
+    shutil.copytree(target, tmp_path / "models" / ".old-1")
+    write_folder_atomically(target, write("new"), overwrite=True)
+    assert (target / "saved_model.pb").read_text() == "new"
+    assert sorted(os.listdir(tmp_path / "models")) == ["1"]
+
+
+# ---------------------------------------------------------- stuck states
+def test_lock_arguments_and_resume(shared_data, tmp_path, capsys):
+    """A second process on the folder is refused; a resume must repeat the run's arguments."""
+    output = tmp_path / "run"
+    args = [*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", "2", "--checkpoint-every", "20"]
+    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (output / "backup").is_dir():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        assert main(["train", *args]) == 2
+        assert f"is in use by process {process.pid}" in _one_error_line(capsys)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    before = _snapshot(tmp_path)
+    changed = [*args, "--sequence-length", "32", "--set", "fc_units=8"]
+    assert main(["train", *changed]) == 2
+    line = _one_error_line(capsys)
+    assert "unfinished run started with other arguments" in line
+    assert "sequence_length 24 -> 32" in line and "model_kwargs" in line
+    assert _snapshot(tmp_path) == before
+    assert main(["train", *args]) == 0  # the same arguments resume it
+    assert _metrics(output)["resumed_from_epoch"] in (0, 1) and _metrics(output)["history"]["epoch"] == [0.0, 1.0]
+
+
+def test_unreadable_checkpoints_are_named(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile("adam", "mse")
+    folder = tmp_path / "backup"
+    folder.mkdir()
+    for name in ("epoch-0001-batch-000000.weights.h5", "epoch-0000-batch-000020.weights.h5"):
+        (folder / name).write_bytes(b"")
+    with pytest.warns(UserWarning, match="skipping the damaged checkpoint"):
+        with pytest.raises(RunError, match=r"epoch-0001-batch-000000.weights.h5, .*epoch-0000-batch-000020.weights.h5 are damaged"):
+            restore(model, str(folder))
+    model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+    model.save_weights(folder / "epoch-0000-batch-000020.weights.h5")
+    with pytest.warns(UserWarning):
+        assert restore(model, str(folder)) == 0  # the older, readable one
+
+
+def test_tuning_directory_of_another_config_is_refused(tmp_path):
+    config = load_config("tuner_configs/lama.yaml")
+    _check_same_search(tmp_path, config)
+    config.max_trials += 5  # more trials continue the same search
+    _check_same_search(tmp_path, config)
+    config.hyperparameters["num_heads"]["max"] = 8
+    with pytest.raises(RunError, match="search of another config .*differs in hyperparameters"):
+        _check_same_search(tmp_path, config)
+
+
+@pytest.mark.parametrize(
+    "damage, file, message",
+    [
+        (lambda run: (run / "labels.json").write_text('["only"]'), "labels.json", "names 1 classes, but model.keras has 2"),
+        (lambda run: (run / "labels.json").write_text("[0, 1]"), "labels.json", "must be a list of class names"),
+        (lambda run: (run / "labels.json").write_text('{"a": 1}'), "labels.json", "must be a list of class names"),
+        (lambda run: (run / "labels.json").write_text(""), "labels.json", "is not valid JSON"),
+        (lambda run: _truncate(run / "model.keras"), "model.keras", "damaged: not a complete .keras file"),
+        (lambda run: _small_encoder(run / "encoder.keras"), "encoder.keras", "do not belong together"),
+    ],
+    ids=["one-label", "integer-labels", "dict-labels", "empty-labels", "half-model", "cut-vocabulary"],
+)
+def test_damaged_run_folder_is_named(run_copy, capsys, damage, file, message):
+    damage(run_copy)
+    with pytest.raises(RunError, match=message) as error:
+        load_run(run_copy)
+    assert str(run_copy / file) in str(error.value)
+    assert main(["explain", "--run", str(run_copy), "some text"]) == 2
+    assert message in _one_error_line(capsys)
+
+
+def _truncate(path):
+    with open(path, "r+b") as handle:
+        handle.truncate(os.path.getsize(path) // 2)
+
+
+def _small_encoder(path):
+    encoder = TextEncoder(sequence_length=24)
+    encoder.adapt(["one two three four five six seven eight"])
+    save_encoder(str(path), encoder)
+
+
+# ------------------------------------------------------ one line, not a traceback
+def _bad_files(folder):
+    rows = "label,text\n" + "".join(f"{i % 2},text number {i}\n" for i in range(40))
+    with gzip.open(folder / "full.csv.gz", "wt") as handle:
+        handle.write(rows)
+    data = (folder / "full.csv.gz").read_bytes()
+    (folder / "truncated.csv.gz").write_bytes(data[: len(data) // 2])
+    (folder / "plain.csv.gz").write_text(rows)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--data", "{files}/truncated.csv.gz"], "truncated.csv.gz: cannot be read: it ends early"),
+        (["--data", "{files}/plain.csv.gz"], "plain.csv.gz: cannot be read: not valid gzip"),
+        (["--epochs", "0"], "epochs must be a positive number; got 0"),
+        (["--batch-size", "0"], "batch-size must be a positive number; got 0"),
+        (["--learning-rate", "-1"], "learning-rate must be a positive number"),
+        (["--checkpoint-every", "0"], "checkpoint-every must be a positive number"),
+    ],
+)
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys, extra, message):
+    (tmp_path / "files").mkdir()
+    files = _bad_files(tmp_path / "files").as_posix()
+    args = ["train", "--model", "bigru", "--data", f"{files}/full.csv.gz", "--output", str(tmp_path / "run")]
+    before = _snapshot(tmp_path)
+    assert main(args + [a.format(files=files) for a in extra]) == 2
+    assert message in _one_error_line(capsys)
+    assert _snapshot(tmp_path) == before and not (tmp_path / "run").exists()
+
+
+def test_byte_order_mark_and_mixed_labels(tmp_path):
+    from keras_textattn.datasets import LocalFile
+    from keras_textattn.datasets import load_dataset
+
+    path = tmp_path / "excel.csv"
+    path.write_bytes("label,text\n0,good\n1,bad\npos,great\n".encode("utf-8-sig"))
+    with pytest.warns(UserWarning, match=r"the labels mix integers \['0', '1'\] and names \['pos'\]"):
+        data = load_dataset(LocalFile(str(path)), splits=("train",))
+    assert data.label_names == ["0", "1", "pos"]
+    assert [t.decode() for t, _ in data["train"].as_numpy_iterator()] == ["good", "bad", "great"]
