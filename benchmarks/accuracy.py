@@ -85,18 +85,17 @@ def run_keras(model_name, dataset, length, seed, epochs):
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import build_model
     from keras_textattn.text import TextEncoder
-    from keras_textattn.training.train import encoder_options
-    from keras_textattn.training.train import encoder_shape_kwargs
+    from keras_textattn.models import get_spec
 
     keras.utils.set_random_seed(seed)
     words = 24  # HCAN: words per sentence, and as many sentences as fit in `length`
-    encoder = TextEncoder(**encoder_options(model_name, max_tokens=20000, bigram_buckets=20000,
-                                            sequence_length=words if model_name == "hcan" else length,
+    encoder = TextEncoder(**get_spec(model_name).encoder_options(None, max_tokens=20000, bigram_buckets=20000,
+                                            sequence_length=words if get_spec(model_name).is_hierarchical() else length,
                                             max_sentences=max(2, length // words)))
     start = time.perf_counter()
     encoder.adapt(dataset["train"])
     model = build_model(model_name, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
-                        **encoder_shape_kwargs(model_name, encoder), **KERAS_MODELS[model_name])
+                        **get_spec(model_name).shape_arguments(encoder), **KERAS_MODELS[model_name])
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed), epochs=epochs, verbose=0)
     seconds = time.perf_counter() - start

@@ -174,17 +174,16 @@ def end_to_end(data_dir, models, texts_count, quick):
     from keras_textattn.models import build_model
     from keras_textattn.text import TextEncoder
     from keras_textattn.training import save_run
-    from keras_textattn.training.train import encoder_options
-    from keras_textattn.training.train import encoder_shape_kwargs
+    from keras_textattn.models import get_spec
 
     train_texts, train_labels, _ = read_labelled_texts(LocalFile(data_dir / "ag_news" / "train_sample_5k.csv.gz"))
     texts = train_texts[:texts_count]
     labels = np.array([int(label) for label in train_labels[:texts_count]])
     for name in models:
-        encoder = TextEncoder(**encoder_options(name, max_tokens=20000, sequence_length=24 if name == "hcan" else 64,
+        encoder = TextEncoder(**get_spec(name).encoder_options(None, max_tokens=20000, sequence_length=24 if get_spec(name).is_hierarchical() else 64,
                                                 max_sentences=3, bigram_buckets=20000))
         encoder.adapt(train_texts)
-        model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **encoder_shape_kwargs(name, encoder),
+        model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **get_spec(name).shape_arguments(encoder),
                             **KERAS_MODELS[name])
         model.compile("adam", "sparse_categorical_crossentropy")
         encoded = encoder(tf.constant(texts))

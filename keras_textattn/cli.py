@@ -57,10 +57,15 @@ def _parser():
     text = train.add_argument_group("text encoder")
     text.add_argument("--max-tokens", type=int, default=20000)
     text.add_argument("--min-frequency", type=int, default=1)
-    text.add_argument("--sequence-length", type=int, default=256, help="tokens per text (words per sentence for hcan)")
-    text.add_argument("--max-sentences", type=int, default=15, help="hcan only")
+    text.add_argument("--sequence-length", type=int,
+                      help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
+                           "training texts, 8 to 256 (hcan: 8 to 64)")
+    text.add_argument("--max-sentences", type=int, help="hcan only; default: the 95th percentile, 1 to 30")
     text.add_argument("--bigram-buckets", type=int, default=50000, help="dual_axial only")
     fit = train.add_argument_group("training")
+    fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
+                     help="model sizes: cpu (trains in minutes on 2 cores; only hcan differs: 64 wide, 4 heads) "
+                          "or paper (the papers' sizes)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
     fit.add_argument("--epochs", type=int, default=3)
@@ -143,6 +148,7 @@ def _train(args):
         output=args.output,
         **_data_options(args),
         model_kwargs=dict(args.model_kwargs),
+        preset=args.preset,
         max_tokens=args.max_tokens,
         min_frequency=args.min_frequency,
         sequence_length=args.sequence_length,

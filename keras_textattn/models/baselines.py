@@ -9,6 +9,7 @@ from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
+from keras_textattn.models.spec import ModelSpec
 
 
 def build_transformer_classifier(
@@ -82,3 +83,10 @@ def build_kim_cnn_classifier(
     ]
     x = keras.layers.Dropout(dropout, name="dropout")(keras.layers.Concatenate(name="concat")(pooled))
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+SPECS = (
+    ModelSpec("transformer", build_transformer_classifier),
+    ModelSpec("bigru", build_bigru_classifier),
+    ModelSpec("kim_cnn", build_kim_cnn_classifier),
+)

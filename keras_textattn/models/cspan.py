@@ -6,6 +6,7 @@ from keras_textattn.layers import CascadedSemanticPositional
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
+from keras_textattn.models.spec import ModelSpec
 
 CONFIGURATIONS = {"base": {"lstm_layers": 1, "num_queries": 16}, "big": {"lstm_layers": 3, "num_queries": 128}}
 
@@ -37,3 +38,6 @@ def build_cspan_classifier(
     x = CascadedSemanticPositional(lstm_layers=options["lstm_layers"], name="cascade")(x)
     x = MultiQueryAttention(num_queries=options["num_queries"], name="multi_query")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+SPEC = ModelSpec("cspan", build_cspan_classifier)

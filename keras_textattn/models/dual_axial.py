@@ -6,6 +6,7 @@ from keras import ops
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
+from keras_textattn.models.spec import ModelSpec
 
 VARIANTS = {
     "dual_axial": {},
@@ -53,3 +54,6 @@ def build_dual_axial_classifier(
     x = DualAxialSelfAttention(name="attention", **options)(x, mask=ops.not_equal(ids, 0))
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+SPEC = ModelSpec("dual_axial", build_dual_axial_classifier, bigrams=True)

@@ -10,6 +10,7 @@ from keras_textattn.layers import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
+from keras_textattn.models.spec import ModelSpec
 
 
 def _hierarchy(x, mask, max_length, units, num_heads, dropout, parallel, pooling, prefix):
@@ -80,3 +81,7 @@ def build_hcan_classifier(
     sentence_mask = ops.any(ops.not_equal(ids, 0), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, length_argument="max_words",
+                 cpu_defaults={"units": 64, "num_heads": 4})

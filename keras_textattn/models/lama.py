@@ -6,6 +6,7 @@ from keras_textattn.layers import LAMA
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
+from keras_textattn.models.spec import ModelSpec
 
 
 def build_lama_classifier(
@@ -56,3 +57,6 @@ def build_lama_classifier(
     x = keras.layers.Dense(mlp_units, activation="relu", name="mlp")(x)
     x = keras.layers.Dropout(dropout, name="mlp_dropout")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+SPEC = ModelSpec("lama", build_lama_classifier)

@@ -5,6 +5,7 @@ import keras
 from keras_textattn.layers import ScalableAttention
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import text_inputs
+from keras_textattn.models.spec import ModelSpec
 
 
 def build_scalable_attention_classifier(
@@ -35,3 +36,6 @@ def build_scalable_attention_classifier(
     x = ScalableAttention(hidden_units=hidden_units, attention_activation=attention_activation, name="attention")(x)
     x = keras.layers.Dense(fc_units, activation="relu", name="fc")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+
+
+SPEC = ModelSpec("scalable_attention", build_scalable_attention_classifier)

@@ -21,6 +21,8 @@ class ModelSpec:
         bigrams: the model reads hashed bigram ids beside the token ids.
         hierarchical: the model reads `(sentences, words)` ids; a builder argument
             of that name (HCAN's flat variant) overrides it.
+        length_argument: the builder argument for tokens per text (words per
+            sentence when hierarchical; `max_sentences` is then passed too).
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
             minutes on 2 cores); the "paper" preset is the builder's own defaults.
     """
@@ -29,18 +31,20 @@ class ModelSpec:
     build: object
     bigrams: bool = False
     hierarchical: bool = False
+    length_argument: str = "sequence_length"
     cpu_defaults: dict = dataclasses.field(default_factory=dict)
-
-    def is_hierarchical(self, model_kwargs=None):
-        return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))
 
     def builder_arguments(self):
         """The names the builder takes besides `num_classes`."""
         return [name for name in inspect.signature(self.build).parameters if name != "num_classes"]
 
-    def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=256,
-                        max_sentences=15, bigram_buckets=50000):
-        """The `TextEncoder` arguments for this model (with these builder arguments)."""
+    def is_hierarchical(self, model_kwargs=None):
+        return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))
+
+    def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=None,
+                        max_sentences=None, bigram_buckets=50000):
+        """The `TextEncoder` arguments for this model (with these builder arguments).
+        Lengths left None are chosen from the data by `train` (`choose_lengths`)."""
         options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
         if self.is_hierarchical(model_kwargs):
             options.update(hierarchical=True, max_sentences=max_sentences)
@@ -50,12 +54,9 @@ class ModelSpec:
 
     def shape_arguments(self, encoder):
         """The builder arguments that must agree with `encoder`'s output shape."""
-        if "max_words" in self.builder_arguments():  # HCAN: words per sentence, sentences
-            shape = {"max_words": encoder.sequence_length}
-            if encoder.hierarchical:
-                shape["max_sentences"] = encoder.max_sentences
-            return shape
-        shape = {"sequence_length": encoder.sequence_length}
+        shape = {self.length_argument: encoder.sequence_length}
+        if encoder.hierarchical:
+            shape["max_sentences"] = encoder.max_sentences
         if self.bigrams:
             shape["bigram_buckets"] = encoder.bigram_buckets
         return shape

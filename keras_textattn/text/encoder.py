@@ -178,6 +178,22 @@ class TextEncoder(keras.layers.Layer):
             row += 1
         return spans
 
+    def count_tokens(self, texts):
+        """Token counts before truncation, as NumPy arrays.
+
+        Returns:
+            Tokens per text `(batch,)`; when hierarchical, `(sentences per text (batch,),
+            words per sentence (all sentences,))`, sentences without tokens left out
+            as `call` leaves them out.
+        """
+        texts = self._as_strings(texts)
+        if not self.hierarchical:
+            return self._words(texts).row_lengths().numpy()
+        sentences = tf_text.regex_split(texts, _SENTENCE_END)
+        lengths = sentences.with_flat_values(self._words(sentences.flat_values).row_lengths())
+        lengths = tf.ragged.boolean_mask(lengths, lengths > 0)
+        return lengths.row_lengths().numpy(), lengths.flat_values.numpy()
+
     def _standardize(self, tokens):
         """Normalise and case-fold the flat values of ragged `tokens`."""
         values = tokens.flat_values

@@ -20,8 +20,9 @@ from keras_textattn._files import write_text
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import make_batches
-from keras_textattn.models import BUILDERS
-from keras_textattn.models import build_model
+from keras_textattn.models import PRESETS
+from keras_textattn.models import SPECS
+from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
 from keras_textattn.run_folder import is_finished
@@ -33,11 +34,12 @@ from keras_textattn.run_folder import replace_aside
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.text import TextEncoder
+from keras_textattn.text import choose_open_lengths
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
-RUN_ARGUMENTS = ("model", "data", "test_data", "text_column", "label_column", "header", "label_offset", "label_names",
+RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "text_column", "label_column", "header", "label_offset", "label_names",
                  "data_dir", "model_kwargs", "max_tokens", "min_frequency", "sequence_length", "max_sentences",
                  "bigram_buckets", "batch_size", "learning_rate", "validation_fraction", "seed", "shuffle")
 
@@ -187,10 +189,11 @@ def train(
     label_names=None,
     data_dir=None,
     model_kwargs=None,
+    preset="cpu",
     max_tokens=20000,
     min_frequency=1,
-    sequence_length=256,
-    max_sentences=15,
+    sequence_length=None,
+    max_sentences=None,
     bigram_buckets=50000,
     epochs=3,
     batch_size=32,
@@ -213,10 +216,16 @@ def train(
         text_column: the text column(s) of local files, or the TFDS text feature(s).
         label_column, header, label_offset, label_names: for local files (see
             `LocalFile`); `data_dir`: for TFDS.
-        model_kwargs: passed to the builder (e.g. `{"num_heads": 4}`).
+        model_kwargs: passed to the builder (e.g. `{"num_heads": 4}`); they win over
+            the preset's.
+        preset: "cpu" (sizes that train in minutes on 2 cores where the paper's do
+            not: HCAN 64 wide with 4 heads; see each model's `ModelSpec`) or "paper"
+            (the builders' defaults, the papers' sizes).
         max_tokens, min_frequency, sequence_length: of the encoder; HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
-            model gets `bigram_buckets` hashed bigrams.
+            model gets `bigram_buckets` hashed bigrams. `sequence_length` and
+            `max_sentences` default to the 95th percentile of the training texts
+            (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
         epochs, batch_size (global), learning_rate, validation_fraction, seed.
         shuffle: shuffle the training rows each epoch (with `seed`). The shuffled
             order under a tf.distribute strategy differs from a single device's, so
@@ -229,15 +238,17 @@ def train(
         The metrics dict written to metrics.json.
     """
     _backend.require_tensorflow("Training")
-    if model not in BUILDERS:
-        raise RunError(f"unknown --model {model!r}; choose one of {', '.join(sorted(BUILDERS))}")
+    if model not in SPECS:
+        raise RunError(f"unknown --model {model!r}; choose one of {', '.join(sorted(SPECS))}")
+    if preset not in PRESETS:
+        raise RunError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
     _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every)
     if not all(isinstance(v, int) for v in (epochs, batch_size)):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     model_kwargs = dict(model_kwargs or {})
     arguments = _jsonable(dict(
-        model=model, data=data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+        model=model, preset=preset, data=data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir, model_kwargs=model_kwargs,
         max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length,
         max_sentences=max_sentences, bigram_buckets=bigram_buckets, batch_size=batch_size,
@@ -293,21 +304,30 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         remove_temporary_files(output)  # of a write that a kill interrupted
         write_text(os.path.join(output, "run.json"), json.dumps(arguments, indent=2, sort_keys=True))
     batch_size = arguments["batch_size"]
+    spec = get_spec(model)
+    model_kwargs = {**spec.preset_arguments(arguments["preset"]), **arguments["model_kwargs"]}
     encoder_path = os.path.join(output, "encoder.keras")
     if resume and os.path.exists(encoder_path):
         encoder = load_encoder(encoder_path)
     else:
-        encoder = TextEncoder(**encoder_options(
-            model, **{k: arguments[k] for k in ("max_tokens", "min_frequency", "sequence_length", "max_sentences",
-                                                "bigram_buckets")},
-        ))
+        options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
+            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets")})
+        chosen = choose_open_lengths(options, dataset["train"])
+        if chosen and verbose:
+            print("Chosen from the training texts (95th percentile; give --sequence-length"
+                  f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "
+                  + ", ".join(f"{name} {value}" for name, value in chosen.items()))
+        encoder = TextEncoder(**{**options, **chosen})
         encoder.adapt(dataset["train"])
         if chief:
             save_encoder(encoder_path, encoder)
 
     with strategy.scope():
-        classifier = build_model(model, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
-                                 **encoder_shape_kwargs(model, encoder), **arguments["model_kwargs"])
+        try:
+            classifier = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
+                                    **spec.shape_arguments(encoder), **model_kwargs)
+        except TypeError as error:  # a --set name the builder does not take
+            raise RunError(f"{error}; {model} takes: {', '.join(spec.builder_arguments())}") from None
         classifier.compile(
             optimizer=keras.optimizers.Adam(arguments["learning_rate"]),
             loss="sparse_categorical_crossentropy",
@@ -355,7 +375,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     seconds = history.get("seconds", [])
     metrics = {
         "model": model,
-        "model_kwargs": arguments["model_kwargs"],
+        "preset": arguments["preset"],
+        "model_kwargs": model_kwargs,
         "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
@@ -375,17 +396,6 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         save_run(output, classifier, encoder, dataset.label_names, metrics)
         shutil.rmtree(backup, ignore_errors=True)
     return metrics
-
-
-def encoder_options(model, max_tokens=20000, min_frequency=1, sequence_length=256, max_sentences=15, bigram_buckets=50000):
-    """`TextEncoder` arguments for `model`: HCAN is hierarchical (`max_sentences`), the
-    dual-axial model reads hashed bigrams (`bigram_buckets`); the others use neither."""
-    options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
-    if model == "hcan":
-        options.update(hierarchical=True, max_sentences=max_sentences)
-    if model == "dual_axial":
-        options["bigram_buckets"] = bigram_buckets
-    return options
 
 
 def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size):
@@ -423,16 +433,6 @@ def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size):
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
     return history
-
-
-def encoder_shape_kwargs(model, encoder):
-    """The builder arguments that must agree with the encoder's output shape."""
-    if model == "hcan":
-        return {"max_sentences": encoder.max_sentences, "max_words": encoder.sequence_length}
-    kwargs = {"sequence_length": encoder.sequence_length}
-    if model == "dual_axial":
-        kwargs["bigram_buckets"] = encoder.bigram_buckets
-    return kwargs
 
 
 def _keep_history_before(path, epoch):

@@ -14,14 +14,14 @@ from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import build_model
+from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
+from keras_textattn.text import choose_open_lengths
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
-from keras_textattn.training.train import encoder_options
-from keras_textattn.training.train import encoder_shape_kwargs
 from keras_textattn.training.train import load_run_data
 from keras_textattn.tuning.config import load_config
 
@@ -65,7 +65,7 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         arguments = {**self.config.fixed, **self.declare(hp)}
         learning_rate = arguments.pop("learning_rate", 1e-3)
         model = build_model(self.config.model, self.num_classes, vocabulary_size=self.encoder.vocabulary_size(),
-                            **encoder_shape_kwargs(self.config.model, self.encoder), **arguments)
+                            **get_spec(self.config.model).shape_arguments(self.encoder), **arguments)
         model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
         return model
 
@@ -148,7 +148,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     if os.path.exists(encoder_path):
         encoder = load_encoder(encoder_path)
     else:
-        encoder = TextEncoder(**encoder_options(config.model, **config.encoder))
+        options = get_spec(config.model).encoder_options(config.fixed, **config.encoder)
+        encoder = TextEncoder(**options, **choose_open_lengths(options, dataset["train"]))
         encoder.adapt(dataset["train"])
         save_encoder(encoder_path, encoder)
 

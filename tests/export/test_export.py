@@ -20,9 +20,10 @@ from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.export._probes import HOSTILE_TEXTS
 from keras_textattn.export.tflite import write_tokenizer_files
 from keras_textattn.models import build_model
+from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
-from keras_textattn.training import load_run
-from keras_textattn.training import save_run
+from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import save_run
 from tests.conftest import ag_news_files
 
 # One xdist worker runs every test that shares the trained runs of tests/conftest.py.
@@ -228,15 +229,13 @@ def variant_id(value):
 
 def small_run(name, options, texts, folder):
     """A run folder holding an untrained variant `name(**options)`; returns its encoder and the reloaded model."""
-    hierarchical = name == "hcan" and options.get("hierarchical", True)
-    encoder = TextEncoder(max_tokens=2000, sequence_length=10 if hierarchical else 24, hierarchical=hierarchical,
-                          max_sentences=3 if hierarchical else None, bigram_buckets=64 if name == "dual_axial" else 0)
+    spec = get_spec(name)
+    hierarchical = spec.is_hierarchical(options)
+    encoder = TextEncoder(**spec.encoder_options(options, max_tokens=2000, sequence_length=10 if hierarchical else 24,
+                                                 max_sentences=3, bigram_buckets=64))
     encoder.adapt(texts)
-    shape = {"max_sentences": 3, "max_words": 10} if hierarchical else (
-        {"max_words": 24} if name == "hcan" else {"sequence_length": 24})
-    if name == "dual_axial":
-        shape["bigram_buckets"] = 64
-    model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **shape, **SIZES[name], **options)
+    model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
+                        **SIZES[name], **options)
     assert not any(isinstance(layer, keras.layers.Lambda) for layer in model.layers)
     save_run(folder, model, encoder, ["World", "Sports", "Business", "Sci/Tech"], {"model": name})
     return encoder, load_run(folder)[0]  # safe mode, no custom_objects

@@ -4,7 +4,9 @@ import pytest
 import tensorflow as tf
 
 from keras_textattn.models import BUILDERS
+from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
+from keras_textattn.models import get_spec
 from keras_textattn.models.dual_axial import VARIANTS
 from keras_textattn.text import TextEncoder
 
@@ -22,12 +24,7 @@ SMALL = {
 
 
 def _encoder(name):
-    encoder = TextEncoder(
-        sequence_length=6,
-        hierarchical=name == "hcan",
-        max_sentences=3 if name == "hcan" else None,
-        bigram_buckets=16 if name == "dual_axial" else 0,
-    )
+    encoder = TextEncoder(**get_spec(name).encoder_options(sequence_length=6, max_sentences=3, bigram_buckets=16))
     encoder.adapt(TEXTS)
     return encoder
 
@@ -96,3 +93,22 @@ def test_lama_is_more_compact_than_the_transformer_encoder():
     lama_attention = lama.get_layer("attention").count_params()
     te_attention = sum(te.get_layer(n).count_params() for n in ("attention", "feedforward_in", "feedforward_out"))
     assert te_attention > 3 * lama_attention
+
+
+def test_specs_describe_their_builders():
+    """Each spec's encoder gives its builder the inputs it reads, from the spec alone."""
+    assert sorted(SPECS) == sorted(BUILDERS)
+    for name, spec in SPECS.items():
+        assert spec.name == name and "vocabulary_size" in spec.builder_arguments()
+        assert set(spec.cpu_defaults) <= set(spec.builder_arguments()), name
+        assert set(spec.shape_arguments(_encoder(name))) <= set(spec.builder_arguments()), name
+    hcan = get_spec("hcan")
+    assert hcan.encoder_options({"hierarchical": False}, sequence_length=6).get("hierarchical") is None
+    flat = TextEncoder(**hcan.encoder_options({"hierarchical": False}, sequence_length=6))
+    flat.adapt(TEXTS)
+    model = build_model("hcan", 2, encoder=flat, hierarchical=False, units=8, num_heads=2)
+    assert model(tf.constant(TEXTS)).shape == (4, 2)
+    assert hcan.preset_arguments("cpu") == {"units": 64, "num_heads": 4} and hcan.preset_arguments("paper") == {}
+    assert get_spec("lama").preset_arguments("cpu") == {}  # the paper's sizes already train on a CPU
+    with pytest.raises(ValueError, match="unknown preset 'gpu'"):
+        hcan.preset_arguments("gpu")

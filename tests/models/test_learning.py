@@ -25,8 +25,7 @@ from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
-from keras_textattn.training.train import encoder_options
-from keras_textattn.training.train import encoder_shape_kwargs
+from keras_textattn.models import get_spec
 from tests.conftest import ag_news_files
 
 PASS_MARK = 0.80
@@ -46,9 +45,9 @@ def ag_news(shared_data):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_paper_model_learns_ag_news(name, ag_news):
     keras.utils.set_random_seed(0)
-    encoder = TextEncoder(**encoder_options(name, max_tokens=10000, sequence_length=64, bigram_buckets=20000))
+    encoder = TextEncoder(**get_spec(name).encoder_options(None, max_tokens=10000, sequence_length=64, bigram_buckets=20000))
     encoder.adapt(ag_news["train"])
-    model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **encoder_shape_kwargs(name, encoder),
+    model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **get_spec(name).shape_arguments(encoder),
                         **CASES[name])
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(make_batches(ag_news["train"], encoder, 32, shuffle=True), epochs=2, verbose=0)

@@ -91,6 +91,21 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
     assert model(encoder(texts)).shape == (2, 2)
 
 
+def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
+    """Lengths chosen from the texts and the cpu preset: SST-2 sentences get 2 x 40 words at
+    width 64, not the paper's 15 sentences x 256 words x 512 (which did not finish an epoch
+    in 18 minutes on 2 cores)."""
+    output = tmp_path / "run"
+    args = ["train", "--model", "hcan", "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
+            "--epochs", "1", "--max-tokens", "3000"]
+    assert main(args) == 0
+    assert ("Chosen from the training texts (95th percentile; give --sequence-length / --max-sentences to set): "
+            "sequence_length 40, max_sentences 2") in capsys.readouterr().out
+    metrics = _metrics(output)
+    assert (metrics["encoder"]["sequence_length"], metrics["encoder"]["max_sentences"]) == (40, 2)
+    assert metrics["preset"] == "cpu" and metrics["model_kwargs"] == {"units": 64, "num_heads": 4}
+
+
 # -------------------------------------------------------------------- resume
 def _checkpoints(output):
     folder = os.path.join(output, "backup")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_textattn.datasets import make_batches
-from keras_textattn.training import load_run
+from keras_textattn.run_folder import load_run
 from keras_textattn.training.train import load_run_data
 from keras_textattn.tuning import ConfigError
 from keras_textattn.tuning import load_config

@@ -1,0 +1,55 @@
+"""Sequence shapes chosen from the texts themselves, for runs that do not give them."""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from keras_textattn.text.encoder import TextEncoder
+
+PERCENTILE = 95
+SAMPLE = 2000  # texts read, from the start of the training data
+# (smallest, largest): a longer text is cut, a shorter one padded.
+TOKENS = (8, 256)
+WORDS_PER_SENTENCE = (8, 64)
+SENTENCES = (1, 30)
+
+
+def _cover(counts, limits, multiple=1):
+    """The `PERCENTILE`th percentile of `counts`, rounded up to `multiple`, within `limits`."""
+    value = float(np.percentile(counts, PERCENTILE)) if len(counts) else limits[0]
+    return int(min(max(math.ceil(value / multiple) * multiple, limits[0]), limits[1]))
+
+
+def choose_lengths(texts, hierarchical=False):
+    """The sequence shape that covers 95% of `texts` whole.
+
+    Args:
+        texts: a `tf.data.Dataset` of strings or of `(text, label)` pairs (the
+            training split); its first 2,000 texts are read.
+        hierarchical: also choose sentences per text (words per sentence is then
+            the sequence length), as HCAN reads texts.
+
+    Returns:
+        `{"sequence_length": tokens per text (a multiple of 8, 8 to 256)}`; when
+        hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30).
+    """
+    if isinstance(texts.element_spec, tuple):
+        texts = texts.map(lambda text, *_: text)
+    counter = TextEncoder(hierarchical=hierarchical)
+    counts = [counter.count_tokens(batch) for batch in texts.take(SAMPLE).batch(1024).prefetch(tf.data.AUTOTUNE)]
+    if not hierarchical:
+        return {"sequence_length": _cover(np.concatenate([[]] + counts), TOKENS, multiple=8)}
+    sentences = np.concatenate([[]] + [c[0] for c in counts])
+    words = np.concatenate([[]] + [c[1] for c in counts])
+    return {"sequence_length": _cover(words, WORDS_PER_SENTENCE, multiple=8), "max_sentences": _cover(sentences, SENTENCES)}
+
+
+def choose_open_lengths(options, texts):
+    """The `TextEncoder` lengths that `options` (its arguments) leaves None, chosen from
+    `texts` by `choose_lengths`: `{}` when every length is given."""
+    hierarchical = options.get("hierarchical", False)
+    if options.get("sequence_length") is not None and (not hierarchical or options.get("max_sentences") is not None):
+        return {}
+    chosen = choose_lengths(texts, hierarchical=hierarchical)
+    return {name: value for name, value in chosen.items() if options.get(name) is None}

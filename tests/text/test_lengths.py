@@ -1,0 +1,50 @@
+"""Sequence shapes chosen from the training texts when a run does not give them."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_textattn.datasets import LocalFile
+from keras_textattn.datasets import load_dataset
+from keras_textattn.text import TextEncoder
+from keras_textattn.text import choose_lengths
+from keras_textattn.text import choose_open_lengths
+
+
+def test_count_tokens_agrees_with_the_encoder():
+    texts = ["A great film. Loved it!", "", "One. . Two words here? Three", "word " * 300]
+    encoder = TextEncoder()
+    assert encoder.count_tokens(texts).tolist() == [len(encoder.token_spans(t)) for t in texts]
+    hierarchical = TextEncoder(hierarchical=True)
+    sentences, words = hierarchical.count_tokens(texts)
+    spans = [hierarchical.token_spans(t) for t in texts]
+    assert sentences.tolist() == [len({p[0] for p, *_ in s}) for s in spans] == [2, 0, 3, 1]
+    per_sentence = [sum(p[0] == k for p, *_ in s) for s in spans for k in sorted({p[0] for p, *_ in s})]
+    assert words.tolist() == per_sentence and words[-1] == 300
+
+
+def test_lengths_cover_95_percent_of_real_texts(shared_data):
+    train = load_dataset(LocalFile(str(shared_data / "sst2" / "train.csv.gz")), splits=("train",))["train"]
+    texts = [t.decode() for t, _ in train.take(2000).as_numpy_iterator()]
+    counts = TextEncoder().count_tokens(texts)
+    chosen = choose_lengths(train)["sequence_length"]
+    assert chosen % 8 == 0 and chosen - 8 < np.percentile(counts, 95) <= chosen
+    assert 0.95 <= np.mean(counts <= chosen) < 1.0  # SST-2: 40 tokens; its longest sentence has 56
+    shape = choose_lengths(train, hierarchical=True)
+    assert shape["max_sentences"] == 2 and shape["sequence_length"] == chosen  # mostly one sentence each
+    # Only what is left open is chosen; limits hold for tiny and huge texts.
+    assert choose_open_lengths({"sequence_length": 12}, train) == {}
+    assert choose_open_lengths({"hierarchical": True, "sequence_length": 12, "max_sentences": None}, train) == {
+        "max_sentences": 2}
+    tiny = tf.data.Dataset.from_tensor_slices(["a"] * 10)
+    assert choose_lengths(tiny) == {"sequence_length": 8}
+    huge = tf.data.Dataset.from_tensor_slices(["word " * 5000 + ". "] * 3)
+    assert choose_lengths(huge, hierarchical=True) == {"sequence_length": 64, "max_sentences": 1}
+    assert choose_lengths(huge) == {"sequence_length": 256}
+
+
+@pytest.mark.parametrize("empty", [[], [""]])
+def test_no_tokens_gives_the_smallest_shape(empty):
+    texts = tf.data.Dataset.from_tensor_slices(tf.constant(empty, tf.string))
+    assert choose_lengths(texts) == {"sequence_length": 8}
+    assert choose_lengths(texts, hierarchical=True) == {"sequence_length": 8, "max_sentences": 1}
