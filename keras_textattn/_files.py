@@ -7,8 +7,10 @@ import os
 import shutil
 import tempfile
 
+from keras_textattn.errors import UserError
 
-class FolderInUseError(OSError):
+
+class FolderInUseError(UserError):
     """Another process holds the lock of a folder (see `locked`)."""
 
 
@@ -76,11 +78,11 @@ def locked(folder):
 
 
 def refuse_overlap(source, target):
-    """Raise `ValueError` if the folder `target` is `source`, lies inside it or contains it
+    """Raise `UserError` if the folder `target` is `source`, lies inside it or contains it
     (writing it would destroy the source)."""
     source, target = os.path.realpath(source), os.path.realpath(target)
     if source == target or target.startswith(source + os.sep) or source.startswith(target + os.sep):
-        raise ValueError(f"the output {target} is, contains or lies inside the run folder {source}; "
+        raise UserError(f"the output {target} is, contains or lies inside the run folder {source}; "
                          "choose an output outside the run folder")
 
 

@@ -6,6 +6,8 @@ import os
 import sys
 import warnings
 
+from keras_textattn.errors import UserError
+
 
 def _model_setting(text):
     """`key=value`, value read as JSON when it parses (numbers, true, lists), else a string."""
@@ -61,7 +63,7 @@ def _parser():
                       help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
                            "training texts, 8 to 256 (hcan: 8 to 64)")
     text.add_argument("--max-sentences", type=int, help="hcan only; default: the 95th percentile, 1 to 30")
-    text.add_argument("--bigram-buckets", type=int, default=50000, help="dual_axial only")
+    text.add_argument("--bigram-buckets", type=int, help="dual_axial only (default: 50000)")
     fit = train.add_argument_group("training")
     fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
                      help="model sizes: cpu (trains in minutes on 2 cores; only hcan differs: 64 wide, 4 heads) "
@@ -124,8 +126,6 @@ def main(argv=None):
         from keras_textattn.training import configure_cpu_devices
 
         configure_cpu_devices(args.cpu_devices)
-    from keras_textattn.training import RunError
-
     try:
         return {"train": _train, "export": _export, "tune": _tune, "explain": _explain}[args.command](args)
     except KeyboardInterrupt:
@@ -133,8 +133,9 @@ def main(argv=None):
                  "tune": "; run the same command to resume the search", "export": "; nothing was written"}.get(args.command, "")
         print(f"keras-textattn: interrupted{after}", file=sys.stderr)
         return 130
-    except (RunError, ValueError, TypeError, OSError) as error:
-        # TypeError: a --set key the model builder does not take; OSError: a missing or existing file.
+    except (UserError, OSError) as error:
+        # A user's mistake (see keras_textattn.errors), or a file system's refusal (a missing or
+        # existing path, no permission, a full disk): one line. Anything else is a bug: its traceback shows.
         print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
 
@@ -175,7 +176,7 @@ def _export(args):
 
     if args.format == "saved_model":
         if args.quantization != "none":
-            raise ValueError("--quantization applies to --format tflite only")
+            raise UserError("--quantization applies to --format tflite only")
         report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
     else:
         quantization = None if args.quantization == "none" else args.quantization
@@ -212,7 +213,7 @@ def _explain(args):
         file = LocalFile(args.data, text_column=args.text_column, label_column=args.text_column)
         texts += read_labelled_texts(file)[0][: args.limit]
     if not texts:
-        raise ValueError("give texts to explain, or --data FILE")
+        raise UserError("give texts to explain, or --data FILE")
     explanations = explain(args.run, texts)
     for explanation in explanations[:20]:
         weights = next(iter(explanation.attention.values())).mean(0) if explanation.attention else []

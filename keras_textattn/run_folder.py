@@ -26,6 +26,7 @@ import keras
 from keras_textattn._files import FolderInUseError  # noqa: F401  (raised by `locked`)
 from keras_textattn._files import locked  # noqa: F401  (part of this module's interface)
 from keras_textattn._files import write_atomically
+from keras_textattn.errors import UserError
 from keras_textattn._files import write_text
 
 RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.txt", "labels.json", "history.csv",
@@ -33,7 +34,7 @@ RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.t
 FINISHED_MARKER = "metrics.json"
 
 
-class RunError(ValueError):
+class RunError(UserError):
     """A user's mistake in a run's arguments or files, reported by the CLI as one line."""
 
 

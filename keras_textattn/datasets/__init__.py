@@ -1,8 +1,13 @@
 """TFDS names and local files to `tf.data` (TensorFlow backend only)."""
 
+from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import LocalFile
 from keras_textattn.datasets.loading import TextClassificationData
+from keras_textattn.datasets.loading import is_local_path
 from keras_textattn.datasets.loading import load_dataset
+from keras_textattn.datasets.loading import load_labelled_data
+from keras_textattn.datasets.loading import resolve_source
 from keras_textattn.datasets.pipeline import make_batches
 
-__all__ = ["LocalFile", "TextClassificationData", "load_dataset", "make_batches"]
+__all__ = ["DataError", "LocalFile", "TextClassificationData", "is_local_path", "load_dataset", "load_labelled_data",
+           "make_batches", "resolve_source"]

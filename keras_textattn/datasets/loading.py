@@ -16,9 +16,15 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_textattn import _backend
+from keras_textattn.errors import UserError
 
 # Raise csv's field limit so that a 1 MB text is read, not refused.
 csv.field_size_limit(64 * 1024 * 1024)
+
+
+class DataError(UserError):
+    """A data source that cannot be read as labelled texts; the message names the file,
+    the row and the column where it can."""
 
 
 @dataclasses.dataclass
@@ -102,23 +108,70 @@ def load_dataset(
     _backend.require_tensorflow("keras_textattn.datasets")
     splits = tuple(splits)
     if not 0 < validation_fraction < 1:
-        raise ValueError(f"`validation_fraction` must be in (0, 1). Received: {validation_fraction!r}")
+        raise DataError(f"`validation_fraction` must be in (0, 1). Received: {validation_fraction!r}")
     carve = "validation" in splits
-    if isinstance(source, str) and not _looks_like_path(source):
+    if isinstance(source, str) and not is_local_path(source):
         if label_names is not None:
-            raise ValueError("`label_names` is for local files; TFDS datasets name their classes.")
+            raise DataError("`label_names` is for local files; TFDS datasets name their classes.")
         data = _load_tfds(source, splits, text_column, data_dir, carve)
     else:
         if text_column is not None:
-            raise ValueError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
+            raise DataError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
         data = _load_local(source, splits, carve, label_names)
     if carve and "validation" not in data.splits:
         data.splits["train"], data.splits["validation"] = _carve(data.splits["train"], validation_fraction, seed)
     return TextClassificationData({name: data.splits[name] for name in splits}, data.label_names)
 
 
-def _looks_like_path(source):
-    return os.sep in source or "." in os.path.basename(source) or os.path.exists(source)
+DATA_SUFFIXES = (".csv", ".tsv", ".gz", ".txt", ".json", ".jsonl", ".tfrecord")
+
+
+def is_local_path(source):
+    """Whether the string `source` names a local file rather than a TFDS dataset.
+
+    TFDS names are `name`, `name/config` and either with `:version` (`imdb_reviews`,
+    `glue/sst2`, `imdb_reviews:1.0.0`); a path exists, ends like a data file
+    (`.csv`, `.tsv`, `.gz`, ...) or starts with `.`, `/` or `~`.
+    """
+    return os.path.exists(source) or source.lower().endswith(DATA_SUFFIXES) or source.startswith((".", "/", "~"))
+
+
+def resolve_source(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0):
+    """The `load_dataset` arguments for a run's data: `(source, splits, tfds_text_column)`.
+
+    `data` is a TFDS name, a local file (then `test_data` is a test file in the same
+    format, read with the same column options), a `LocalFile`, or a dict of split
+    name to `LocalFile`. A validation split is always asked for (carved from train
+    when the source has none).
+    """
+    if data is None:
+        raise DataError("no data: give a TFDS name or a CSV/TSV file")
+    if isinstance(data, LocalFile):
+        data = {"train": data}
+    if isinstance(data, dict):
+        return data, tuple(data) + ("validation",), None
+    data = os.fspath(data)
+    if not is_local_path(data):
+        return data, ("train", "validation", "test"), text_column
+    options = dict(header=header, label_offset=label_offset)
+    if text_column is not None:
+        options["text_column"] = text_column
+    if label_column is not None:
+        options["label_column"] = label_column
+    source = {"train": LocalFile(data, **options)}
+    if test_data:
+        source["test"] = LocalFile(os.fspath(test_data), **options)
+    return source, tuple(source) + ("validation",), None
+
+
+def load_labelled_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
+                       label_names=None, data_dir=None, validation_fraction=0.1, seed=0):
+    """`(dataset, source)`: the splits of a run (train, a seeded validation carve, test if
+    there is one) from `train()`'s data arguments (see `resolve_source`)."""
+    source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset)
+    dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
+                           text_column=tfds_text_column, label_names=label_names)
+    return dataset, source
 
 
 def _carve(dataset, fraction, seed):
@@ -148,12 +201,12 @@ def _load_tfds(name, splits, text_column, data_dir, carve):
         builder = tfds.builder(name, data_dir=data_dir)
     except Exception as error:  # TFDS raises several types for unknown names
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"Unknown dataset {name!r}: not a TFDS dataset and not a file ({reason})") from None
+        raise DataError(f"Unknown dataset {name!r}: not a TFDS dataset and not a file ({reason})") from None
     if not builder.is_prepared():
         try:
             builder.download_and_prepare()
         except Exception as error:
-            raise ValueError(
+            raise DataError(
                 f"TFDS dataset {name!r} is not prepared in {builder.data_dir} and could not be "
                 f"downloaded ({type(error).__name__}). Without internet, pass a local file instead, "
                 "e.g. LocalFile('../shared/data/imdb/train.csv.gz')."
@@ -164,7 +217,7 @@ def _load_tfds(name, splits, text_column, data_dir, carve):
     wanted = [s for s in splits if not (carve and s == "validation" and s not in builder.info.splits)]
     missing = [s for s in wanted if s not in builder.info.splits]
     if missing:
-        raise ValueError(
+        raise DataError(
             f"TFDS dataset {name!r} has no split {missing[0]!r}. Available: {sorted(builder.info.splits)}"
         )
 
@@ -182,7 +235,7 @@ def _load_tfds(name, splits, text_column, data_dir, carve):
 def _tfds_label_feature(name, features):
     labels = [n for n, f in features.items() if isinstance(f, tfds.features.ClassLabel)]
     if len(labels) != 1:
-        raise ValueError(
+        raise DataError(
             f"TFDS dataset {name!r} must have exactly one ClassLabel feature to be a text-classification "
             f"dataset. Received features: {dict((n, type(f).__name__) for n, f in features.items())}"
         )
@@ -197,7 +250,7 @@ def _tfds_text_features(name, features, text_column):
         chosen = [text_column] if isinstance(text_column, str) else list(text_column)
     unknown = [n for n in chosen if n not in texts]
     if not chosen or unknown:
-        raise ValueError(
+        raise DataError(
             f"TFDS dataset {name!r}: text feature {unknown[0] if unknown else None!r} not found. "
             f"Text features: {texts}"
         )
@@ -212,7 +265,7 @@ def _load_local(source, splits, carve, label_names=None):
     wanted = [s for s in splits if not (carve and s == "validation" and s not in files)]
     missing = [s for s in wanted if s not in files]
     if missing:
-        raise ValueError(
+        raise DataError(
             f"No file for split {missing[0]!r}. Give a dict of split to file, e.g. "
             f"{{'train': 'train.csv', {missing[0]!r}: '{missing[0]}.csv'}}. Received splits: {sorted(files)}"
         )
@@ -227,7 +280,7 @@ def _load_local(source, splits, carve, label_names=None):
         label_ids = {str(i): i for i in range(len(label_names))}
     found = sorted(set(rows[reference][1]))
     if len(found) < 2:
-        raise ValueError(
+        raise DataError(
             f"{files[reference].path}: a classifier needs at least 2 classes; the label column "
             f"{files[reference].label_column!r} has {len(found)}: {found}"
         )
@@ -236,7 +289,7 @@ def _load_local(source, splits, carve, label_names=None):
         texts, labels = rows[split][0], []
         for row_number, label in enumerate(rows[split][1]):
             if label not in label_ids:
-                raise ValueError(
+                raise DataError(
                     f"{files[split].path}, row {rows[split][2][row_number]}, column "
                     f"{files[split].label_column!r}: label {label!r} was not seen in "
                     f"{files[reference].path}. Known labels: {sorted(label_ids)}"
@@ -262,7 +315,7 @@ def _label_names(labels, path=None):
 
 def _open_text(path):
     if not os.path.isfile(path):
-        raise ValueError(f"Data file not found: {path!r}")
+        raise DataError(f"Data file not found: {path!r}")
     raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
     # Invalid UTF-8 bytes become U+FFFD rather than stopping the read; a byte order mark
     # (Excel writes one) is dropped.
@@ -281,9 +334,9 @@ def read_labelled_texts(file):
         return _read_labelled_texts(file, path)
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
         reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
-        raise ValueError(f"{path}: cannot be read: {reason}") from None
+        raise DataError(f"{path}: cannot be read: {reason}") from None
     except csv.Error as error:
-        raise ValueError(f"{path}: not a valid CSV/TSV file ({error})") from None
+        raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None
 
 
 def _read_labelled_texts(file, path):
@@ -293,7 +346,7 @@ def _read_labelled_texts(file, path):
         try:
             first = next(reader)
         except StopIteration:
-            raise ValueError(f"{path}: the file is empty") from None
+            raise DataError(f"{path}: the file is empty") from None
         width = len(first)
         header = first if file.header else None
         text_columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
@@ -306,17 +359,17 @@ def _read_labelled_texts(file, path):
             if not record:
                 continue
             if len(record) != width:
-                raise ValueError(
+                raise DataError(
                     f"{path}, row {line}: expected {width} columns like the first row, found {len(record)}"
                 )
             label = record[label_index].strip()
             if not label:
-                raise ValueError(f"{path}, row {line}, column {file.label_column!r}: the label is empty")
+                raise DataError(f"{path}, row {line}, column {file.label_column!r}: the label is empty")
             if file.label_offset:
                 try:
                     label = str(int(label) - file.label_offset)
                 except ValueError:
-                    raise ValueError(
+                    raise DataError(
                         f"{path}, row {line}, column {file.label_column!r}: label_offset needs integer "
                         f"labels. Received: {label!r}"
                     ) from None
@@ -324,7 +377,7 @@ def _read_labelled_texts(file, path):
             labels.append(label)
             row_numbers.append(line)
     if not texts:
-        raise ValueError(f"{path}: no data rows")
+        raise DataError(f"{path}: no data rows")
     return texts, labels, row_numbers
 
 
@@ -336,12 +389,12 @@ def _chain(first, rest):
 def _column_index(path, header, width, column):
     if isinstance(column, int) and not isinstance(column, bool):
         if not 0 <= column < width:
-            raise ValueError(f"{path}: column index {column} is out of range; the file has {width} columns")
+            raise DataError(f"{path}: column index {column} is out of range; the file has {width} columns")
         return column
     if header is None:
-        raise ValueError(
+        raise DataError(
             f"{path}: column {column!r} is a name but the file has no header; use a column index (0..{width - 1})"
         )
     if column not in header:
-        raise ValueError(f"{path}: no column {column!r}. Columns: {header}")
+        raise DataError(f"{path}: no column {column!r}. Columns: {header}")
     return header.index(column)

@@ -14,12 +14,14 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn.errors import UserError
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.layers import ScalableAttention
 from keras_textattn.text import TextEncoder
+from keras_textattn.vocabulary import PAD_ID
 from keras_textattn.run_folder import load_run
 
 ATTENTION_LAYERS = (ScalableAttention, DualAxialSelfAttention, ConvMultiheadTargetAttention, LAMA, MultiQueryAttention)
@@ -51,27 +53,54 @@ class Explanation:
     dimension_attention: dict = dataclasses.field(default_factory=dict)
 
 
+def _call_arguments(model, layer):
+    """`(args, kwargs)` of the one call of `layer` in the functional `model`, as KerasTensors.
+
+    Read from the model's public config: each tensor argument names the operation
+    that produced it, whose `output` is the tensor.
+    """
+    nodes = next(entry["inbound_nodes"] for entry in model.get_config()["layers"] if entry["name"] == layer.name)
+    if len(nodes) != 1:
+        raise UserError(f"Layer {layer.name!r} of {model.name!r} is called {len(nodes)} times; explain needs one call.")
+    operations = {operation.name: operation for operation in model.operations}
+
+    def tensors(value):
+        if isinstance(value, dict) and value.get("class_name") == "__keras_tensor__":
+            name, node, index = value["config"]["keras_history"]
+            if node != 0:
+                raise UserError(f"{name!r} of {model.name!r} is called more than once; explain needs one call.")
+            return keras.tree.flatten(operations[name].output)[index]
+        if isinstance(value, dict):
+            return {key: tensors(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [tensors(item) for item in value]
+        return value
+
+    return tensors(nodes[0]["args"]), tensors(nodes[0]["kwargs"])
+
+
 def _attention_maps(model, ids):
     """Every attention map of `model` on the encoded batch `ids`: `{name: array}`.
 
     A sub-model returns the tensors each attention layer was called with (its
-    inputs, HCAN's explicit masks, LAMA's context); the layer is then called again
-    on their values with `return_attention_scores=True`. A padding mask that reached
-    the layer implicitly (from `Embedding(mask_zero=True)`) is `token_ids != 0`.
+    inputs, its padding mask, LAMA's context); the layer is then called again on
+    their values with `return_attention_scores=True`. The builders pass every
+    attention layer its mask; for a model whose layer got its mask implicitly (from
+    `Embedding(mask_zero=True)`), the mask is `token_ids != PAD_ID`.
     """
     layers = [layer for layer in model.layers if isinstance(layer, ATTENTION_LAYERS)]
     if not layers:
-        raise ValueError(f"Model {model.name!r} has no keras_textattn attention layer to explain.")
-    calls = [layer._inbound_nodes[0].arguments for layer in layers]  # the calls that built the model
-    tensors = [keras.tree.flatten((call.args, call.kwargs)) for call in calls]
-    values = keras.Model(model.inputs, sum(tensors, []))(ids, training=False)
-    values = values if isinstance(values, (list, tuple)) else [values]
+        raise UserError(f"Model {model.name!r} has no keras_textattn attention layer to explain.")
+    calls = [_call_arguments(model, layer) for layer in layers]
+    flat_calls = [keras.tree.flatten(call) for call in calls]
+    tensors = [item for flat in flat_calls for item in flat if isinstance(item, keras.KerasTensor)]
+    values = iter(keras.tree.flatten(keras.Model(model.inputs, tensors)(ids, training=False)))
     token_ids = keras.tree.flatten(ids)[0]
-    maps, used = {}, 0
-    for layer, call, flat in zip(layers, calls, tensors):
-        args, kwargs = keras.tree.pack_sequence_as((call.args, call.kwargs), values[used : used + len(flat)])
-        used += len(flat)
-        kwargs.setdefault("mask", keras.ops.not_equal(token_ids, 0))
+    maps = {}
+    for layer, call, flat in zip(layers, calls, flat_calls):
+        flat = [next(values) if isinstance(item, keras.KerasTensor) else item for item in flat]
+        args, kwargs = keras.tree.pack_sequence_as(call, flat)
+        kwargs.setdefault("mask", keras.ops.not_equal(token_ids, PAD_ID))
         _, scores = layer(*args, **kwargs, return_attention_scores=True)  # inference: no dropout
         for key, value in (scores.items() if isinstance(scores, dict) else [(None, scores)]):
             maps[layer.name if key is None else f"{layer.name}/{key}"] = keras.ops.convert_to_numpy(value)

@@ -2,13 +2,15 @@
 
 import numpy as np
 
+from keras_textattn.vocabulary import RESERVED
+
 # Empty, blank, invalid UTF-8, control characters, a 1 MB text.
 HOSTILE_TEXTS = (b"", b"   \n\t", b"\xff\xfe\x80 invalid UTF-8 \xc3", b"\x00\x01 control", b"word " * 200_000)
 
 
 def probe_texts(encoder, count=32, seed=0):
     """`count` texts of 1 to 60 random vocabulary tokens (with sentence ends), then `HOSTILE_TEXTS`."""
-    vocabulary = encoder.get_vocabulary()[2:]
+    vocabulary = encoder.get_vocabulary()[RESERVED:]
     rng = np.random.default_rng(seed)
     texts = []
     for _ in range(count):

@@ -33,6 +33,9 @@ import unicodedata
 
 import numpy as np
 
+from keras_textattn.vocabulary import OOV_ID
+from keras_textattn.vocabulary import PAD_ID
+
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _SENTENCE_END = re.compile(r"[.!?]+")
 _ASCII_SPACE = frozenset("\t\n\f\r \x00")
@@ -89,9 +92,9 @@ class ClientTokenizer:
         return token.casefold() if self.config["lowercase"] else token
 
     def _ids(self, tokens, length):
-        ids = np.zeros(length, np.int32)
+        ids = np.full(length, PAD_ID, np.int32)
         for index, token in enumerate(tokens[:length]):
-            ids[index] = self.ids.get(token, 1)
+            ids[index] = self.ids.get(token, OOV_ID)
         return ids
 
     def encode(self, text):
@@ -102,7 +105,7 @@ class ClientTokenizer:
             if isinstance(text, bytes):
                 text = text.decode("utf-8", errors="replace")
             sentences = [tokens for tokens in map(self.tokens, _SENTENCE_END.split(text)) if tokens]
-            ids = np.zeros((config["max_sentences"], config["sequence_length"]), np.int32)
+            ids = np.full((config["max_sentences"], config["sequence_length"]), PAD_ID, np.int32)
             for row, tokens in enumerate(sentences[: config["max_sentences"]]):
                 ids[row] = self._ids(tokens, config["sequence_length"])
             return {"token_ids": ids[None]}

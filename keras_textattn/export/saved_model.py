@@ -12,6 +12,7 @@ from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
+from keras_textattn.vocabulary import RESERVED
 from keras_textattn.run_folder import load_run
 
 # The only ops of an exported graph that are not core TensorFlow: the encoder's
@@ -52,7 +53,7 @@ def saved_model(run, output, *, overwrite=False):
         with tempfile.TemporaryDirectory() as scratch:
             tokens_file = os.path.join(scratch, "vocabulary.txt")
             with open(tokens_file, "w", encoding="utf-8") as handle:
-                handle.write("\n".join(encoder.get_vocabulary()[2:]) + "\n")
+                handle.write("\n".join(encoder.get_vocabulary()[RESERVED:]) + "\n")
             archive = _archive(model, encoder, tokens_file, label_names)
             archive.write_out(folder, verbose=False)
         report.update(verify_saved_model(folder, model, encoder, label_names))

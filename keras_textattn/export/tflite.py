@@ -15,6 +15,8 @@ from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
+from keras_textattn.vocabulary import OOV_ID
+from keras_textattn.vocabulary import PAD_ID
 
 QUANTIZATIONS = (None, "dynamic", "float16")
 
@@ -69,7 +71,7 @@ def write_tokenizer_files(folder, encoder, inputs=None):
     config = encoder.get_config()
     settings = {key: config[key] for key in (
         "sequence_length", "max_sentences", "hierarchical", "lowercase", "strip_html", "normalization", "bigram_buckets")}
-    settings.update(padding_id=0, oov_id=1, inputs=inputs or {})
+    settings.update(padding_id=PAD_ID, oov_id=OOV_ID, inputs=inputs or {})
     _write_json(os.path.join(folder, "encoder.json"), settings)
 
 

@@ -60,15 +60,11 @@ def check_sequence_shape(layer_name, input_shape, static_time=False):
     return input_shape
 
 
-def check_built_shape(layer_name, built_shape, input_shape, axes):
-    """Raise a `ValueError` if `input_shape` differs from the built one on `axes`."""
-    for axis in axes:
-        expected, given = built_shape[axis], input_shape[axis]
-        if expected is not None and given is not None and expected != given:
-            raise ValueError(
-                f"{layer_name} was built for inputs of shape {tuple(built_shape)}; "
-                f"axis {axis} must be {expected}. Received: input shape {tuple(input_shape)}"
-            )
+def built_input_spec(built_shape, axes):
+    """A `keras.InputSpec` holding later calls to the shape the layer was built for, on
+    `axes` (Keras then raises a `ValueError` naming the expected and the given shape)."""
+    return keras.InputSpec(ndim=len(built_shape), axes={axis: built_shape[axis] for axis in axes
+                                                        if built_shape[axis] is not None})
 
 
 def float_mask(mask, inputs):

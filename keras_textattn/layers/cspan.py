@@ -40,14 +40,13 @@ class SemanticSelfAttention(keras.layers.Layer):
 
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)
-        self._built_shape = input_shape
+        self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build(input_shape)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
-        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         scale = 1.0 / math.sqrt(inputs.shape[-1])
@@ -209,7 +208,7 @@ class MultiQueryAttention(keras.layers.Layer):
 
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)
-        self._built_shape = input_shape
+        self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
         features = input_shape[-1]
         self.hidden = keras.layers.Dense(
             features, activation="tanh", kernel_initializer=utils.clone_initializer(self.kernel_initializer), dtype=self.dtype_policy, name="hidden"
@@ -226,7 +225,6 @@ class MultiQueryAttention(keras.layers.Layer):
         self.fusion.build((input_shape[0], self.num_queries * features))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
-        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         hidden = self.hidden(inputs)

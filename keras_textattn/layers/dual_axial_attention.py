@@ -155,7 +155,7 @@ class TextAxialSelfAttention(_AxialSelfAttention):
 
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)
-        self._built_shape = input_shape
+        self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
         self._build_projections(input_shape)
 
     def _attenuation(self, time):
@@ -164,7 +164,6 @@ class TextAxialSelfAttention(_AxialSelfAttention):
         return 1.0 / ops.log(self.attenuation_w * distance + self.attenuation_c)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
-        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         attenuation = self._attenuation(ops.shape(inputs)[1]) if self.use_attenuation else None
@@ -230,11 +229,10 @@ class FeatureAxialSelfAttention(_AxialSelfAttention):
 
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape, static_time=True)
-        self._built_shape = input_shape
+        self.input_spec = utils.built_input_spec(input_shape, axes=(1, 2))
         self._build_projections((input_shape[0], input_shape[2], input_shape[1]))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
-        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(1, 2))
         inputs = utils.zero_padding(inputs, mask)
         transposed = ops.transpose(inputs, (0, 2, 1))
         weights = _multi_dimensional_weights(

@@ -32,6 +32,15 @@ def _merge_heads(x):
     return ops.reshape(x, (batch, time, x.shape[2] * x.shape[3]))
 
 
+def _check_arguments(name, num_heads, units, kernel_size, dropout):
+    """The argument checks of every HCAN layer; `name` is the layer's class name."""
+    utils.check_positive_int(name, "num_heads", num_heads)
+    utils.check_positive_int(name, "units", units, allow_none=True)
+    utils.check_positive_int(name, "kernel_size", kernel_size)
+    if not 0 <= dropout < 1:
+        raise ValueError(f"{name}: `dropout` must be in [0, 1). Received: dropout={dropout!r}")
+
+
 class _ConvAttentionBase(keras.layers.Layer):
     """Config and Conv1D feature extractors (section 3.2, Eq. 2) shared by the HCAN layers."""
 
@@ -46,12 +55,7 @@ class _ConvAttentionBase(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        name = type(self).__name__
-        utils.check_positive_int(name, "num_heads", num_heads)
-        utils.check_positive_int(name, "units", units, allow_none=True)
-        utils.check_positive_int(name, "kernel_size", kernel_size)
-        if not 0 <= dropout < 1:
-            raise ValueError(f"{name}: `dropout` must be in [0, 1). Received: dropout={dropout!r}")
+        _check_arguments(type(self).__name__, num_heads, units, kernel_size, dropout)
         self.num_heads = num_heads
         self.units = units
         self.kernel_size = kernel_size
@@ -60,8 +64,9 @@ class _ConvAttentionBase(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
-    def _check_and_units(self, input_shape):
-        """Validate the input shape and return d, the number of filter maps."""
+    def _build_common(self, input_shape):
+        """Validate the input shape, create the attention dropout, and return
+        `(input_shape, d)`, d the number of filter maps."""
         name = type(self).__name__
         input_shape = utils.check_sequence_shape(name, input_shape)
         units = self.units or input_shape[-1]
@@ -70,7 +75,8 @@ class _ConvAttentionBase(keras.layers.Layer):
                 f"{name}: the model size d ({'units' if self.units else 'input features'}) "
                 f"must be divisible by num_heads. Received: d={units}, num_heads={self.num_heads}"
             )
-        self._built_shape = input_shape
+        self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
+        self.attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="attention_dropout")
         return input_shape, units
 
     def _conv(self, units, activation, name, input_shape):
@@ -148,14 +154,12 @@ class ConvMultiheadSelfAttention(_ConvAttentionBase):
         self.value_activation = keras.activations.get(value_activation)
 
     def build(self, input_shape):
-        input_shape, units = self._check_and_units(input_shape)
+        input_shape, units = self._build_common(input_shape)
         self.query_conv = self._conv(units, "elu", "query_conv", input_shape)
         self.key_conv = self._conv(units, "elu", "key_conv", input_shape)
         self.value_conv = self._conv(units, self.value_activation, "value_conv", input_shape)
-        self.attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="attention_dropout")
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
-        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         heads, weights = self._attend(
@@ -229,8 +233,7 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
             kernel_initializer=kernel_initializer,
             bias_initializer=bias_initializer,
         )
-        # Builds nothing yet; checks the arguments now rather than at build.
-        ConvMultiheadSelfAttention(**self.branch_kwargs)
+        _check_arguments(type(self).__name__, num_heads, units, kernel_size, dropout)
         self.epsilon = epsilon
         self.supports_masking = True
 
@@ -305,14 +308,12 @@ class ConvMultiheadTargetAttention(_ConvAttentionBase):
         self.target_initializer = keras.initializers.get(target_initializer)
 
     def build(self, input_shape):
-        input_shape, units = self._check_and_units(input_shape)
+        input_shape, units = self._build_common(input_shape)
         self.target = self.add_weight(name="target", shape=(1, units), initializer=self.target_initializer)
         self.key_conv = self._conv(units, "elu", "key_conv", input_shape)
         self.value_conv = self._conv(units, "elu", "value_conv", input_shape)
-        self.attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="attention_dropout")
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
-        utils.check_built_shape(type(self).__name__, self._built_shape, inputs.shape, axes=(2,))
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         target = ops.cast(self.target, self.compute_dtype)

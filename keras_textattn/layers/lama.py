@@ -90,7 +90,7 @@ class LAMA(keras.layers.Layer):
                 f"context_features. Received: context shape {tuple(context_shape)}"
             )
         context_features = features if context_shape is None else context_shape[-1]
-        self._built_shape = inputs_shape
+        self.input_spec = utils.built_input_spec(inputs_shape, axes=(2,))
         self.uses_context_input = context_shape is not None
         self.hidden = keras.layers.Dense(
             features,
@@ -114,7 +114,6 @@ class LAMA(keras.layers.Layer):
             )
 
     def call(self, inputs, context=None, mask=None, return_attention_scores=False):
-        utils.check_built_shape(_NAME, self._built_shape, inputs.shape, axes=(2,))
         if (context is not None) != self.uses_context_input:
             raise ValueError(
                 f"{_NAME} was built {'with' if self.uses_context_input else 'without'} a "

@@ -97,10 +97,9 @@ class ScalableAttention(keras.layers.Layer):
                     initializer=self.bias_initializer,
                 )
             )
-        self._built_shape = input_shape
+        self.input_spec = utils.built_input_spec(input_shape, axes=(1, 2))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
-        utils.check_built_shape(_NAME, self._built_shape, inputs.shape, axes=(1, 2))
         inputs = utils.zero_padding(inputs, mask)
         y = inputs
         last = len(self.kernels) - 1

@@ -1,26 +1,48 @@
 """Model inputs shared by the builders: raw strings through a `TextEncoder`, or ids."""
 
+import typing
+
 import keras
+from keras import ops
+
+from keras_textattn.vocabulary import PAD_ID
+
+
+class ModelInputs(typing.NamedTuple):
+    """What `text_inputs` gives a builder."""
+
+    inputs: object  # the model's inputs: the "text" input, or "token_ids" (and "bigram_ids")
+    token_ids: object  # int32 `(batch, length)` or `(batch, sentences, words)`
+    bigram_ids: object  # int32 like `token_ids`, or None without bigrams
+    vocabulary_size: int
+    bigram_buckets: int
 
 
 def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram_buckets=0, hierarchical_shape=None):
     """Create the inputs of a classifier.
 
     With `encoder` (a `TextEncoder`, TensorFlow backend), the model takes raw strings
-    `(batch,)` named "text" and encodes them in the graph. Without it, the model
-    takes int32 ids named "token_ids" (and "bigram_ids" when `bigram_buckets`),
-    of shape `(batch, sequence_length)` or `hierarchical_shape`.
+    `(batch,)` named "text" and encodes them in the graph; its shape is the encoder's,
+    and a `sequence_length` or `bigram_buckets` that disagrees with it is refused.
+    Without it, the model takes int32 ids named "token_ids" (and "bigram_ids" when
+    `bigram_buckets`), of shape `(batch, sequence_length)` or `hierarchical_shape`.
 
     Returns:
-        `(inputs, token_ids, bigram_ids_or_None, vocabulary_size, bigram_buckets)`.
+        A `ModelInputs`.
     """
     if encoder is not None:
+        given = {"sequence_length": (sequence_length, encoder.sequence_length),
+                 "bigram_buckets": (bigram_buckets or None, encoder.bigram_buckets or None)}
+        for name, (value, encoder_value) in given.items():
+            if value is not None and value != encoder_value:
+                raise ValueError(f"{name}={value} disagrees with the encoder's {name}={encoder_value}; "
+                                 "give one or the other")
         text = keras.Input(shape=(), dtype="string", name="text")
         encoded = encoder(text)
         bigrams = None
         if encoder.bigram_buckets:
             encoded, bigrams = encoded
-        return text, encoded, bigrams, encoder.vocabulary_size(), encoder.bigram_buckets
+        return ModelInputs(text, encoded, bigrams, encoder.vocabulary_size(), encoder.bigram_buckets)
     if not isinstance(vocabulary_size, int) or vocabulary_size < 3:
         raise ValueError(
             "Give a fitted `encoder`, or `vocabulary_size` (an int >= 3, padding and OOV included) "
@@ -29,9 +51,14 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
     shape = hierarchical_shape or (sequence_length,)
     ids = keras.Input(shape=shape, dtype="int32", name="token_ids")
     if not bigram_buckets:
-        return ids, ids, None, vocabulary_size, 0
+        return ModelInputs(ids, ids, None, vocabulary_size, 0)
     bigrams = keras.Input(shape=shape, dtype="int32", name="bigram_ids")
-    return [ids, bigrams], ids, bigrams, vocabulary_size, bigram_buckets
+    return ModelInputs([ids, bigrams], ids, bigrams, vocabulary_size, bigram_buckets)
+
+
+def padding_mask(ids):
+    """`(batch, ...)` booleans, True for real tokens: every id but `PAD_ID`."""
+    return ops.not_equal(ids, PAD_ID)
 
 
 def classifier_head(features, num_classes, name="probabilities"):

@@ -8,6 +8,7 @@ from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -30,7 +31,7 @@ def build_transformer_classifier(
     """
     inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
     length = max_length or (encoder.sequence_length if encoder is not None else sequence_length) or 512
-    mask = ops.not_equal(ids, 0)
+    mask = padding_mask(ids)
     x = keras.layers.Embedding(vocabulary_size, units, name="embedding")(ids)
     x = PositionEmbedding(length, name="positions")(x)
     attention_mask = ops.logical_and(ops.expand_dims(mask, 1), ops.expand_dims(mask, 2))
@@ -70,7 +71,7 @@ def build_kim_cnn_classifier(
     """Kim (2014): convolutions of widths 3, 4, 5 with 100 maps each, ReLU, max over
     time (padding masked), concatenated, dropout 0.5, softmax."""
     inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    mask = ops.not_equal(ids, 0)
+    mask = padding_mask(ids)
     x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
     # Padded steps become zeros, the convolutions' own "same" padding: a window that
     # overlaps the padding then sees the same input however the text is padded.

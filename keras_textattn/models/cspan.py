@@ -5,6 +5,7 @@ import keras
 from keras_textattn.layers import CascadedSemanticPositional
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -34,9 +35,10 @@ def build_cspan_classifier(
     options = dict(CONFIGURATIONS[configuration])
     options.update({k: v for k, v in {"lstm_layers": lstm_layers, "num_queries": num_queries}.items() if v is not None})
     inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
-    x = CascadedSemanticPositional(lstm_layers=options["lstm_layers"], name="cascade")(x)
-    x = MultiQueryAttention(num_queries=options["num_queries"], name="multi_query")(x)
+    mask = padding_mask(ids)
+    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    x = CascadedSemanticPositional(lstm_layers=options["lstm_layers"], name="cascade")(x, mask=mask)
+    x = MultiQueryAttention(num_queries=options["num_queries"], name="multi_query")(x, mask=mask)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 
 

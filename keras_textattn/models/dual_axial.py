@@ -1,10 +1,10 @@
 """The dual-axial classifier (dual_axial_self_attention.md, section 4) and its ablations."""
 
 import keras
-from keras import ops
 
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -51,7 +51,7 @@ def build_dual_axial_classifier(
         x = keras.layers.Add(name="add_bigrams")([x, bigram_vectors])
     # The padding mask is given explicitly: a Keras mask would not survive the Add with the
     # (unmasked) bigram embeddings, and the attention would then run over padding (Eq. 11's mu).
-    x = DualAxialSelfAttention(name="attention", **options)(x, mask=ops.not_equal(ids, 0))
+    x = DualAxialSelfAttention(name="attention", **options)(x, mask=padding_mask(ids))
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 

@@ -9,6 +9,7 @@ from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -62,6 +63,10 @@ def build_hcan_classifier(
     if encoder is not None:
         if encoder.hierarchical != hierarchical:
             raise ValueError(f"The encoder's hierarchical={encoder.hierarchical} must match hierarchical={hierarchical}.")
+        for name, value, encoder_value in (("max_sentences", max_sentences, encoder.max_sentences),
+                                           ("max_words", max_words, encoder.sequence_length)):
+            if value is not None and value != encoder_value:
+                raise ValueError(f"{name}={value} disagrees with the encoder's {encoder_value}; give one or the other")
         max_sentences, max_words = encoder.max_sentences, encoder.sequence_length
     if max_words is None or (hierarchical and max_sentences is None):
         raise ValueError(
@@ -73,12 +78,12 @@ def build_hcan_classifier(
     options = dict(units=units, num_heads=num_heads, dropout=dropout, parallel=parallel, pooling=pooling)
     embedding = keras.layers.Embedding(vocabulary_size, units, name="embedding")
     if not hierarchical:
-        x = _hierarchy(embedding(ids), ops.not_equal(ids, 0), max_words, prefix="word", **options)
+        x = _hierarchy(embedding(ids), padding_mask(ids), max_words, prefix="word", **options)
         return keras.Model(inputs, classifier_head(x, num_classes), name=name)
     words = ops.reshape(ids, (-1, max_words))  # every sentence a row: (batch * sentences, words)
-    sentence_vectors = _hierarchy(embedding(words), ops.not_equal(words, 0), max_words, prefix="word", **options)
+    sentence_vectors = _hierarchy(embedding(words), padding_mask(words), max_words, prefix="word", **options)
     sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
-    sentence_mask = ops.any(ops.not_equal(ids, 0), axis=-1)
+    sentence_mask = ops.any(padding_mask(ids), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 

@@ -5,6 +5,7 @@ import keras
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -35,6 +36,7 @@ def build_lama_classifier(
     "embeddings" (LAMA+ctx+d_e), Eq. 18-19.
     """
     inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
+    mask = padding_mask(ids)
     embedded = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
     hidden = embedded
     if use_rnn:
@@ -51,9 +53,9 @@ def build_lama_classifier(
     )
     if use_context:
         context = MaskedGlobalAveragePooling1D(name="context")(embedded)
-        x = lama(hidden, context=context)
+        x = lama(hidden, mask=mask, context=context)
     else:
-        x = lama(hidden)
+        x = lama(hidden, mask=mask)
     x = keras.layers.Dense(mlp_units, activation="relu", name="mlp")(x)
     x = keras.layers.Dropout(dropout, name="mlp_dropout")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)

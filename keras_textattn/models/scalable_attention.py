@@ -4,6 +4,7 @@ import keras
 
 from keras_textattn.layers import ScalableAttention
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -32,8 +33,10 @@ def build_scalable_attention_classifier(
             "(or an encoder with a fixed sequence_length)."
         )
     inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
-    x = ScalableAttention(hidden_units=hidden_units, attention_activation=attention_activation, name="attention")(x)
+    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    x = ScalableAttention(hidden_units=hidden_units, attention_activation=attention_activation, name="attention")(
+        x, mask=padding_mask(ids)
+    )
     x = keras.layers.Dense(fc_units, activation="relu", name="fc")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 

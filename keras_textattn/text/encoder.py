@@ -15,8 +15,8 @@ import tensorflow_text as tf_text
 
 from keras_textattn import _backend
 
-PAD_ID = 0
-OOV_ID = 1
+from keras_textattn.vocabulary import OOV_ID  # noqa: F401  (part of this module's interface)
+from keras_textattn.vocabulary import PAD_ID  # noqa: F401
 OOV_TOKEN = "[UNK]"
 
 # A word is a run of letters, digits, combining marks or "_"; every other

@@ -8,6 +8,8 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
+import threading
 import time
 
 import keras
@@ -18,7 +20,7 @@ from keras_textattn import _backend
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
 from keras_textattn.datasets import LocalFile
-from keras_textattn.datasets import load_dataset
+from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
@@ -68,7 +70,7 @@ def make_strategy(distribute):
                 "see README, 'Training on several machines'"
             )
         return tf.distribute.MultiWorkerMirroredStrategy()
-    raise RunError(f"unknown --distribute {distribute!r}; use none, mirrored or multi-worker")
+    raise RunError(f"unknown distribute {distribute!r} (--distribute); use none, mirrored or multi-worker")
 
 
 def _is_chief(strategy):
@@ -82,6 +84,41 @@ def _is_chief(strategy):
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
+class _DeferredInterrupt(keras.callbacks.Callback):
+    """Ctrl-C during `fit` stops training at the end of the current batch.
+
+    Python raises `KeyboardInterrupt` wherever the main thread is; inside TensorFlow's
+    input pipeline it reads as the end of the data, and Keras would end the epoch early
+    and carry on. So while `fit` runs (`deferred`), SIGINT only sets a flag, and this
+    callback raises `KeyboardInterrupt` at the next batch's end.
+    """
+
+    requested = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.requested:
+            raise KeyboardInterrupt
+
+    on_test_batch_end = on_train_batch_end
+    on_epoch_end = on_train_batch_end
+
+    @contextlib.contextmanager
+    def deferred(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signal handlers belong to the main thread
+            return
+
+        def request(signum, frame):
+            self.requested = True
+
+        previous = signal.signal(signal.SIGINT, request)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        self.on_train_batch_end(None)  # a Ctrl-C after the last batch
+
+
 class _EpochSeconds(keras.callbacks.Callback):
     """Adds each epoch's wall time to its logs as `seconds` (a column of history.csv)."""
 
@@ -91,41 +128,6 @@ class _EpochSeconds(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
             logs["seconds"] = time.perf_counter() - self._start
-
-
-def data_source(data, test_data, text_column, label_column, header, label_offset):
-    """`(source, splits, tfds_text_column)` for `load_dataset`."""
-    if data is None:
-        raise RunError("give --data: a TFDS name or a CSV/TSV file")
-    if isinstance(data, LocalFile):
-        data = {"train": data}
-    if isinstance(data, dict):  # split name to LocalFile, from the Python API
-        return data, tuple(data) + ("validation",), None
-    is_file = os.sep in data or "." in os.path.basename(data) or os.path.exists(data)
-    if not is_file:
-        return data, ("train", "validation", "test"), text_column
-    options = dict(header=header, label_offset=label_offset)
-    if text_column is not None:
-        options["text_column"] = text_column
-    if label_column is not None:
-        options["label_column"] = label_column
-    source = {"train": LocalFile(data, **options)}
-    if test_data:
-        source["test"] = LocalFile(test_data, **options)
-    return source, tuple(source) + ("validation",), None
-
-
-def load_run_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
-                  label_names=None, data_dir=None, validation_fraction=0.1, seed=0):
-    """`(dataset, source)`: the splits for a run (train, a seeded validation carve, test
-    if there is one), from the arguments of `train()`; bad data raises `RunError`."""
-    source, splits, tfds_text_column = data_source(data, test_data, text_column, label_column, header, label_offset)
-    try:
-        dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
-                               text_column=tfds_text_column, label_names=label_names)
-    except ValueError as error:
-        raise RunError(str(error)) from None
-    return dataset, source
 
 
 def _jsonable(value):
@@ -146,16 +148,17 @@ def _run_state(output, overwrite, arguments):
     folder that is not a run folder, a finished run without `overwrite`, and a resume
     whose arguments differ from those the run was started with (run.json)."""
     if os.path.exists(output) and not os.path.isdir(output):
-        raise RunError(f"{output} is a file, not a run folder; choose another --output")
+        raise RunError(f"{output} is a file, not a run folder; choose another output")
     if not os.path.isdir(output) or not os.listdir(output):
         return "new"
     foreign = foreign_entries(output)
     if foreign:
         raise RunError(f"{output} is not a run folder (it holds {', '.join(foreign[:3])}"
-                       f"{', ...' if len(foreign) > 3 else ''}); nothing was changed; choose another --output")
+                       f"{', ...' if len(foreign) > 3 else ''}); nothing was changed; choose another output")
     if is_finished(output):
         if not overwrite:
-            raise RunError(f"{output} already holds a finished run; pass --overwrite to replace it or choose another --output")
+            raise RunError(f"{output} already holds a finished run; pass overwrite=True (--overwrite) to replace it, "
+                           "or choose another output")
         return "overwrite"
     if overwrite:
         return "overwrite"
@@ -166,7 +169,7 @@ def _run_state(output, overwrite, arguments):
                    if stored.get(name) != arguments[name]]
         if changed:
             raise RunError(f"{output} holds an unfinished run started with other arguments ({'; '.join(changed)}); "
-                           "repeat its arguments to resume it, or pass --overwrite to start again")
+                           "repeat its arguments to resume it, or pass overwrite=True (--overwrite) to start again")
     return "resume"
 
 
@@ -194,7 +197,7 @@ def train(
     min_frequency=1,
     sequence_length=None,
     max_sentences=None,
-    bigram_buckets=50000,
+    bigram_buckets=None,
     epochs=3,
     batch_size=32,
     learning_rate=1e-3,
@@ -239,14 +242,19 @@ def train(
     """
     _backend.require_tensorflow("Training")
     if model not in SPECS:
-        raise RunError(f"unknown --model {model!r}; choose one of {', '.join(sorted(SPECS))}")
+        raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(SPECS))}")
     if preset not in PRESETS:
-        raise RunError(f"unknown --preset {preset!r}; choose one of {', '.join(PRESETS)}")
+        raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
     _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every)
     if not all(isinstance(v, int) for v in (epochs, batch_size)):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     model_kwargs = dict(model_kwargs or {})
+    spec = SPECS[model]
+    if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
+        raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
+    if bigram_buckets is not None and not spec.bigrams:
+        raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read bigrams; {model} does not")
     arguments = _jsonable(dict(
         model=model, preset=preset, data=data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir, model_kwargs=model_kwargs,
@@ -258,7 +266,7 @@ def train(
     chief = _is_chief(strategy)
     _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
     # Bad data fails here, before anything on disk changes.
-    dataset, source = load_run_data(
+    dataset, source = load_labelled_data(
         data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir,
         validation_fraction=validation_fraction, seed=seed,
@@ -311,23 +319,24 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         encoder = load_encoder(encoder_path)
     else:
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
-            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets")})
+            "max_tokens", "min_frequency", "sequence_length", "max_sentences") if arguments[k] is not None})
+        if arguments["bigram_buckets"] is not None:
+            options["bigram_buckets"] = arguments["bigram_buckets"]
         chosen = choose_open_lengths(options, dataset["train"])
         if chosen and verbose:
             print("Chosen from the training texts (95th percentile; give --sequence-length"
                   f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "
                   + ", ".join(f"{name} {value}" for name, value in chosen.items()))
-        encoder = TextEncoder(**{**options, **chosen})
+        try:
+            encoder = TextEncoder(**{**options, **chosen})
+        except ValueError as error:
+            raise RunError(str(error)) from None
         encoder.adapt(dataset["train"])
         if chief:
             save_encoder(encoder_path, encoder)
 
     with strategy.scope():
-        try:
-            classifier = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
-                                    **spec.shape_arguments(encoder), **model_kwargs)
-        except TypeError as error:  # a --set name the builder does not take
-            raise RunError(f"{error}; {model} takes: {', '.join(spec.builder_arguments())}") from None
+        classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"])
         classifier.compile(
             optimizer=keras.optimizers.Adam(arguments["learning_rate"]),
             loss="sparse_categorical_crossentropy",
@@ -343,28 +352,34 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     if distribute == "multi-worker":
         history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size)
         resumed_from_epoch = 0
-        # Evaluate locally on each worker: Keras's evaluate cannot reduce across workers either.
-        classifier._distribute_strategy = None
+        # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
+        # the trained weights in a model built outside the strategy.
+        trained, classifier = classifier, _build(spec, dataset.num_classes, encoder, model_kwargs, {})
+        classifier.set_weights(trained.get_weights())
+        classifier.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     else:
         resumed_from_epoch = restore(classifier, backup) if resume else 0
         _keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
         if resumed_from_epoch < epochs:
+            interrupt = _DeferredInterrupt()
             callbacks = [
                 _EpochSeconds(),
                 keras.callbacks.CSVLogger(history_path, append=True),
                 # After the history row: a kill between the two trains the epoch again, and its row is dropped.
                 RunBackup(backup, every=checkpoint_every),
                 keras.callbacks.TensorBoard(os.path.join(output, "logs")),
+                interrupt,  # last: a finished epoch is recorded and backed up before Ctrl-C stops the run
             ]
-            classifier.fit(
-                train_batches,
-                validation_data=validation_batches,
-                epochs=epochs,
-                initial_epoch=resumed_from_epoch,
-                callbacks=callbacks,
-                verbose=verbose,
-                shuffle=False,  # make_batches shuffles, with the seed
-            )
+            with interrupt.deferred():
+                classifier.fit(
+                    train_batches,
+                    validation_data=validation_batches,
+                    epochs=epochs,
+                    initial_epoch=resumed_from_epoch,
+                    callbacks=callbacks,
+                    verbose=verbose,
+                    shuffle=False,  # make_batches shuffles, with the seed
+                )
         history = _read_history(history_path)
 
     accuracy = {}
@@ -433,6 +448,19 @@ def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size):
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
     return history
+
+
+def _build(spec, num_classes, encoder, model_kwargs, given):
+    """The model of `spec` for `encoder`'s ids. A builder's `TypeError` or `ValueError`
+    is the user's mistake when they gave builder arguments (`given`, `--set`)."""
+    try:
+        return spec.build(num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
+                          **model_kwargs)
+    except (TypeError, ValueError) as error:
+        if not given:
+            raise
+        raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
+                       f"{', '.join(spec.builder_arguments())}") from None
 
 
 def _keep_history_before(path, epoch):

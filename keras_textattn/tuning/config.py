@@ -7,6 +7,7 @@ import os
 
 import yaml
 
+from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
 
 TOP_LEVEL = {"model": True, "objective": False, "tuner": False, "encoder": False, "fixed": False, "hyperparameters": True}
@@ -23,7 +24,7 @@ KEYS = {
 TRAINING_HYPERPARAMETERS = ("learning_rate",)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A tuner config that cannot be used; the message names the file, the key and what is allowed."""
 
 

@@ -12,6 +12,7 @@ import keras_tuner
 from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
+from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
@@ -22,7 +23,6 @@ from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
-from keras_textattn.training.train import load_run_data
 from keras_textattn.tuning.config import load_config
 
 
@@ -140,7 +140,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
     keras.utils.set_random_seed(config.seed)
-    dataset, _ = load_run_data(data, seed=config.seed, **data_options)
+    dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
     os.makedirs(directory, exist_ok=True)
     _check_same_search(directory, config)
 

@@ -222,5 +222,5 @@ def test_incompatible_inputs():
         DualAxialSelfAttention()(keras.Input(shape=(None, 4)))
     layer = TextAxialSelfAttention()
     layer(np.zeros((1, 3, 4), "float32"))
-    with pytest.raises(ValueError, match=r"axis 2 must be 4.*\(1, 3, 5\)"):
+    with pytest.raises(ValueError, match=r"expected axis 2 of input shape to have value 4.*\(1, 3, 5\)"):
         layer(np.zeros((1, 3, 5), "float32"))

@@ -96,7 +96,7 @@ def test_needs_static_time():
 def test_rejects_other_length_than_built():
     layer = ScalableAttention()
     layer(np.zeros((1, 5, 3), "float32"))
-    with pytest.raises(ValueError, match=r"axis 1 must be 5.*\(1, 6, 3\)"):
+    with pytest.raises(ValueError, match=r"expected axis 1 of input shape to have value 5.*\(1, 6, 3\)"):
         layer(np.zeros((1, 6, 3), "float32"))
 
 

@@ -83,6 +83,13 @@ def test_builder_errors():
         build_model("cspan", 2, vocabulary_size=10, configuration="huge")
     with pytest.raises(ValueError, match="fixed sizes"):
         build_model("hcan", 2, vocabulary_size=10, max_words=5)
+    # An encoder fixes the shape: a disagreeing length is refused, not silently dropped.
+    with pytest.raises(ValueError, match="sequence_length=7 disagrees with the encoder's sequence_length=6"):
+        build_model("lama", 2, encoder=_encoder("lama"), sequence_length=7)
+    with pytest.raises(ValueError, match="bigram_buckets=8 disagrees with the encoder's bigram_buckets=16"):
+        build_model("dual_axial", 2, encoder=_encoder("dual_axial"), bigram_buckets=8)
+    with pytest.raises(ValueError, match="max_sentences=4 disagrees with the encoder's 3"):
+        build_model("hcan", 2, encoder=_encoder("hcan"), max_sentences=4)
 
 
 def test_lama_is_more_compact_than_the_transformer_encoder():

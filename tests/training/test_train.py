@@ -43,11 +43,18 @@ def sst2(shared_data):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--model", "gpt"], "unknown --model 'gpt'; choose one of bigru, cspan, dual_axial"),
+        (["--model", "gpt"], "unknown model 'gpt' (--model); choose one of bigru, cspan, dual_axial"),
         (["--data", "no/such/file.csv"], "Data file not found: 'no/such/file.csv'"),
         (["--label-column", "sentiment"], "no column 'sentiment'"),
         (["--distribute", "multi-worker"], "--distribute multi-worker needs TF_CONFIG"),
-        (["--set", "no_such_argument=3"], "no_such_argument"),
+        (["--set", "num_head=4"], "lama cannot be built with {'num_head': 4} (build_lama_classifier() got an unexpected "
+                                  "keyword argument 'num_head'); it takes: vocabulary_size, encoder, sequence_length, "
+                                  "embedding_dim, gru_units, num_heads,"),
+        (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
+        (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
+        (["--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read bigrams; lama does not"),
+        # TFDS names with a config or a version are names, not missing files.
+        (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monkeypatch, extra, message):
@@ -57,6 +64,18 @@ def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monke
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(error) == 1 and error[0].startswith("keras-textattn: error:") and message in error[0]
+
+
+def test_an_internal_error_keeps_its_traceback(monkeypatch, tmp_path):
+    """Only a user's mistakes become one line: a bug of ours raises, traceback and all."""
+    import keras_textattn.training
+
+    def broken(**kwargs):
+        raise ValueError("Incompatible shapes: [32,64] vs. [32,48]")
+
+    monkeypatch.setattr(keras_textattn.training, "train", broken)
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        main(["train", "--model", "lama", "--data", "x.csv", "--output", str(tmp_path / "run")])
 
 
 def test_single_class_dataset_is_refused(tmp_path, capsys):
@@ -77,7 +96,7 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
     assert first["parameters"] > 0 and first["examples_per_second"] > 0 and len(first["seconds_per_epoch"]) == 1
     capsys.readouterr()
     assert main(args) == 2
-    assert "already holds a finished run; pass --overwrite" in capsys.readouterr().err
+    assert "already holds a finished run; pass overwrite=True (--overwrite)" in capsys.readouterr().err
     assert main(args + ["--overwrite", "--seed", "1"]) == 0
     # Seeds make a run reproducible; another seed is another run.
     assert _metrics(output)["history"]["loss"] != first["history"]["loss"]

@@ -13,7 +13,7 @@ import pytest
 
 from keras_textattn.datasets import make_batches
 from keras_textattn.run_folder import load_run
-from keras_textattn.training.train import load_run_data
+from keras_textattn.datasets import load_labelled_data
 from keras_textattn.tuning import ConfigError
 from keras_textattn.tuning import load_config
 from keras_textattn.tuning import tune
@@ -105,7 +105,7 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
 
     # The best model is a run folder; it reloads and scores what the table says on the same validation split.
     model, encoder, _ = load_run(tmp_path / "search" / "best")
-    validation = load_run_data(data, validation_fraction=0.1, seed=0)[0]["validation"]
+    validation = load_labelled_data(data, validation_fraction=0.1, seed=0)[0]["validation"]
     _, accuracy = model.evaluate(make_batches(validation, encoder, 64), verbose=0)
     np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
     metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())

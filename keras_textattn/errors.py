@@ -1,0 +1,10 @@
+"""The one exception type for a user's mistakes."""
+
+
+class UserError(ValueError):
+    """A mistake in the arguments, files or folders a user gave (not a bug of ours).
+
+    The command line prints it as one `keras-textattn: error: ...` line and exits 2;
+    every other exception keeps its traceback. A `ValueError`, so code that catches
+    `ValueError` around the Python API keeps working.
+    """
