@@ -57,7 +57,9 @@ KERAS_MODELS = {
     "bigru": {"embedding_dim": 64, "gru_units": 32},
     "kim_cnn": {"embedding_dim": 64, "filters": 64},
 }
-MODELS = list(KERAS_MODELS) + ["fasttext", "tfidf_lr"]
+# Options of ours measured as models of their own: name -> (model, builder arguments).
+VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
+MODELS = list(KERAS_MODELS) + list(VARIANTS) + ["fasttext", "tfidf_lr"]
 QUICK = {"datasets": ["trec"], "models": ["scalable_attention", "fasttext", "tfidf_lr"], "seeds": [0], "epochs": 1}
 
 
@@ -83,19 +85,20 @@ def run_keras(model_name, dataset, length, seed, epochs):
     import keras
 
     from keras_textattn.datasets import make_batches
-    from keras_textattn.models import build_model
-    from keras_textattn.text import TextEncoder
     from keras_textattn.models import get_spec
+    from keras_textattn.text import TextEncoder
 
+    model_name, options = VARIANTS.get(model_name, (model_name, {}))
+    spec = get_spec(model_name)
     keras.utils.set_random_seed(seed)
-    words = 24  # HCAN: words per sentence, and as many sentences as fit in `length`
-    encoder = TextEncoder(**get_spec(model_name).encoder_options(None, max_tokens=20000, bigram_buckets=20000,
-                                            sequence_length=words if get_spec(model_name).is_hierarchical() else length,
-                                            max_sentences=max(2, length // words)))
+    words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
+    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=20000, bigram_buckets=20000,
+                                                 sequence_length=words if spec.is_hierarchical() else length,
+                                                 max_sentences=max(2, length // words)))
     start = time.perf_counter()
     encoder.adapt(dataset["train"])
-    model = build_model(model_name, dataset.num_classes, vocabulary_size=encoder.vocabulary_size(),
-                        **get_spec(model_name).shape_arguments(encoder), **KERAS_MODELS[model_name])
+    model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
+                       **KERAS_MODELS[model_name], **options)
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed), epochs=epochs, verbose=0)
     seconds = time.perf_counter() - start

@@ -11,8 +11,20 @@ def shared_data_dir():
     return pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", default))
 
 
+# The trained runs below are session fixtures: under `-n 2 --dist loadgroup` (README) every test
+# that uses one joins that run's xdist group, so each run is trained once, on one worker, while
+# the other worker trains the other run or runs the rest.
+TRAINED_RUNS = ("lama_run", "hcan_run")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Tests that read the real datasets skip, saying why, where they are absent."""
+    """Tests that read the real datasets skip, saying why, where they are absent; tests of a
+    trained run join its group."""
+    for item in items:
+        runs = [run for run in TRAINED_RUNS if run in item.fixturenames]
+        if runs:
+            item.add_marker(pytest.mark.xdist_group(runs[0]))
     path = shared_data_dir()
     absent = pytest.mark.skipif(
         not (path / "README.md").is_file(),

@@ -16,6 +16,7 @@ from keras import ops
 from keras_textattn.layers import _attention_utils as utils
 
 _SCORE_ACTIVATIONS = {"softplus", "softmax"}
+_AGGREGATIONS = {"sum", "mean"}
 
 
 def _multi_dimensional_weights(query, key, value, key_mask, score_activation, attenuation=None):
@@ -268,6 +269,11 @@ class DualAxialSelfAttention(keras.layers.Layer):
         score_activation: "softplus" (paper) or "softmax" (ablation), both modules.
         use_attenuation: Eq. 9 in the text-axial module (False: ablation).
         use_feature_axis: include the feature-axial module and the gate.
+        aggregation: "sum" (Eq. 13 as written) or "mean": `tanh` of the mean over the
+            real tokens instead of their sum. Our choice, not the paper's: the sum
+            grows with the text's length, so on long texts (hundreds of tokens) `u`
+            saturates and its gradient vanishes; the mean keeps its scale. Equal
+            ordering of texts of one length; differs across lengths.
         return_sequences: return the per-token fused values
             `f_i * h_i^t + (1 - f_i) * h_i^f` of shape `(batch, time, features)`
             (mask propagated) instead of `u`.
@@ -290,6 +296,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
         score_activation="softplus",
         use_attenuation=True,
         use_feature_axis=True,
+        aggregation="sum",
         return_sequences=False,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
@@ -297,6 +304,8 @@ class DualAxialSelfAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         utils.check_choice("DualAxialSelfAttention", "score_activation", score_activation, _SCORE_ACTIVATIONS)
+        utils.check_choice("DualAxialSelfAttention", "aggregation", aggregation, _AGGREGATIONS)
+        self.aggregation = aggregation
         self.score_activation = score_activation
         self.use_attenuation = use_attenuation
         self.use_feature_axis = use_feature_axis
@@ -350,8 +359,11 @@ class DualAxialSelfAttention(keras.layers.Layer):
             fused = fused * ops.expand_dims(ops.cast(mask, "float32"), -1)
         if self.return_sequences:
             outputs = fused
-        else:
+        elif self.aggregation == "sum":
             outputs = ops.tanh(ops.sum(fused, axis=1))
+        else:
+            tokens = ops.sum(utils.float_mask(mask, fused), axis=1, keepdims=True)
+            outputs = ops.tanh(ops.sum(fused, axis=1) / ops.maximum(tokens, 1.0))
         outputs = ops.cast(outputs, self.compute_dtype)
         if return_attention_scores:
             return outputs, maps
@@ -379,6 +391,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
                 "score_activation": self.score_activation,
                 "use_attenuation": self.use_attenuation,
                 "use_feature_axis": self.use_feature_axis,
+                "aggregation": self.aggregation,
                 "return_sequences": self.return_sequences,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),

@@ -25,6 +25,7 @@ def build_dual_axial_classifier(
     embedding_dim=100,
     fc_units=256,
     variant="dual_axial",
+    aggregation="sum",
     name="dual_axial",
 ):
     """Embedding plus bigram embedding, `DualAxialSelfAttention`, FC with sigmoid, softmax.
@@ -34,7 +35,8 @@ def build_dual_axial_classifier(
     `bigram_buckets`). `variant` picks the paper's ablations of Table 3:
     "dual_axial", "softmax" (Dual-axial SA w/ softmax), "text_axial" (Text-axial SA),
     "text_axial_no_attenuation". Sizes the paper does not give: embedding 100 and
-    |fc| 256. The feature axis needs a static `sequence_length`.
+    |fc| 256. The feature axis needs a static `sequence_length`. `aggregation="mean"`
+    replaces Eq. 13's sum over tokens by a mean (see `DualAxialSelfAttention`), for long texts.
     """
     if variant not in VARIANTS:
         raise ValueError(f"`variant` must be one of {sorted(VARIANTS)}. Received: variant={variant!r}")
@@ -51,7 +53,7 @@ def build_dual_axial_classifier(
         x = keras.layers.Add(name="add_bigrams")([x, bigram_vectors])
     # The padding mask is given explicitly: a Keras mask would not survive the Add with the
     # (unmasked) bigram embeddings, and the attention would then run over padding (Eq. 11's mu).
-    x = DualAxialSelfAttention(name="attention", **options)(x, mask=padding_mask(ids))
+    x = DualAxialSelfAttention(aggregation=aggregation, name="attention", **options)(x, mask=padding_mask(ids))
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 

@@ -212,7 +212,7 @@ def train(
     """Train `model` on `data` and write a run folder at `output` (see the module docstring).
 
     Args:
-        model: a name of `keras_textattn.models.BUILDERS`.
+        model: a name of `keras_textattn.models.SPECS`.
         data: a TFDS name, a local CSV/TSV file, or a dict of split name to
             `LocalFile` (for files in different formats); `test_data`: a local test
             file in the format of `data`.
@@ -234,8 +234,13 @@ def train(
             order under a tf.distribute strategy differs from a single device's, so
             compare strategies with `shuffle=False`.
         distribute: None, "mirrored" or "multi-worker" (see `make_strategy`).
-        checkpoint_every: also back up every N steps (default: every epoch).
-        overwrite: replace a finished run; an unfinished one is resumed otherwise.
+        checkpoint_every: also back up every N steps (the end of every epoch always is).
+        overwrite: replace the run at `output` (finished, or unfinished to start it
+            again); the old run is kept aside until the new one is written, and
+            restored if it fails. Without it a finished run is refused and an unfinished
+            one resumed, if its arguments (run.json) are these. A folder that holds
+            anything a run folder does not is refused either way, and a folder in
+            use by another process (a lock beside it) too. See README, "What happens when...".
 
     Returns:
         The metrics dict written to metrics.json.

@@ -12,23 +12,15 @@ import numpy as np
 import pytest
 
 from keras_textattn.models import build_model
+from tests.small_models import SMALL
 
-SMALL = {
-    "scalable_attention": {"embedding_dim": 8, "fc_units": 8},
-    "dual_axial": {"embedding_dim": 8, "fc_units": 8},
-    "hcan": {"units": 8, "num_heads": 2},
-    "lama": {"embedding_dim": 8, "gru_units": 4, "num_heads": 3, "mlp_units": 8},
-    "cspan": {"embedding_dim": 8, "num_queries": 2},
-    "transformer": {"units": 8, "num_heads": 2, "feedforward_units": 16},
-    "bigru": {"embedding_dim": 8, "gru_units": 4},
-    "kim_cnn": {"embedding_dim": 8, "filters": 4},
-}
 LENGTH, SENTENCES, VOCABULARY, BUCKETS = 8, 3, 40, 16
 CASES = [(name, {}) for name in sorted(SMALL)] + [
     ("dual_axial", {"bigram_buckets": BUCKETS}),  # the paper's setting and the training default
     ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "softmax"}),
     ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "text_axial"}),
     ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "text_axial_no_attenuation"}),
+    ("dual_axial", {"bigram_buckets": BUCKETS, "aggregation": "mean"}),
     ("hcan", {"hierarchical": False}),
     ("hcan", {"parallel": False, "pooling": "max"}),
     ("lama", {"use_context": True}),

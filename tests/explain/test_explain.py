@@ -13,8 +13,6 @@ from keras_textattn.explain import write_top_tokens
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
 
-# One xdist worker runs every test that shares the trained runs of tests/conftest.py.
-pytestmark = pytest.mark.xdist_group("trained_runs")
 
 
 TEXTS = [

@@ -27,7 +27,6 @@ from keras_textattn.run_folder import save_run
 from tests.conftest import ag_news_files
 
 # One xdist worker runs every test that shares the trained runs of tests/conftest.py.
-pytestmark = pytest.mark.xdist_group("trained_runs")
 
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")

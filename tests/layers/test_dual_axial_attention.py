@@ -75,6 +75,7 @@ MASK = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] + [0] * 5], bool)
         (DualAxialSelfAttention, {}, (8,), False, True),
         (DualAxialSelfAttention, {"return_sequences": True}, (7, 8), True, True),
         (DualAxialSelfAttention, {"use_feature_axis": False}, (8,), False, False),
+        (DualAxialSelfAttention, {"use_feature_axis": False, "aggregation": "mean"}, (8,), False, False),
     ],
 )
 def test_layer_contract(layer_cls, init_kwargs, output_shape, propagates, static, tmp_path):
@@ -111,10 +112,11 @@ def test_feature_axial_matches_reference():
     np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), feature_axial_reference(x, MASK, kernels), rtol=1e-5, atol=1e-6)
 
 
-def test_dual_axial_matches_reference():
+@pytest.mark.parametrize("aggregation", ["sum", "mean"])
+def test_dual_axial_matches_reference(aggregation):
     rng = np.random.default_rng(2)
     x = rng.normal(size=X_SHAPE).astype("float32")
-    layer = DualAxialSelfAttention()
+    layer = DualAxialSelfAttention(aggregation=aggregation)
     layer.build(x.shape)
     set_random_weights(layer, rng, scale=0.3)
     npy = keras.ops.convert_to_numpy
@@ -131,7 +133,8 @@ def test_dual_axial_matches_reference():
         for i in np.flatnonzero(MASK[n]):
             f = ref.sigmoid(W_f @ feature[n, i] + W_t @ text[n, i] + b)  # Eq. 12
             total = total + f * text[n, i] + (1 - f) * feature[n, i]
-        expected[n] = np.tanh(total)  # Eq. 13
+        # Eq. 13; "mean" divides the sum by the number of real tokens (our option for long texts).
+        expected[n] = np.tanh(total if aggregation == "sum" else total / MASK[n].sum())
     np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), expected, rtol=1e-5, atol=1e-6)
 
 
@@ -208,6 +211,7 @@ def test_never_materialises_n_n_d():
         (TextAxialSelfAttention, {"attenuation_c": 1.0}, r"attenuation_c > 1.*attenuation_c=1.0"),
         (TextAxialSelfAttention, {"attenuation_w": -1.0}, r"attenuation_w >= 0"),
         (DualAxialSelfAttention, {"score_activation": "sigmoid"}, r"score_activation.*sigmoid"),
+        (DualAxialSelfAttention, {"aggregation": "max"}, r"aggregation` must be one of \['mean', 'sum'\].*'max'"),
     ],
 )
 def test_invalid_arguments(layer_cls, kwargs, message):

@@ -9,18 +9,9 @@ from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
 from keras_textattn.models.dual_axial import VARIANTS
 from keras_textattn.text import TextEncoder
+from tests.small_models import SMALL
 
 TEXTS = ["A great film. Loved it!", "Dull and slow. Bad acting?", "", "fine"]
-SMALL = {
-    "scalable_attention": {"embedding_dim": 8, "fc_units": 8},
-    "dual_axial": {"embedding_dim": 8, "fc_units": 8},
-    "hcan": {"units": 8, "num_heads": 2},
-    "lama": {"embedding_dim": 8, "gru_units": 4, "num_heads": 3, "mlp_units": 8},
-    "cspan": {"embedding_dim": 8, "num_queries": 2},
-    "transformer": {"units": 8, "num_heads": 2, "feedforward_units": 16},
-    "bigru": {"embedding_dim": 8, "gru_units": 4},
-    "kim_cnn": {"embedding_dim": 8, "filters": 4},
-}
 
 
 def _encoder(name):
@@ -104,7 +95,7 @@ def test_lama_is_more_compact_than_the_transformer_encoder():
 
 def test_specs_describe_their_builders():
     """Each spec's encoder gives its builder the inputs it reads, from the spec alone."""
-    assert sorted(SPECS) == sorted(BUILDERS)
+    assert sorted(SPECS) == sorted(BUILDERS) == sorted(SMALL)
     for name, spec in SPECS.items():
         assert spec.name == name and "vocabulary_size" in spec.builder_arguments()
         assert set(spec.cpu_defaults) <= set(spec.builder_arguments()), name

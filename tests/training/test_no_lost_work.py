@@ -30,6 +30,7 @@ from keras_textattn.tuning.search import _check_same_search
 from .test_train import SMALL_SCALABLE
 from .test_train import TIMEOUT
 from .test_train import _command
+from .test_train import _kill_when
 from .test_train import _metrics
 from .test_train import _run
 
@@ -123,25 +124,6 @@ def test_export_never_writes_over_its_run(run_copy, tmp_path, capsys, where):
 
 
 # ------------------------------------------------------ late kills (3) and (4)
-def _kill_when(args, ready, sig=signal.SIGKILL, timeout=TIMEOUT):
-    """Run `keras-textattn train ARGS` and send it `sig` as soon as `ready()` is true;
-    returns its stderr."""
-    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if process.poll() is not None:
-                pytest.fail("the run ended before the moment to stop it: " + process.stderr.read()[-2000:])
-            if time.monotonic() > deadline:
-                pytest.fail("the moment to stop the run did not come within the time limit")
-            time.sleep(0.02)
-        process.send_signal(sig)
-        return process.communicate(timeout=120)[1]
-    finally:
-        process.kill()
-        process.wait()
-
-
 @pytest.mark.parametrize(
     "epochs, sig",
     [

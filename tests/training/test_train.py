@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import keras
@@ -115,7 +116,7 @@ def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
     width 64, not the paper's 15 sentences x 256 words x 512 (which did not finish an epoch
     in 18 minutes on 2 cores)."""
     output = tmp_path / "run"
-    args = ["train", "--model", "hcan", "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
+    args = ["train", "--model", "hcan", "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", str(output),
             "--epochs", "1", "--max-tokens", "3000"]
     assert main(args) == 0
     assert ("Chosen from the training texts (95th percentile; give --sequence-length / --max-sentences to set): "
@@ -131,30 +132,36 @@ def _checkpoints(output):
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
-def _kill_when(args, ready, timeout=TIMEOUT):
-    """Start a training process, SIGKILL it as soon as `ready()` is true."""
-    process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if ready():
-                process.send_signal(signal.SIGKILL)
-                process.wait()
-                return
-            if process.poll() is not None:
-                pytest.fail("the run ended before it could be killed: " + process.stderr.read()[-2000:])
-            time.sleep(0.05)
-        pytest.fail("the moment to kill the run did not come within the time limit")
-    finally:
-        process.kill()
-        process.wait()
+def _kill_when(args, ready, sig=signal.SIGKILL, timeout=TIMEOUT):
+    """Run `keras-textattn train ARGS` and send it `sig` as soon as `ready()` is true;
+    returns what it printed on stderr (kept in a file: a full pipe would stall it)."""
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(_command(*args), stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        try:
+            deadline = time.monotonic() + timeout
+            while not ready():
+                if process.poll() is not None:
+                    stderr.seek(0)
+                    pytest.fail("the run ended before the moment to stop it: " + stderr.read()[-2000:])
+                if time.monotonic() > deadline:
+                    pytest.fail("the moment to stop the run did not come within the time limit")
+                time.sleep(0.02)
+            process.send_signal(sig)
+            process.wait(timeout=120)
+        finally:
+            process.kill()
+            process.wait()
+        stderr.seek(0)
+        return stderr.read()
 
 
-def test_killed_run_resumes_from_its_checkpoint(sst2, tmp_path):
+def test_killed_run_resumes_from_its_checkpoint(shared_data, tmp_path):
     output = str(tmp_path / "run")
-    # 390 batches an epoch, a checkpoint every 50: killed after the second epoch's second checkpoint.
-    args = [*SMALL_SCALABLE, *sst2, "--output", output, "--epochs", "2", "--batch-size", "16", "--checkpoint-every", "50"]
-    _kill_when(args, lambda: "epoch-0001-batch-000100.weights.h5" in _checkpoints(output))
+    # SST-2's test sentences: 103 batches an epoch, a checkpoint every 20: killed after the second
+    # epoch's second checkpoint.
+    sst2 = ["--data", str(shared_data / "sst2" / "test.csv.gz"), "--test-data", str(shared_data / "sst2" / "dev.csv.gz")]
+    args = [*SMALL_SCALABLE, *sst2, "--output", output, "--epochs", "2", "--batch-size", "16", "--checkpoint-every", "20"]
+    _kill_when(args, lambda: "epoch-0001-batch-000040.weights.h5" in _checkpoints(output))
     assert not os.path.exists(os.path.join(output, "metrics.json"))
     # A file damaged on disk is skipped for the checkpoint before it.
     newest = os.path.join(output, "backup", _checkpoints(output)[-1])
