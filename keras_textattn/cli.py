@@ -1,6 +1,7 @@
 """`keras-textattn train|export|tune|explain ...`: the command line."""
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -27,6 +28,8 @@ def _column(text):
 def _data_arguments(parser):
     data = parser.add_argument_group("local files")
     data.add_argument("--test-data", help="a test file in the same format as --data")
+    data.add_argument("--validation-data", help="a validation file in the same format as --data "
+                                                "(default: --validation-fraction of the training rows)")
     data.add_argument("--text-column", type=_column, action="append", help="name or index; repeat to join columns")
     data.add_argument("--label-column", type=_column, help="name or index (default: label)")
     data.add_argument("--no-header", action="store_true", help="the files have no header row")
@@ -39,6 +42,7 @@ def _data_options(args):
     """The `train()` / `tune()` keyword arguments of `_data_arguments`."""
     return dict(
         test_data=args.test_data,
+        validation_data=args.validation_data,
         text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
         label_column=args.label_column,
         header=not args.no_header,
@@ -48,17 +52,27 @@ def _data_options(args):
     )
 
 
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """`--help` shows each option's default, where it has one."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False, []):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
     commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train a model and write a run folder")
+    subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults)
+    train = subcommand("train", help="train a model and write a run folder")
     train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
     train.add_argument("--data", required=True, help="a TFDS name (e.g. imdb_reviews) or a CSV/TSV file (plain or .gz)")
     train.add_argument("--output", required=True, help="the run folder")
     _data_arguments(train)
     text = train.add_argument_group("text encoder")
-    text.add_argument("--max-tokens", type=int, default=20000)
-    text.add_argument("--min-frequency", type=int, default=1)
+    text.add_argument("--max-tokens", type=int, default=20000, help="vocabulary size, padding and unknown included")
+    text.add_argument("--min-frequency", type=int, default=1, help="rarer words are unknown")
     text.add_argument("--sequence-length", type=int,
                       help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
                            "training texts, 8 to 256 (hcan: 8 to 64)")
@@ -70,26 +84,28 @@ def _parser():
                           "or paper (the papers' sizes)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
-    fit.add_argument("--epochs", type=int, default=3)
+    fit.add_argument("--epochs", type=int, default=3, help="passes over the training data")
     fit.add_argument("--batch-size", type=int, default=32, help="global batch size")
-    fit.add_argument("--learning-rate", type=float, default=1e-3)
-    fit.add_argument("--validation-fraction", type=float, default=0.1)
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's")
+    fit.add_argument("--validation-fraction", type=float, default=0.1,
+                     help="of the training rows, held out (by a seeded hash) when the data has no validation split")
+    fit.add_argument("--seed", type=int, default=0, help="for the weights, the shuffling and the validation rows")
     fit.add_argument("--no-shuffle", action="store_true", help="keep the training rows in file order")
     fit.add_argument("--distribute", choices=["none", "mirrored", "multi-worker"], default="none")
     fit.add_argument("--cpu-devices", type=int, help="split the CPU into N logical devices (mirrored without GPUs)")
-    fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (default: every epoch)")
-    fit.add_argument("--overwrite", action="store_true", help="replace a finished run in --output")
+    fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (every epoch's end always is)")
+    fit.add_argument("--overwrite", action="store_true",
+                     help="replace the run in --output (kept until the new one is written; see README)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    export = commands.add_parser("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
+    export = subcommand("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
     export.add_argument("--run", required=True, help="a run folder written by `train`")
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
     export.add_argument("--output", required=True, help="the folder to write (TF Serving: <models>/<name>/<version>)")
     export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
     export.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
-    tune = commands.add_parser("tune", help="search hyperparameters with keras-tuner")
+    tune = subcommand("tune", help="search hyperparameters with keras-tuner")
     tune.add_argument("--config", required=True, help="a tuner config, e.g. tuner_configs/lama.yaml")
     tune.add_argument("--data", required=True, help="a TFDS name or a CSV/TSV file, as for train")
     tune.add_argument("--directory", required=True, help="the search folder; rerun the same command to resume")
@@ -100,7 +116,7 @@ def _parser():
     tune.add_argument("--quiet", action="store_true", help="no progress bars")
     _data_arguments(tune)
 
-    explain = commands.add_parser("explain", help="show what a trained model attends to")
+    explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain")
     explain.add_argument("--data", help="also explain the texts of a CSV file (header with a text column)")

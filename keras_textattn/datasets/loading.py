@@ -136,13 +136,14 @@ def is_local_path(source):
     return os.path.exists(source) or source.lower().endswith(DATA_SUFFIXES) or source.startswith((".", "/", "~"))
 
 
-def resolve_source(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0):
+def resolve_source(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
+                   validation_data=None):
     """The `load_dataset` arguments for a run's data: `(source, splits, tfds_text_column)`.
 
-    `data` is a TFDS name, a local file (then `test_data` is a test file in the same
-    format, read with the same column options), a `LocalFile`, or a dict of split
-    name to `LocalFile`. A validation split is always asked for (carved from train
-    when the source has none).
+    `data` is a TFDS name, a local file (then `test_data` and `validation_data` are
+    files in the same format, read with the same column options), a `LocalFile`, or a
+    dict of split name to `LocalFile`. A validation split is always asked for (carved
+    from train when the source has none).
     """
     if data is None:
         raise DataError("no data: give a TFDS name or a CSV/TSV file")
@@ -152,6 +153,9 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
         return data, tuple(data) + ("validation",), None
     data = os.fspath(data)
     if not is_local_path(data):
+        if validation_data is not None:
+            raise DataError("a validation file (--validation-data) goes with a local training file; "
+                            f"{data!r} is a TFDS name, whose validation split is used or carved")
         return data, ("train", "validation", "test"), text_column
     options = dict(header=header, label_offset=label_offset)
     if text_column is not None:
@@ -161,14 +165,18 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
     source = {"train": LocalFile(data, **options)}
     if test_data:
         source["test"] = LocalFile(os.fspath(test_data), **options)
-    return source, tuple(source) + ("validation",), None
+    if validation_data:
+        source["validation"] = LocalFile(os.fspath(validation_data), **options)
+    return source, tuple(dict.fromkeys([*source, "validation"])), None
 
 
 def load_labelled_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
-                       label_names=None, data_dir=None, validation_fraction=0.1, seed=0):
-    """`(dataset, source)`: the splits of a run (train, a seeded validation carve, test if
-    there is one) from `train()`'s data arguments (see `resolve_source`)."""
-    source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset)
+                       label_names=None, data_dir=None, validation_fraction=0.1, seed=0, validation_data=None):
+    """`(dataset, source)`: the splits of a run (train, the validation file or a seeded
+    validation carve, test if there is one) from `train()`'s data arguments (see
+    `resolve_source`)."""
+    source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset,
+                                                      validation_data)
     dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
                            text_column=tfds_text_column, label_names=label_names)
     return dataset, source

@@ -1,5 +1,7 @@
 """Batches of encoded texts for training and evaluation (TensorFlow backend only)."""
 
+import math
+
 import tensorflow as tf
 
 
@@ -12,6 +14,7 @@ def make_batches(
     seed=0,
     cache=True,
     bucket_boundaries=None,
+    rows=None,
 ):
     """`(text, label)` rows to prefetched batches of `(token_ids, label)`.
 
@@ -27,6 +30,9 @@ def make_batches(
         cache: keep the raw rows in memory after the first pass.
         bucket_boundaries: word counts; when given, texts of similar length are
             batched together (less padding for long, uneven texts such as IMDB).
+        rows: the number of rows, when known: the batches then have a known
+            cardinality (Keras shows the epoch's length and does not warn that the
+            data "ran out" at its end). Not with `bucket_boundaries`.
 
     Returns:
         A `tf.data.Dataset` of `(ids, labels)`; `ids` is `(token_ids, bigram_ids)`
@@ -44,6 +50,8 @@ def make_batches(
         )
     else:
         dataset = dataset.batch(batch_size)
+        if rows is not None:
+            dataset = dataset.apply(tf.data.experimental.assert_cardinality(math.ceil(rows / batch_size)))
     dataset = dataset.map(
         lambda texts, labels: (encoder(texts), labels),
         num_parallel_calls=tf.data.AUTOTUNE,

@@ -41,7 +41,7 @@ from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
-RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "text_column", "label_column", "header", "label_offset", "label_names",
+RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header", "label_offset", "label_names",
                  "data_dir", "model_kwargs", "max_tokens", "min_frequency", "sequence_length", "max_sentences",
                  "bigram_buckets", "batch_size", "learning_rate", "validation_fraction", "seed", "shuffle")
 
@@ -185,6 +185,7 @@ def train(
     output="runs/run",
     *,
     test_data=None,
+    validation_data=None,
     text_column=None,
     label_column=None,
     header=True,
@@ -214,8 +215,9 @@ def train(
     Args:
         model: a name of `keras_textattn.models.SPECS`.
         data: a TFDS name, a local CSV/TSV file, or a dict of split name to
-            `LocalFile` (for files in different formats); `test_data`: a local test
-            file in the format of `data`.
+            `LocalFile` (for files in different formats); `test_data`,
+            `validation_data`: local files in the format of `data` (without a
+            validation file, `validation_fraction` of the training rows is held out).
         text_column: the text column(s) of local files, or the TFDS text feature(s).
         label_column, header, label_offset, label_names: for local files (see
             `LocalFile`); `data_dir`: for TFDS.
@@ -261,7 +263,7 @@ def train(
     if bigram_buckets is not None and not spec.bigrams:
         raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read bigrams; {model} does not")
     arguments = _jsonable(dict(
-        model=model, preset=preset, data=data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+        model=model, preset=preset, data=data, test_data=test_data, validation_data=validation_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir, model_kwargs=model_kwargs,
         max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length,
         max_sentences=max_sentences, bigram_buckets=bigram_buckets, batch_size=batch_size,
@@ -272,7 +274,7 @@ def train(
     _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
     # Bad data fails here, before anything on disk changes.
     dataset, source = load_labelled_data(
-        data, test_data=test_data, text_column=text_column, label_column=label_column, header=header,
+        data, test_data=test_data, validation_data=validation_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir,
         validation_fraction=validation_fraction, seed=seed,
     )
@@ -349,9 +351,10 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         )
 
     seed = arguments["seed"]
-    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=arguments["shuffle"], seed=seed)
-    validation_batches = make_batches(dataset["validation"], encoder, batch_size)
-    examples = sum(1 for _ in dataset["train"])
+    examples = _count(dataset["train"])
+    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=arguments["shuffle"], seed=seed,
+                                 rows=examples)
+    validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=_count(dataset["validation"]))
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
     if distribute == "multi-worker":
@@ -387,10 +390,12 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
                 )
         history = _read_history(history_path)
 
-    accuracy = {}
+    accuracy, rows = {}, {}
     for split in ("train", "validation", "test"):
         if split in dataset.splits:
-            results = classifier.evaluate(make_batches(dataset[split], encoder, batch_size), verbose=0, return_dict=True)
+            rows[split] = _count(dataset[split])
+            batches = make_batches(dataset[split], encoder, batch_size, rows=rows[split])
+            results = classifier.evaluate(batches, verbose=0, return_dict=True)
             accuracy[split] = float(results["accuracy"])
     seconds = history.get("seconds", [])
     metrics = {
@@ -400,6 +405,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
+        "rows": rows,
         "history": history,
         "seconds_per_epoch": seconds,
         "examples_per_second": float(examples / np.mean(seconds)) if seconds else None,
@@ -466,6 +472,12 @@ def _build(spec, num_classes, encoder, model_kwargs, given):
             raise
         raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
                        f"{', '.join(spec.builder_arguments())}") from None
+
+
+def _count(rows):
+    """The number of rows of a dataset: its cardinality if known, else one pass."""
+    known = int(rows.cardinality())
+    return known if known >= 0 else int(rows.reduce(0, lambda count, _: count + 1))
 
 
 def _keep_history_before(path, epoch):

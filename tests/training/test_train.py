@@ -56,6 +56,8 @@ def sst2(shared_data):
         (["--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read bigrams; lama does not"),
         # TFDS names with a config or a version are names, not missing files.
         (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
+        (["--data", "imdb_reviews", "--validation-data", "dev.csv"], "a validation file (--validation-data) goes with a "
+                                                                     "local training file; 'imdb_reviews' is a TFDS name"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monkeypatch, extra, message):
@@ -65,6 +67,16 @@ def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monke
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(error) == 1 and error[0].startswith("keras-textattn: error:") and message in error[0]
+
+
+def test_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert exit_.value.code == 0
+    for default in ("passes over the training data (default: 3)", "global batch size (default: 32)", "(default: 0.001)",
+                    "(default: cpu)"):
+        assert default in shown, default
 
 
 def test_an_internal_error_keeps_its_traceback(monkeypatch, tmp_path):
@@ -90,6 +102,8 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
     output = str(tmp_path / "run")
     args = ["train", *SMALL_SCALABLE, "--data", sst2[1], "--output", output, "--epochs", "1"]
     assert main(args) == 0
+    # The batches have a known length: Keras neither shows "Unknown" steps nor warns that the data ran out.
+    assert "ran out of data" not in capsys.readouterr().err
     first = _metrics(output)
     assert sorted(os.listdir(output)) == sorted(
         ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json", "model.keras", "run.json", "vocabulary.txt"]
@@ -109,6 +123,16 @@ def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
     encoder = keras.models.load_model(os.path.join(output, "encoder.keras"))
     texts = tf.constant(["a gripping , beautiful film", "dull and lifeless"])
     assert model(encoder(texts)).shape == (2, 2)
+
+
+def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
+    """SST-2's own dev file validates; then every training row trains (none is held out)."""
+    output = tmp_path / "run"
+    assert main(["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
+                 "--validation-data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1"]) == 0
+    metrics = _metrics(output)
+    assert metrics["rows"] == {"train": 1821, "validation": 872}
+    assert metrics["data"]["validation"].endswith("dev.csv.gz")
 
 
 def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
