@@ -6,13 +6,33 @@ import html
 import numpy as np
 
 
+LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
+UNIFORM = 0.3  # the opacity of every word of a row whose weights are all equal
+WORD, SENTENCE = "220, 50, 32", "32, 90, 220"  # RGB of the shading
+
+
+def shades(weights):
+    """The opacity of each weight of one row: its place between the row's smallest and
+    largest weight, from `LIGHTEST` to `DARKEST`.
+
+    Attention over a sentence is often close to uniform (0.07-0.08 per word): shaded by
+    `weight / max`, every word got the same strong colour; the row's range shows which
+    words the head prefers. A row of equal weights gets one light shade (`UNIFORM`).
+    """
+    weights = np.asarray(weights, "float64")
+    if not len(weights):
+        return weights
+    low, high = float(weights.min()), float(weights.max())
+    if high - low <= 1e-9 * max(abs(high), 1.0):
+        return np.full(len(weights), UNIFORM)
+    return LIGHTEST + (DARKEST - LIGHTEST) * (weights - low) / (high - low)
+
+
 def _highlighted(text, spans, weights, colour):
-    """`text` with each span's background shaded by its weight (scaled to the row's maximum)."""
-    top = max(float(np.max(weights)), 1e-12) if len(weights) else 1.0
+    """`text` with each span's background shaded by `shades(weights)`; hover shows the weight."""
     parts, cursor = [], 0
-    for span, weight in zip(spans, weights):
+    for span, weight, alpha in zip(spans, weights, shades(weights)):
         parts.append(html.escape(text[cursor : span["start"]]))
-        alpha = float(weight) / top
         parts.append(
             f'<span class="w" style="background: rgba({colour}, {alpha:.3f})" title="{float(weight):.4f}">'
             f"{html.escape(text[span['start']:span['end']])}</span>"
@@ -22,34 +42,53 @@ def _highlighted(text, spans, weights, colour):
     return "".join(parts)
 
 
+def _rows(name, weights, text, spans, colour, unit):
+    """The lines of one attention map: one line for a single row; for several rows (heads,
+    queries), their mean first and the rows themselves folded away."""
+    def line(label, row):
+        scale = f"{float(np.min(row)):.3f}-{float(np.max(row)):.3f}" if len(row) else ""
+        return (f'<div class="row"><div class="label">{html.escape(label)}<br><small>{scale}</small></div>'
+                f'<div class="text">{_highlighted(text, spans, row, colour)}</div></div>')
+
+    weights = np.asarray(weights)
+    if len(weights) == 1:
+        return line(f"{name}{unit}", weights[0])
+    folded = "".join(line(f"{name} [{index}]{unit}", row) for index, row in enumerate(weights))
+    return (line(f"{name}{unit}, mean of {len(weights)}", weights.mean(0))
+            + f"<details><summary>{len(weights)} rows of {html.escape(name)}</summary>{folded}</details>")
+
+
 def to_html(explanations, title="Attention"):
-    """One self-contained HTML page (no external assets): for each text, its prediction,
-    then one line per attention map row (head / query) with the words shaded by weight;
-    for HCAN also one line per head with the sentences shaded."""
+    """One self-contained HTML page (no external assets, no script): for each text, its
+    prediction, then each attention map's words shaded by weight (`shades`: darkest for the
+    row's largest weight, lightest for its smallest; the range is printed under the map's
+    name, and a word's weight shows on hover). A map with several heads or queries shows their
+    mean first and folds the heads away. For HCAN, the sentences are shaded the same way."""
     blocks = []
     for explanation in explanations:
         probabilities = ", ".join(f"{html.escape(name)} {p:.3f}" for name, p in explanation.probabilities.items())
-        rows = []
-        for name, weights in explanation.attention.items():
-            for index, row in enumerate(weights):
-                label = html.escape(name if len(weights) == 1 else f"{name} [{index}]")
-                rows.append(f'<tr><th>{label}</th><td>{_highlighted(explanation.text, explanation.tokens, row, "220, 50, 32")}</td></tr>')
-        for name, weights in explanation.sentence_attention.items():
-            for index, row in enumerate(weights):
-                label = html.escape(f"{name} [{index}] (sentences)")
-                rows.append(f'<tr><th>{label}</th><td>{_highlighted(explanation.text, explanation.sentences, row, "32, 90, 220")}</td></tr>')
+        rows = [_rows(name, weights, explanation.text, explanation.tokens, WORD, "")
+                for name, weights in explanation.attention.items()]
+        rows += [_rows(name, weights, explanation.text, explanation.sentences, SENTENCE, " (sentences)")
+                 for name, weights in explanation.sentence_attention.items()]
         blocks.append(
-            f'<section><h2>{html.escape(explanation.label)}</h2><p class="p">{probabilities}</p>'
-            f"<table>{''.join(rows)}</table></section>"
+            f'<section><h2>{html.escape(explanation.label)}</h2><p class="p">{probabilities}</p>{"".join(rows)}</section>'
         )
+    legend = (
+        '<p class="legend">Each line shades its words from <span class="w" style="background: '
+        f'rgba({WORD}, {LIGHTEST})">its smallest weight</span> to <span class="w" style="background: '
+        f'rgba({WORD}, {DARKEST})">its largest</span> (the numbers under its name); hover a word for its '
+        "weight.</p>"
+    )
     style = (
-        "body{font-family:sans-serif;margin:2em;max-width:70em}th{text-align:left;vertical-align:top;"
-        "padding-right:1em;font-weight:normal;color:#555;white-space:nowrap}td{padding:.3em 0;line-height:1.6}"
-        ".w{border-radius:3px}.p{color:#555}section{border-bottom:1px solid #ddd;padding-bottom:1em}"
+        "body{font-family:sans-serif;margin:2em;max-width:70em}.row{display:flex;margin:.2em 0}"
+        ".label{flex:0 0 14em;color:#555;padding-right:1em}.text{line-height:1.8}.w{border-radius:3px;padding:0 1px}"
+        ".p,.legend{color:#555}summary{color:#555;cursor:pointer;margin:.3em 0}"
+        "section{border-bottom:1px solid #ddd;padding-bottom:1em}"
     )
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{''.join(blocks)}</body></html>\n"
+        f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{legend}{''.join(blocks)}</body></html>\n"
     )
 
 

@@ -1,0 +1,96 @@
+"""The attention page as a person sees it: rendered by headless Chromium, read from its pixels."""
+
+import html.parser
+import shutil
+import subprocess
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from keras_textattn.explain import Explanation
+from keras_textattn.explain import to_html
+from keras_textattn.explain.render import DARKEST
+from keras_textattn.explain.render import LIGHTEST
+from keras_textattn.explain.render import WORD
+from keras_textattn.explain.render import shades
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium not installed (CI installs Debian's chromium: .ci/run)"
+)
+
+
+def _explanation(weights):
+    """A text of four words and one attention map of `weights` (rows, 4)."""
+    text = "stocks fell after earnings"
+    tokens, start = [], 0
+    for word in text.split():
+        start = text.index(word, start)
+        tokens.append({"token": word, "start": start, "end": start + len(word)})
+        start += len(word)
+    return Explanation(text=text, tokens=tokens, label="Business", probabilities={"Business": 0.9, "World": 0.1},
+                       attention={"attention": np.asarray(weights, "float64")})
+
+
+def test_shades_follow_the_row_range():
+    np.testing.assert_allclose(shades([0.07, 0.08, 0.075]), [LIGHTEST, DARKEST, (LIGHTEST + DARKEST) / 2])
+    assert set(shades([0.25] * 4)) == {0.3} and len(shades([])) == 0
+
+
+def test_heads_fold_away_behind_their_mean():
+    weights = np.random.default_rng(0).dirichlet(np.ones(4), size=15)
+    page = to_html([_explanation(weights)])
+
+    class Lines(html.parser.HTMLParser):
+        labels, in_details, folded = [], 0, 0
+
+        def handle_starttag(self, tag, attrs):
+            self.in_details += tag == "details"
+            if ("class", "label") in attrs:
+                self.folded += self.in_details > 0
+
+        def handle_endtag(self, tag):
+            self.in_details -= tag == "details"
+
+    lines = Lines()
+    lines.feed(page)
+    assert "attention, mean of 15" in page and "<summary>15 rows of attention</summary>" in page
+    assert lines.folded == 15  # every head inside <details>; the mean line outside
+    assert f"{weights.mean(0).min():.3f}-{weights.mean(0).max():.3f}" in page  # the mean line's range
+
+
+def _rendered(page, tmp_path, size=(900, 500)):
+    path = tmp_path / "page.html"
+    path.write_text(page, encoding="utf-8")
+    shot = tmp_path / "page.png"
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={size[0]},{size[1]}", f"--screenshot={shot}",
+         path.as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )
+    return (matplotlib.image.imread(shot)[..., :3] * 255).round()
+
+
+def _pixels_of(image, alpha):
+    """How many pixels show the word colour at `alpha` over the white page (within 4 levels)."""
+    colour = 255 - alpha * (255 - np.array([float(c) for c in WORD.split(",")]))
+    return int(np.sum(np.all(np.abs(image - colour) <= 4, axis=-1)))
+
+
+@needs_chromium
+def test_nearly_uniform_attention_is_readable_in_a_browser(tmp_path):
+    """Weights of 0.24-0.26 (close to uniform) must show as four clearly different shades,
+    the lightest almost white and the darkest strong red. Shaded by weight / max, as
+    before, all four were strong red (opacity 0.92-1.0)."""
+    weights = [0.24, 0.245, 0.255, 0.26]
+    image = _rendered(to_html([_explanation([weights])]), tmp_path)
+    counts = {round(float(alpha), 2): _pixels_of(image, alpha) for alpha in shades(weights)}
+    # Each word's box is about 15 x 40 pixels or more (glyphs cover part of it); the legend's
+    # two boxes add to the lightest and darkest counts only.
+    assert min(counts.values()) > 200, counts
+    assert sorted(counts) == [LIGHTEST, 0.27, 0.66, DARKEST]
+    colours = [255 - alpha * (255 - np.array([220.0, 50.0, 32.0])) for alpha in (LIGHTEST, DARKEST)]
+    assert np.abs(colours[0] - colours[1]).max() > 150  # almost white against strong red
