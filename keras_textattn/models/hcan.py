@@ -35,8 +35,8 @@ def build_hcan_classifier(
     num_classes,
     vocabulary_size=None,
     encoder=None,
+    sequence_length=None,
     max_sentences=None,
-    max_words=None,
     units=512,
     num_heads=8,
     dropout=0.1,
@@ -53,9 +53,10 @@ def build_hcan_classifier(
     Word hierarchy per sentence, sentence hierarchy per document (3.7); paper size
     512 with 8 heads; the word embeddings have size `units`.
 
-    Inputs: with `hierarchical=True` ids `(batch, max_sentences, max_words)` (an
-    encoder with `hierarchical=True` and fixed sizes, or the two sizes); else the
-    flat variant on `(batch, max_words)`. `parallel=False` (one self-attention) and
+    Inputs: with `hierarchical=True` ids `(batch, max_sentences, sequence_length)`,
+    `sequence_length` words per sentence (an encoder with `hierarchical=True` and fixed
+    sizes, whose `sequence_length` means the same, or the two sizes); else the flat
+    variant on `(batch, sequence_length)`. `parallel=False` (one self-attention) and
     `pooling="max"` are the paper's other Table 2 variants.
     """
     if pooling not in ("target", "max"):
@@ -63,30 +64,30 @@ def build_hcan_classifier(
     if encoder is not None:
         if encoder.hierarchical != hierarchical:
             raise ValueError(f"The encoder's hierarchical={encoder.hierarchical} must match hierarchical={hierarchical}.")
-        for name, value, encoder_value in (("max_sentences", max_sentences, encoder.max_sentences),
-                                           ("max_words", max_words, encoder.sequence_length)):
-            if value is not None and value != encoder_value:
-                raise ValueError(f"{name}={value} disagrees with the encoder's {encoder_value}; give one or the other")
-        max_sentences, max_words = encoder.max_sentences, encoder.sequence_length
-    if max_words is None or (hierarchical and max_sentences is None):
+        if max_sentences is not None and max_sentences != encoder.max_sentences:
+            raise ValueError(f"max_sentences={max_sentences} disagrees with the encoder's {encoder.max_sentences}; "
+                             "give one or the other")
+        max_sentences = encoder.max_sentences
+    words = encoder.sequence_length if encoder is not None else sequence_length
+    if words is None or (hierarchical and max_sentences is None):
         raise ValueError(
-            "HCAN's learned position embeddings need fixed sizes: give max_words (and max_sentences when "
+            "HCAN's learned position embeddings need fixed sizes: give sequence_length (and max_sentences when "
             "hierarchical), or an encoder with a fixed sequence_length (and max_sentences)."
         )
-    shape = (max_sentences, max_words) if hierarchical else None
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, max_words, hierarchical_shape=shape)
+    shape = (max_sentences, words) if hierarchical else None
+    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length,
+                                                     hierarchical_shape=shape)
     options = dict(units=units, num_heads=num_heads, dropout=dropout, parallel=parallel, pooling=pooling)
     embedding = keras.layers.Embedding(vocabulary_size, units, name="embedding")
     if not hierarchical:
-        x = _hierarchy(embedding(ids), padding_mask(ids), max_words, prefix="word", **options)
+        x = _hierarchy(embedding(ids), padding_mask(ids), words, prefix="word", **options)
         return keras.Model(inputs, classifier_head(x, num_classes), name=name)
-    words = ops.reshape(ids, (-1, max_words))  # every sentence a row: (batch * sentences, words)
-    sentence_vectors = _hierarchy(embedding(words), padding_mask(words), max_words, prefix="word", **options)
+    sentence_ids = ops.reshape(ids, (-1, words))  # every sentence a row: (batch * sentences, words)
+    sentence_vectors = _hierarchy(embedding(sentence_ids), padding_mask(sentence_ids), words, prefix="word", **options)
     sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
     sentence_mask = ops.any(padding_mask(ids), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 
 
-SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, length_argument="max_words",
-                 cpu_defaults={"units": 64, "num_heads": 4})
+SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, cpu_defaults={"units": 64, "num_heads": 4})

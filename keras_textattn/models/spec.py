@@ -21,8 +21,6 @@ class ModelSpec:
         bigrams: the model reads hashed bigram ids beside the token ids.
         hierarchical: the model reads `(sentences, words)` ids; a builder argument
             of that name (HCAN's flat variant) overrides it.
-        length_argument: the builder argument for tokens per text (words per
-            sentence when hierarchical; `max_sentences` is then passed too).
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
             minutes on 2 cores); the "paper" preset is the builder's own defaults.
     """
@@ -31,7 +29,6 @@ class ModelSpec:
     build: object
     bigrams: bool = False
     hierarchical: bool = False
-    length_argument: str = "sequence_length"
     cpu_defaults: dict = dataclasses.field(default_factory=dict)
 
     def builder_arguments(self):
@@ -54,7 +51,7 @@ class ModelSpec:
 
     def shape_arguments(self, encoder):
         """The builder arguments that must agree with `encoder`'s output shape."""
-        shape = {self.length_argument: encoder.sequence_length}
+        shape = {"sequence_length": encoder.sequence_length}  # words per sentence when hierarchical
         if encoder.hierarchical:
             shape["max_sentences"] = encoder.max_sentences
         if self.bigrams:

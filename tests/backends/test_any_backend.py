@@ -20,7 +20,7 @@ from ._tensorflow_only import refusals
 PAPER_MODELS = {
     "scalable_attention": ({"sequence_length": 10, "embedding_dim": 8, "fc_units": 8}, (10,)),
     "dual_axial": ({"sequence_length": 10, "embedding_dim": 8, "fc_units": 8}, (10,)),
-    "hcan": ({"max_sentences": 3, "max_words": 5, "units": 8, "num_heads": 2}, (3, 5)),
+    "hcan": ({"max_sentences": 3, "sequence_length": 5, "units": 8, "num_heads": 2}, (3, 5)),
     "lama": ({"embedding_dim": 8, "gru_units": 4, "num_heads": 3, "mlp_units": 8, "use_context": True}, (10,)),
     "cspan": ({"embedding_dim": 8, "num_queries": 2}, (10,)),
 }

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
 from tests.small_models import SMALL
 
@@ -32,11 +33,7 @@ CASES = [(name, {}) for name in sorted(SMALL)] + [
 
 
 def _shape_kwargs(name, kwargs):
-    if name != "hcan":
-        return {"sequence_length": LENGTH}
-    if kwargs.get("hierarchical", True):
-        return {"max_sentences": SENTENCES, "max_words": LENGTH}
-    return {"max_words": LENGTH}
+    return {"sequence_length": LENGTH, **({"max_sentences": SENTENCES} if SPECS[name].is_hierarchical(kwargs) else {})}
 
 
 def _padded_ids(shape, rng):

@@ -40,13 +40,7 @@ def test_raw_text_model_round_trip(name, tmp_path):
        ("hcan", {"parallel": False, "pooling": "max"}), ("scalable_attention", {"attention_activation": "softmax"})],
 )
 def test_variants_build_and_train_a_step(name, kwargs, tmp_path):
-    shape = {"max_sentences": 3, "max_words": 6} if name == "hcan" and kwargs.get("hierarchical", True) else {}
-    if name == "hcan" and not shape:
-        shape = {"max_words": 6}
-    else:
-        shape.setdefault("sequence_length", 6)
-    if name == "hcan":
-        shape.pop("sequence_length", None)
+    shape = {"sequence_length": 6, **({"max_sentences": 3} if get_spec(name).is_hierarchical(kwargs) else {})}
     model = build_model(name, 2, vocabulary_size=30, **shape, **{**SMALL[name], **kwargs})
     ids = np.random.default_rng(0).integers(0, 30, (4,) + tuple(model.inputs[0].shape[1:]))
     model.compile("adam", "sparse_categorical_crossentropy")
@@ -73,7 +67,7 @@ def test_builder_errors():
     with pytest.raises(ValueError, match="configuration"):
         build_model("cspan", 2, vocabulary_size=10, configuration="huge")
     with pytest.raises(ValueError, match="fixed sizes"):
-        build_model("hcan", 2, vocabulary_size=10, max_words=5)
+        build_model("hcan", 2, vocabulary_size=10, sequence_length=5)
     # An encoder fixes the shape: a disagreeing length is refused, not silently dropped.
     with pytest.raises(ValueError, match="sequence_length=7 disagrees with the encoder's sequence_length=6"):
         build_model("lama", 2, encoder=_encoder("lama"), sequence_length=7)
