@@ -84,7 +84,9 @@ def _parser():
                           "or paper (the papers' sizes)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
-    fit.add_argument("--epochs", type=int, default=3, help="passes over the training data")
+    fit.add_argument("--epochs", type=int, default=3, help="passes over the training data; the most, with early stopping")
+    fit.add_argument("--early-stopping", type=int, metavar="PATIENCE",
+                     help="stop after PATIENCE epochs without a lower validation loss; keep the best epoch's weights")
     fit.add_argument("--batch-size", type=int, default=32, help="global batch size")
     fit.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's")
     fit.add_argument("--validation-fraction", type=float, default=0.1,
@@ -172,6 +174,7 @@ def _train(args):
         max_sentences=args.max_sentences,
         bigram_buckets=args.bigram_buckets,
         epochs=args.epochs,
+        early_stopping=args.early_stopping,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
         validation_fraction=args.validation_fraction,

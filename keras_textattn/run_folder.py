@@ -23,8 +23,7 @@ import zipfile
 
 import keras
 
-from keras_textattn._files import FolderInUseError  # noqa: F401  (raised by `locked`)
-from keras_textattn._files import locked  # noqa: F401  (part of this module's interface)
+import keras_textattn.text  # noqa: F401  (registers TextEncoder, which encoder.keras holds)
 from keras_textattn._files import write_atomically
 from keras_textattn.errors import UserError
 from keras_textattn._files import write_text

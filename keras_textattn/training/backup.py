@@ -12,6 +12,7 @@ an epoch's end when it saves every N steps, and an empty metadata file stopped e
 resume.
 """
 
+import json
 import os
 import re
 import warnings
@@ -19,7 +20,9 @@ import warnings
 import keras
 
 from keras_textattn._files import write_atomically
+from keras_textattn._files import write_text
 from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import read_json
 
 _NAME = re.compile(r"^epoch-(\d{4,})-batch-(\d{6,})\.weights\.h5$")
 KEEP = 2
@@ -88,3 +91,47 @@ def restore(model, folder):
         return epoch
     raise RunError(f"no checkpoint of {folder} can be read ({', '.join(damaged)} are damaged); "
                    f"delete {folder} to start the run again from its first epoch")
+
+
+class BestEpoch(keras.callbacks.Callback):
+    """Early stopping on the validation loss, with the best epoch's weights kept on disk.
+
+    At each epoch's end, a lower validation loss than any before writes the weights to
+    `folder/best.weights.h5` and `{"epoch", "val_loss", "stopped"}` to `folder/best.json`;
+    `patience` epochs without a lower one stop training (`"stopped": true`). The state is
+    on disk, so a resumed run counts on from where the killed one was, and one that had
+    stopped does not train again. Give it a place before the epoch's checkpoint
+    (`RunBackup`) among the callbacks.
+    """
+
+    def __init__(self, folder, patience):
+        super().__init__()
+        self.folder = folder
+        self.patience = patience
+        self.state_path = os.path.join(folder, "best.json")
+        self.weights_path = os.path.join(folder, "best.weights.h5")
+        self.best = read_json(self.state_path) if os.path.exists(self.state_path) else None
+
+    @property
+    def stopped(self):
+        return bool(self.best and self.best["stopped"])
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("val_loss")
+        if loss is None:
+            raise RunError("early stopping needs a validation loss; the run has no validation data")
+        os.makedirs(self.folder, exist_ok=True)
+        if self.best is None or loss < self.best["val_loss"]:
+            write_atomically(self.weights_path, lambda temporary: self.model.save_weights(temporary))
+            self.best = {"epoch": epoch, "val_loss": float(loss), "stopped": False}
+        elif epoch - self.best["epoch"] >= self.patience:
+            self.best["stopped"] = True
+            self.model.stop_training = True
+        write_text(self.state_path, json.dumps(self.best))
+
+    def restore_best(self):
+        """Load the best epoch's weights into the model; returns that epoch (None without one)."""
+        if self.best is None:
+            return None
+        self.model.load_weights(self.weights_path)
+        return self.best["epoch"]

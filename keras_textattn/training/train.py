@@ -37,6 +37,7 @@ from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
+from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
 
@@ -200,6 +201,7 @@ def train(
     max_sentences=None,
     bigram_buckets=None,
     epochs=3,
+    early_stopping=None,
     batch_size=32,
     learning_rate=1e-3,
     validation_fraction=0.1,
@@ -231,7 +233,12 @@ def train(
             model gets `bigram_buckets` hashed bigrams. `sequence_length` and
             `max_sentences` default to the 95th percentile of the training texts
             (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
-        epochs, batch_size (global), learning_rate, validation_fraction, seed.
+        epochs: the most epochs to train.
+        early_stopping: a patience: stop when that many epochs pass without a lower
+            validation loss, and keep the weights of the epoch with the lowest one
+            (`metrics.json`: `best_epoch`, `stopped_early`). Survives a kill and resume.
+            None: train every epoch, keep the last weights.
+        batch_size (global), learning_rate, validation_fraction, seed.
         shuffle: shuffle the training rows each epoch (with `seed`). The shuffled
             order under a tf.distribute strategy differs from a single device's, so
             compare strategies with `shuffle=False`.
@@ -253,7 +260,10 @@ def train(
     if preset not in PRESETS:
         raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
     _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
-                    max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every)
+                    max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every,
+                    early_stopping=early_stopping)
+    if early_stopping is not None and distribute == "multi-worker":
+        raise RunError("early stopping (--early-stopping) is not available with --distribute multi-worker")
     if not all(isinstance(v, int) for v in (epochs, batch_size)):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     model_kwargs = dict(model_kwargs or {})
@@ -285,7 +295,7 @@ def train(
         keras.utils.set_random_seed(seed)
         run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
                    resume=state == "resume", arguments=arguments, epochs=epochs, distribute=distribute,
-                   checkpoint_every=checkpoint_every, verbose=verbose)
+                   checkpoint_every=checkpoint_every, early_stopping=early_stopping, verbose=verbose)
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
             with replace_aside(output):
@@ -312,7 +322,7 @@ def _removed_if_nothing_trained(output):
 
 
 def _train_run(model, output, dataset, source, strategy, chief, resume, arguments, epochs, distribute,
-               checkpoint_every, verbose):
+               checkpoint_every, early_stopping, verbose):
     """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files."""
     os.makedirs(output, exist_ok=True)
     if chief:
@@ -357,6 +367,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=_count(dataset["validation"]))
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
+    best = BestEpoch(backup, early_stopping) if early_stopping else None
     if distribute == "multi-worker":
         history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size)
         resumed_from_epoch = 0
@@ -368,12 +379,13 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     else:
         resumed_from_epoch = restore(classifier, backup) if resume else 0
         _keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
-        if resumed_from_epoch < epochs:
+        if resumed_from_epoch < epochs and not (best and best.stopped):
             interrupt = _DeferredInterrupt()
             callbacks = [
                 _EpochSeconds(),
                 keras.callbacks.CSVLogger(history_path, append=True),
                 # After the history row: a kill between the two trains the epoch again, and its row is dropped.
+                *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
                 RunBackup(backup, every=checkpoint_every),
                 keras.callbacks.TensorBoard(os.path.join(output, "logs")),
                 interrupt,  # last: a finished epoch is recorded and backed up before Ctrl-C stops the run
@@ -389,6 +401,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
                     shuffle=False,  # make_batches shuffles, with the seed
                 )
         history = _read_history(history_path)
+        if best:
+            best.set_model(classifier)
+            best.restore_best()
 
     accuracy, rows = {}, {}
     for split in ("train", "validation", "test"):
@@ -412,6 +427,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "parameters": int(classifier.count_params()),
         "epochs": epochs,
         "resumed_from_epoch": resumed_from_epoch,
+        "early_stopping": early_stopping,
+        "best_epoch": best.best["epoch"] if best and best.best else None,
+        "stopped_early": bool(best and best.stopped),
         "batch_size": batch_size,
         "seed": seed,
         "distribute": distribute or "none",

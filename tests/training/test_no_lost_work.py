@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import keras
@@ -249,6 +250,14 @@ def test_damaged_run_folder_is_named(run_copy, capsys, damage, file, message):
     assert str(run_copy / file) in str(error.value)
     assert main(["explain", "--run", str(run_copy), "some text"]) == 2
     assert message in _one_error_line(capsys)
+
+
+def test_a_run_folder_loads_with_only_its_module(finished):
+    """`keras_textattn.run_folder` alone (a fresh process) loads a run: it registers what the files hold."""
+    code = "import sys; from keras_textattn.run_folder import load_run; print(load_run(sys.argv[1])[2])"
+    result = subprocess.run([sys.executable, "-c", code, str(finished)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "['0', '1']"
 
 
 def _truncate(path):

@@ -74,7 +74,7 @@ def test_help_shows_the_defaults(capsys):
         main(["train", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0
-    for default in ("passes over the training data (default: 3)", "global batch size (default: 32)", "(default: 0.001)",
+    for default in ("the most, with early stopping (default: 3)", "global batch size (default: 32)", "(default: 0.001)",
                     "(default: cpu)"):
         assert default in shown, default
 
@@ -133,6 +133,36 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     metrics = _metrics(output)
     assert metrics["rows"] == {"train": 1821, "validation": 872}
     assert metrics["data"]["validation"].endswith("dev.csv.gz")
+
+
+def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tmp_path):
+    """A learning rate high enough to overfit SST-2's test sentences within a few epochs: training
+    stops `patience` epochs after the lowest validation loss, and the saved model is that epoch's.
+    Killed after an epoch and resumed, it counts on from the state on disk."""
+    output = tmp_path / "run"
+    args = [*SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
+            "--epochs", "12", "--early-stopping", "2", "--learning-rate", "0.02", "--batch-size", "64"]
+    _kill_when(args, (output / "backup" / "epoch-0002-batch-000000.weights.h5").exists)
+    result = _run(args)
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = _metrics(output)
+    losses = metrics["history"]["val_loss"]
+    best = int(np.argmin(losses))
+    assert metrics["resumed_from_epoch"] == 2 and metrics["history"]["epoch"] == [float(e) for e in range(len(losses))]
+    assert metrics["stopped_early"] and len(losses) == best + 3 < 12  # two epochs without a better one
+    assert metrics["best_epoch"] == best
+    # The saved model is the best epoch's: its validation loss is that epoch's.
+    from keras_textattn.datasets import LocalFile
+    from keras_textattn.datasets import load_dataset
+    from keras_textattn.datasets import make_batches
+    from keras_textattn.run_folder import load_run
+
+    model, encoder, _ = load_run(output)
+    validation = load_dataset({"train": LocalFile(str(shared_data / "sst2" / "test.csv.gz"))},
+                              ("train", "validation"))["validation"]
+    model.compile(loss="sparse_categorical_crossentropy")
+    loss = model.evaluate(make_batches(validation, encoder, 64), verbose=0, return_dict=True)["loss"]
+    assert loss == pytest.approx(losses[best], rel=1e-4)
 
 
 def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
