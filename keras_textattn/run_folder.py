@@ -25,8 +25,8 @@ import keras
 
 import keras_textattn.text  # noqa: F401  (registers TextEncoder, which encoder.keras holds)
 from keras_textattn._files import write_atomically
-from keras_textattn.errors import UserError
 from keras_textattn._files import write_text
+from keras_textattn.errors import UserError
 
 RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.txt", "labels.json", "history.csv",
                        "metrics.json", "logs", "backup"})
