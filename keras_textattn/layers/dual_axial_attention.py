@@ -303,8 +303,8 @@ class DualAxialSelfAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        utils.check_choice("DualAxialSelfAttention", "score_activation", score_activation, _SCORE_ACTIVATIONS)
-        utils.check_choice("DualAxialSelfAttention", "aggregation", aggregation, _AGGREGATIONS)
+        utils.check_choice(type(self).__name__, "score_activation", score_activation, _SCORE_ACTIVATIONS)
+        utils.check_choice(type(self).__name__, "aggregation", aggregation, _AGGREGATIONS)
         self.aggregation = aggregation
         self.score_activation = score_activation
         self.use_attenuation = use_attenuation
@@ -316,7 +316,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
 
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(
-            "DualAxialSelfAttention", input_shape, static_time=self.use_feature_axis
+            type(self).__name__, input_shape, static_time=self.use_feature_axis
         )
         features = input_shape[-1]
         common = dict(

@@ -7,7 +7,6 @@ from keras import ops
 
 from keras_textattn.layers import _attention_utils as utils
 
-_NAME = "LAMA"
 _REGULARIZATIONS = {None, "positions", "embeddings"}
 
 
@@ -64,12 +63,12 @@ class LAMA(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        utils.check_positive_int(_NAME, "num_heads", num_heads)
-        utils.check_positive_int(_NAME, "rank", rank)
-        utils.check_choice(_NAME, "regularization", regularization, _REGULARIZATIONS)
+        utils.check_positive_int(type(self).__name__, "num_heads", num_heads)
+        utils.check_positive_int(type(self).__name__, "rank", rank)
+        utils.check_choice(type(self).__name__, "regularization", regularization, _REGULARIZATIONS)
         if not regularization_weight >= 0:
             raise ValueError(
-                f"{_NAME}: `regularization_weight` must be >= 0. "
+                f"{type(self).__name__}: `regularization_weight` must be >= 0. "
                 f"Received: regularization_weight={regularization_weight!r}"
             )
         self.num_heads = num_heads
@@ -82,11 +81,11 @@ class LAMA(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, inputs_shape, context_shape=None):
-        inputs_shape = utils.check_sequence_shape(_NAME, inputs_shape)
+        inputs_shape = utils.check_sequence_shape(type(self).__name__, inputs_shape)
         features = inputs_shape[-1]
         if context_shape is not None and (len(context_shape) != 2 or context_shape[-1] is None):
             raise ValueError(
-                f"{_NAME}: `context` must have shape (batch, context_features) with known "
+                f"{type(self).__name__}: `context` must have shape (batch, context_features) with known "
                 f"context_features. Received: context shape {tuple(context_shape)}"
             )
         context_features = features if context_shape is None else context_shape[-1]
@@ -116,7 +115,7 @@ class LAMA(keras.layers.Layer):
     def call(self, inputs, context=None, mask=None, return_attention_scores=False):
         if (context is not None) != self.uses_context_input:
             raise ValueError(
-                f"{_NAME} was built {'with' if self.uses_context_input else 'without'} a "
+                f"{type(self).__name__} was built {'with' if self.uses_context_input else 'without'} a "
                 f"`context` input and must be called the same way. Received: "
                 f"context={'None' if context is None else tuple(context.shape)}"
             )

@@ -6,7 +6,6 @@ from keras import ops
 
 from keras_textattn.layers import _attention_utils as utils
 
-_NAME = "ScalableAttention"
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -63,8 +62,8 @@ class ScalableAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         hidden_units = tuple(hidden_units)
         for units in hidden_units:
-            utils.check_positive_int(_NAME, "hidden_units[...]", units)
-        utils.check_choice(_NAME, "attention_activation", attention_activation, {"softplus", "softmax"})
+            utils.check_positive_int(type(self).__name__, "hidden_units[...]", units)
+        utils.check_choice(type(self).__name__, "attention_activation", attention_activation, {"softplus", "softmax"})
         self.hidden_units = hidden_units
         self.hidden_activation = keras.activations.get(hidden_activation)
         self.attention_activation = attention_activation
@@ -75,7 +74,7 @@ class ScalableAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        input_shape = utils.check_sequence_shape(_NAME, input_shape, static_time=True)
+        input_shape = utils.check_sequence_shape(type(self).__name__, input_shape, static_time=True)
         time, features = input_shape[1], input_shape[2]
         self.kernels, self.biases = [], []
         kernel_initializer = self.kernel_initializer or keras.initializers.VarianceScaling(
