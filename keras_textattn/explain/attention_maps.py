@@ -53,13 +53,13 @@ class Explanation:
     dimension_attention: dict = dataclasses.field(default_factory=dict)
 
 
-def _call_arguments(model, layer):
+def _call_arguments(model, layer, config):
     """`(args, kwargs)` of the one call of `layer` in the functional `model`, as KerasTensors.
 
-    Read from the model's public config: each tensor argument names the operation
-    that produced it, whose `output` is the tensor.
+    Read from the model's public config (`config`, `model.get_config()`): each tensor
+    argument names the operation that produced it, whose `output` is the tensor.
     """
-    nodes = next(entry["inbound_nodes"] for entry in model.get_config()["layers"] if entry["name"] == layer.name)
+    nodes = next(entry["inbound_nodes"] for entry in config["layers"] if entry["name"] == layer.name)
     if len(nodes) != 1:
         raise UserError(f"Layer {layer.name!r} of {model.name!r} is called {len(nodes)} times; explain needs one call.")
     operations = {operation.name: operation for operation in model.operations}
@@ -91,7 +91,8 @@ def _attention_maps(model, ids):
     layers = [layer for layer in model.layers if isinstance(layer, ATTENTION_LAYERS)]
     if not layers:
         raise UserError(f"Model {model.name!r} has no keras_textattn attention layer to explain.")
-    calls = [_call_arguments(model, layer) for layer in layers]
+    config = model.get_config()
+    calls = [_call_arguments(model, layer, config) for layer in layers]
     flat_calls = [keras.tree.flatten(call) for call in calls]
     tensors = [item for flat in flat_calls for item in flat if isinstance(item, keras.KerasTensor)]
     values = iter(keras.tree.flatten(keras.Model(model.inputs, tensors)(ids, training=False)))

@@ -42,9 +42,11 @@ from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
-RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header", "label_offset", "label_names",
-                 "data_dir", "model_kwargs", "max_tokens", "min_frequency", "sequence_length", "max_sentences",
-                 "bigram_buckets", "batch_size", "learning_rate", "validation_fraction", "seed", "shuffle")
+# They are `train()`'s parameters of these names, saved in run.json.
+RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header",
+                 "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
+                 "sequence_length", "max_sentences", "bigram_buckets", "batch_size", "learning_rate",
+                 "validation_fraction", "seed", "shuffle")
 
 
 def configure_cpu_devices(count):
@@ -272,13 +274,8 @@ def train(
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
     if bigram_buckets is not None and not spec.bigrams:
         raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read bigrams; {model} does not")
-    arguments = _jsonable(dict(
-        model=model, preset=preset, data=data, test_data=test_data, validation_data=validation_data, text_column=text_column, label_column=label_column, header=header,
-        label_offset=label_offset, label_names=label_names, data_dir=data_dir, model_kwargs=model_kwargs,
-        max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length,
-        max_sentences=max_sentences, bigram_buckets=bigram_buckets, batch_size=batch_size,
-        learning_rate=learning_rate, validation_fraction=validation_fraction, seed=seed, shuffle=shuffle,
-    ))
+    given = locals()
+    arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
     strategy = make_strategy(distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     chief = _is_chief(strategy)
     _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
@@ -336,9 +333,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         encoder = load_encoder(encoder_path)
     else:
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
-            "max_tokens", "min_frequency", "sequence_length", "max_sentences") if arguments[k] is not None})
-        if arguments["bigram_buckets"] is not None:
-            options["bigram_buckets"] = arguments["bigram_buckets"]
+            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets")
+            if arguments[k] is not None})
         chosen = choose_open_lengths(options, dataset["train"])
         if chosen and verbose:
             print("Chosen from the training texts (95th percentile; give --sequence-length"
@@ -361,10 +357,10 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         )
 
     seed = arguments["seed"]
-    examples = _count(dataset["train"])
+    rows = {split: _count(dataset[split]) for split in ("train", "validation", "test") if split in dataset.splits}
     train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=arguments["shuffle"], seed=seed,
-                                 rows=examples)
-    validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=_count(dataset["validation"]))
+                                 rows=rows["train"])
+    validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=rows["validation"])
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
     best = BestEpoch(backup, early_stopping) if early_stopping else None
@@ -405,13 +401,11 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
             best.set_model(classifier)
             best.restore_best()
 
-    accuracy, rows = {}, {}
-    for split in ("train", "validation", "test"):
-        if split in dataset.splits:
-            rows[split] = _count(dataset[split])
-            batches = make_batches(dataset[split], encoder, batch_size, rows=rows[split])
-            results = classifier.evaluate(batches, verbose=0, return_dict=True)
-            accuracy[split] = float(results["accuracy"])
+    accuracy = {}
+    for split, count in rows.items():
+        results = classifier.evaluate(make_batches(dataset[split], encoder, batch_size, rows=count), verbose=0,
+                                      return_dict=True)
+        accuracy[split] = float(results["accuracy"])
     seconds = history.get("seconds", [])
     metrics = {
         "model": model,
@@ -423,7 +417,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "rows": rows,
         "history": history,
         "seconds_per_epoch": seconds,
-        "examples_per_second": float(examples / np.mean(seconds)) if seconds else None,
+        "examples_per_second": float(rows["train"] / np.mean(seconds)) if seconds else None,
         "parameters": int(classifier.count_params()),
         "epochs": epochs,
         "resumed_from_epoch": resumed_from_epoch,
