@@ -92,7 +92,7 @@ def run_keras(model_name, dataset, length, seed, epochs):
     spec = get_spec(model_name)
     keras.utils.set_random_seed(seed)
     words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
-    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=20000, bigram_buckets=20000,
+    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=20000, bigram_buckets=20000 if spec.bigrams else 0,
                                                  sequence_length=words if spec.is_hierarchical() else length,
                                                  max_sentences=max(2, length // words)))
     start = time.perf_counter()

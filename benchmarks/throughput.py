@@ -181,7 +181,7 @@ def end_to_end(data_dir, models, texts_count, quick):
     labels = np.array([int(label) for label in train_labels[:texts_count]])
     for name in models:
         encoder = TextEncoder(**get_spec(name).encoder_options(None, max_tokens=20000, sequence_length=24 if get_spec(name).is_hierarchical() else 64,
-                                                max_sentences=3, bigram_buckets=20000))
+                                                max_sentences=3, bigram_buckets=20000 if get_spec(name).bigrams else 0))
         encoder.adapt(train_texts)
         model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **get_spec(name).shape_arguments(encoder),
                             **KERAS_MODELS[name])

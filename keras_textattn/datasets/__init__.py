@@ -8,6 +8,7 @@ from keras_textattn.datasets.loading import load_dataset
 from keras_textattn.datasets.loading import load_labelled_data
 from keras_textattn.datasets.loading import resolve_source
 from keras_textattn.datasets.pipeline import make_batches
+from keras_textattn.datasets.pipeline import weigh_classes
 
 __all__ = ["DataError", "LocalFile", "TextClassificationData", "is_local_path", "load_dataset", "load_labelled_data",
-           "make_batches", "resolve_source"]
+           "make_batches", "resolve_source", "weigh_classes"]

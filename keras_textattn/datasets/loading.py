@@ -7,6 +7,7 @@ import csv
 import dataclasses
 import gzip
 import io
+import itertools
 import os
 import warnings
 import zlib
@@ -321,7 +322,8 @@ def _label_names(labels, path=None):
         return sorted(unique)
 
 
-def _open_text(path):
+def open_text(path):
+    """A CSV/TSV file (plain or gzip) as text: a byte order mark dropped, invalid UTF-8 as U+FFFD."""
     if not os.path.isfile(path):
         raise DataError(f"Data file not found: {path!r}")
     raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
@@ -349,7 +351,7 @@ def read_labelled_texts(file):
 
 def _read_labelled_texts(file, path):
     delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         reader = csv.reader(handle, delimiter=delimiter)
         try:
             first = next(reader)
@@ -358,10 +360,10 @@ def _read_labelled_texts(file, path):
         width = len(first)
         header = first if file.header else None
         text_columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
-        text_index = [_column_index(path, header, width, c) for c in text_columns]
-        label_index = _column_index(path, header, width, file.label_column)
+        text_index = [column_index(path, header, width, c) for c in text_columns]
+        label_index = column_index(path, header, width, file.label_column)
         texts, labels, row_numbers = [], [], []
-        records = reader if file.header else _chain(first, reader)
+        records = reader if file.header else itertools.chain([first], reader)
         for record in records:
             line = reader.line_num
             if not record:
@@ -389,12 +391,8 @@ def _read_labelled_texts(file, path):
     return texts, labels, row_numbers
 
 
-def _chain(first, rest):
-    yield first
-    yield from rest
-
-
-def _column_index(path, header, width, column):
+def column_index(path, header, width, column):
+    """The index of `column` (a name in `header`, or an index below `width`), or a `DataError`."""
     if isinstance(column, int) and not isinstance(column, bool):
         if not 0 <= column < width:
             raise DataError(f"{path}: column index {column} is out of range; the file has {width} columns")

@@ -1,8 +1,11 @@
-"""Batches of encoded texts for training and evaluation (TensorFlow backend only)."""
+"""Batches of encoded texts for training and evaluation, and class weights (TensorFlow backend only)."""
 
 import math
 
+import numpy as np
 import tensorflow as tf
+
+from keras_textattn.datasets.loading import DataError
 
 
 def make_batches(
@@ -58,3 +61,27 @@ def make_batches(
         deterministic=True,
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def weigh_classes(class_weight, train_rows, label_names):
+    """`{label id: weight}` for Keras's `fit` from `class_weight` ("balanced": scikit-learn's
+    n / (classes * count of the class), counted on the training split; or a mapping of class
+    name to weight, classes left out weigh 1), and the same by class name for metrics.json."""
+    if class_weight is None:
+        return None, None
+    if class_weight == "balanced":
+        labels = np.fromiter((int(label) for label in train_rows.map(lambda _, label: label)), dtype=np.int64)
+        counts = np.bincount(labels, minlength=len(label_names))
+        weights = {i: (len(labels) / (len(label_names) * count) if count else 1.0) for i, count in enumerate(counts)}
+    else:
+        unknown = sorted(set(map(str, class_weight)) - set(label_names))
+        if unknown:
+            raise DataError(f"class_weight (--class-weight) names classes the data does not have: {unknown}; "
+                           f"the classes are {label_names}")
+        bad = {k: v for k, v in class_weight.items()
+               if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0}
+        if bad:
+            raise DataError(f"class weights must be positive numbers; got {bad}")
+        given = {str(name): float(weight) for name, weight in class_weight.items()}
+        weights = {i: given.get(name, 1.0) for i, name in enumerate(label_names)}
+    return weights, {label_names[i]: weight for i, weight in weights.items()}

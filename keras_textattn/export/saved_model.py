@@ -1,5 +1,6 @@
 """SavedModel export for TF Serving: raw UTF-8 strings in, class probabilities and names out."""
 
+import json
 import os
 import tempfile
 
@@ -33,8 +34,9 @@ def saved_model(run, output, *, overwrite=False):
             dual-axial model) -> the same three outputs.
 
     The text encoder runs inside the graph and its vocabulary is the asset
-    `assets/vocabulary.txt`. The export is written to a temporary folder, verified
-    against the Keras model (`verify_saved_model`) and then renamed to `output`.
+    `assets/vocabulary.txt`; the class names by id are in `assets.extra/labels.json`.
+    The export is written to a temporary folder, verified against the Keras model
+    (`verify_saved_model`) and then renamed to `output`.
 
     Args:
         run: a finished run folder of `keras_textattn.training.train`.
@@ -56,6 +58,11 @@ def saved_model(run, output, *, overwrite=False):
                 handle.write("\n".join(encoder.get_vocabulary()[RESERVED:]) + "\n")
             archive = _archive(model, encoder, tokens_file, label_names)
             archive.write_out(folder, verbose=False)
+        # The class names by id, for clients that want more than the top label
+        # (`keras_textattn.inference`); TF Serving ignores assets.extra/.
+        os.makedirs(os.path.join(folder, "assets.extra"))
+        with open(os.path.join(folder, "assets.extra", "labels.json"), "w", encoding="utf-8") as handle:
+            json.dump(label_names, handle, ensure_ascii=False)
         report.update(verify_saved_model(folder, model, encoder, label_names))
 
     write_folder_atomically(output, write, overwrite)

@@ -56,6 +56,25 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
     return ModelInputs([ids, bigrams], ids, bigrams, vocabulary_size, bigram_buckets)
 
 
+def embed_tokens(model_inputs, dim, name="embedding"):
+    """Token embeddings `(..., dim)`, plus the hashed bigrams' embeddings when the inputs have them.
+
+    Bigrams are fastText's trick (Joulin et al., 2017) and the dual-axial paper's input
+    (section 4): each token's vector is summed with the vector of the bigram it starts
+    (the encoder's `bigram_buckets`; id 0, no next token, has a vector too, and padded
+    steps are masked by the layers after this one). No Keras mask is attached: the
+    builders pass `padding_mask(ids)` to each layer explicitly, so that no `Add` or
+    reshape can drop it. The token embedding is the layer called `name`, the one
+    `keras_textattn.training` initialises from pretrained vectors.
+    """
+    vectors = keras.layers.Embedding(model_inputs.vocabulary_size, dim, name=name)(model_inputs.token_ids)
+    if model_inputs.bigram_ids is None:
+        return vectors
+    bigram_vectors = keras.layers.Embedding(model_inputs.bigram_buckets + 1, dim, name=f"bigram_{name}")(
+        model_inputs.bigram_ids)
+    return keras.layers.Add(name=f"add_bigram_{name}")([vectors, bigram_vectors])
+
+
 def padding_mask(ids):
     """`(batch, ...)` booleans, True for real tokens: every id but `PAD_ID`."""
     return ops.not_equal(ids, PAD_ID)

@@ -8,6 +8,7 @@ from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
@@ -23,16 +24,18 @@ def build_transformer_classifier(
     feedforward_units=1024,
     dropout=0.1,
     max_length=None,
+    bigram_buckets=0,
     name="transformer_encoder",
 ):
     """One Transformer encoder layer on `keras.layers.MultiHeadAttention` (the LAMA
     paper's TE: d_model 512, 8 heads), post-norm, masked mean pooling, softmax.
     Learned positions up to `max_length` (default: the sequence length, else 512).
+    `bigram_buckets` (every baseline): hashed bigrams added to the embeddings (`embed_tokens`).
     """
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
     length = max_length or (encoder.sequence_length if encoder is not None else sequence_length) or 512
-    mask = padding_mask(ids)
-    x = keras.layers.Embedding(vocabulary_size, units, name="embedding")(ids)
+    mask = padding_mask(model_inputs.token_ids)
+    x = embed_tokens(model_inputs, units)
     x = PositionEmbedding(length, name="positions")(x)
     attention_mask = ops.logical_and(ops.expand_dims(mask, 1), ops.expand_dims(mask, 2))
     attended = keras.layers.MultiHeadAttention(num_heads, units // num_heads, dropout=dropout, name="attention")(
@@ -43,18 +46,20 @@ def build_transformer_classifier(
     ff = keras.layers.Dense(units, name="feedforward_out")(keras.layers.Dropout(dropout)(ff))
     x = keras.layers.LayerNormalization(name="feedforward_norm")(x + ff)
     x = MaskedGlobalAveragePooling1D(name="mean_pool")(x, mask=mask)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
 def build_bigru_classifier(
-    num_classes, vocabulary_size=None, encoder=None, sequence_length=None, embedding_dim=100, gru_units=50, name="bigru"
+    num_classes, vocabulary_size=None, encoder=None, sequence_length=None, embedding_dim=100, gru_units=50,
+    bigram_buckets=0, name="bigru"
 ):
     """Embedding, BiGRU, masked max pooling over time, softmax."""
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
-    x = keras.layers.Bidirectional(keras.layers.GRU(gru_units, return_sequences=True), name="bigru")(x)
-    x = MaskedGlobalMaxPooling1D(name="max_pool")(x)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
+    mask = padding_mask(model_inputs.token_ids)
+    x = embed_tokens(model_inputs, embedding_dim)
+    x = keras.layers.Bidirectional(keras.layers.GRU(gru_units, return_sequences=True), name="bigru")(x, mask=mask)
+    x = MaskedGlobalMaxPooling1D(name="max_pool")(x, mask=mask)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
 def build_kim_cnn_classifier(
@@ -66,13 +71,14 @@ def build_kim_cnn_classifier(
     filters=100,
     kernel_sizes=(3, 4, 5),
     dropout=0.5,
+    bigram_buckets=0,
     name="kim_cnn",
 ):
     """Kim (2014): convolutions of widths 3, 4, 5 with 100 maps each, ReLU, max over
     time (padding masked), concatenated, dropout 0.5, softmax."""
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    mask = padding_mask(ids)
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
+    mask = padding_mask(model_inputs.token_ids)
+    x = embed_tokens(model_inputs, embedding_dim)
     # Padded steps become zeros, the convolutions' own "same" padding: a window that
     # overlaps the padding then sees the same input however the text is padded.
     x = x * ops.expand_dims(ops.cast(mask, x.dtype), -1)
@@ -83,7 +89,7 @@ def build_kim_cnn_classifier(
         for k in kernel_sizes
     ]
     x = keras.layers.Dropout(dropout, name="dropout")(keras.layers.Concatenate(name="concat")(pooled))
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
 SPECS = (

@@ -5,6 +5,7 @@ import keras
 from keras_textattn.layers import CascadedSemanticPositional
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
@@ -21,6 +22,7 @@ def build_cspan_classifier(
     configuration="base",
     lstm_layers=None,
     num_queries=None,
+    bigram_buckets=0,
     name="cspan",
 ):
     """Embedding (300), `CascadedSemanticPositional` (Bi-LSTM 150 per direction),
@@ -28,18 +30,21 @@ def build_cspan_classifier(
 
     `configuration` is the paper's "base" (1 Bi-LSTM layer, 16 queries) or "big"
     (3 layers, 128 queries, section 3.1); `lstm_layers` / `num_queries` override it.
-    The Bi-LSTM has `embedding_dim / 2` units per direction (Eq. 9).
+    The Bi-LSTM has `embedding_dim / 2` units per direction (Eq. 9). `bigram_buckets`:
+    hashed bigrams added to the embeddings (`embed_tokens`; not the paper's).
     """
     if configuration not in CONFIGURATIONS:
         raise ValueError(f"`configuration` must be one of {sorted(CONFIGURATIONS)}. Received: {configuration!r}")
     options = dict(CONFIGURATIONS[configuration])
     options.update({k: v for k, v in {"lstm_layers": lstm_layers, "num_queries": num_queries}.items() if v is not None})
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    mask = padding_mask(ids)
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
+    mask = padding_mask(model_inputs.token_ids)
+    x = embed_tokens(model_inputs, embedding_dim)
     x = CascadedSemanticPositional(lstm_layers=options["lstm_layers"], name="cascade")(x, mask=mask)
     x = MultiQueryAttention(num_queries=options["num_queries"], name="multi_query")(x, mask=mask)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
-SPEC = ModelSpec("cspan", build_cspan_classifier)
+# Sec. 3.1: the learning rate divided by 10 at epochs 20 and 25 (GloVe 6B 300-d embeddings need
+# the file: --embeddings glove.6B.300d.txt).
+SPEC = ModelSpec("cspan", build_cspan_classifier, paper_training={"lr_schedule": "step:20,25"})

@@ -4,6 +4,7 @@ import keras
 
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
@@ -44,18 +45,12 @@ def build_dual_axial_classifier(
     length = encoder.sequence_length if encoder is not None else sequence_length
     if options.get("use_feature_axis", True) and length is None:
         raise ValueError("The feature-axial attention needs a static `sequence_length` (or an encoder with one).")
-    inputs, ids, bigrams, vocabulary_size, bigram_buckets = text_inputs(
-        encoder, vocabulary_size, sequence_length, bigram_buckets
-    )
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
-    if bigrams is not None:
-        bigram_vectors = keras.layers.Embedding(bigram_buckets + 1, embedding_dim, name="bigram_embedding")(bigrams)
-        x = keras.layers.Add(name="add_bigrams")([x, bigram_vectors])
-    # The padding mask is given explicitly: a Keras mask would not survive the Add with the
-    # (unmasked) bigram embeddings, and the attention would then run over padding (Eq. 11's mu).
-    x = DualAxialSelfAttention(aggregation=aggregation, name="attention", **options)(x, mask=padding_mask(ids))
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
+    x = embed_tokens(model_inputs, embedding_dim)
+    x = DualAxialSelfAttention(aggregation=aggregation, name="attention", **options)(
+        x, mask=padding_mask(model_inputs.token_ids))
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
 SPEC = ModelSpec("dual_axial", build_dual_axial_classifier, bigrams=True)

@@ -9,6 +9,7 @@ from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
@@ -43,6 +44,7 @@ def build_hcan_classifier(
     hierarchical=True,
     parallel=True,
     pooling="target",
+    bigram_buckets=0,
     name="hcan",
 ):
     """Hierarchical Convolutional Attention Network.
@@ -57,7 +59,8 @@ def build_hcan_classifier(
     `sequence_length` words per sentence (an encoder with `hierarchical=True` and fixed
     sizes, whose `sequence_length` means the same, or the two sizes); else the flat
     variant on `(batch, sequence_length)`. `parallel=False` (one self-attention) and
-    `pooling="max"` are the paper's other Table 2 variants.
+    `pooling="max"` are the paper's other Table 2 variants. `bigram_buckets` (flat
+    variant only): hashed bigrams added to the embeddings (`embed_tokens`; not the paper's).
     """
     if pooling not in ("target", "max"):
         raise ValueError(f"`pooling` must be 'target' or 'max'. Received: pooling={pooling!r}")
@@ -74,20 +77,26 @@ def build_hcan_classifier(
             "HCAN's learned position embeddings need fixed sizes: give sequence_length (and max_sentences when "
             "hierarchical), or an encoder with a fixed sequence_length (and max_sentences)."
         )
+    if hierarchical and bigram_buckets:
+        raise ValueError(f"Hashed bigrams are for the flat variant (hierarchical=False). Received: "
+                         f"hierarchical=True, bigram_buckets={bigram_buckets}")
     shape = (max_sentences, words) if hierarchical else None
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length,
-                                                     hierarchical_shape=shape)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets, hierarchical_shape=shape)
+    inputs, ids = model_inputs.inputs, model_inputs.token_ids
     options = dict(units=units, num_heads=num_heads, dropout=dropout, parallel=parallel, pooling=pooling)
-    embedding = keras.layers.Embedding(vocabulary_size, units, name="embedding")
     if not hierarchical:
-        x = _hierarchy(embedding(ids), padding_mask(ids), words, prefix="word", **options)
+        x = _hierarchy(embed_tokens(model_inputs, units), padding_mask(ids), words, prefix="word", **options)
         return keras.Model(inputs, classifier_head(x, num_classes), name=name)
     sentence_ids = ops.reshape(ids, (-1, words))  # every sentence a row: (batch * sentences, words)
-    sentence_vectors = _hierarchy(embedding(sentence_ids), padding_mask(sentence_ids), words, prefix="word", **options)
+    sentence_inputs = model_inputs._replace(token_ids=sentence_ids)
+    sentence_vectors = _hierarchy(embed_tokens(sentence_inputs, units), padding_mask(sentence_ids), words,
+                                  prefix="word", **options)
     sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
     sentence_mask = ops.any(padding_mask(ids), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
     return keras.Model(inputs, classifier_head(x, num_classes), name=name)
 
 
-SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, cpu_defaults={"units": 64, "num_heads": 4})
+# Sec. 4: word embeddings from word2vec trained on the dataset.
+SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, cpu_defaults={"units": 64, "num_heads": 4},
+                 paper_training={"embeddings": "word2vec"})

@@ -5,6 +5,7 @@ import keras
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
@@ -25,6 +26,7 @@ def build_lama_classifier(
     use_rnn=True,
     regularization=None,
     regularization_weight=0.2,
+    bigram_buckets=0,
     name="lama",
 ):
     """Embedding (100), BiGRU (50 per direction), LAMA, MLP 512 with dropout 0.4, softmax.
@@ -33,16 +35,17 @@ def build_lama_classifier(
     of its unpadded word embeddings (section 4.2). `use_rnn=False` is the LAMA
     Encoder variant, attending over the embeddings directly. `num_heads=15` is where
     the paper's Figure 5 peaks. `regularization` is "positions" (LAMA+ctx+d_p) or
-    "embeddings" (LAMA+ctx+d_e), Eq. 18-19.
+    "embeddings" (LAMA+ctx+d_e), Eq. 18-19. `bigram_buckets`: hashed bigrams added to
+    the embeddings (`embed_tokens`; not the paper's).
     """
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    mask = padding_mask(ids)
-    embedded = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=True, name="embedding")(ids)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
+    mask = padding_mask(model_inputs.token_ids)
+    embedded = embed_tokens(model_inputs, embedding_dim)
     hidden = embedded
     if use_rnn:
         hidden = keras.layers.Bidirectional(
             keras.layers.GRU(gru_units, return_sequences=True), name="bigru"
-        )(embedded)
+        )(embedded, mask=mask)
     lama = LAMA(
         num_heads=num_heads,
         rank=rank,
@@ -52,13 +55,14 @@ def build_lama_classifier(
         name="attention",
     )
     if use_context:
-        context = MaskedGlobalAveragePooling1D(name="context")(embedded)
+        context = MaskedGlobalAveragePooling1D(name="context")(embedded, mask=mask)
         x = lama(hidden, mask=mask, context=context)
     else:
         x = lama(hidden, mask=mask)
     x = keras.layers.Dense(mlp_units, activation="relu", name="mlp")(x)
     x = keras.layers.Dropout(dropout, name="mlp_dropout")(x)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
-SPEC = ModelSpec("lama", build_lama_classifier)
+# Sec. 4: word2vec trained on the corpus (100-d), early stopping with patience 5.
+SPEC = ModelSpec("lama", build_lama_classifier, paper_training={"embeddings": "word2vec", "early_stopping": 5})

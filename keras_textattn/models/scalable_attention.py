@@ -4,6 +4,7 @@ import keras
 
 from keras_textattn.layers import ScalableAttention
 from keras_textattn.models._inputs import classifier_head
+from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
@@ -16,6 +17,7 @@ def build_scalable_attention_classifier(
     sequence_length=None,
     embedding_dim=100,
     fc_units=256,
+    bigram_buckets=0,
     hidden_units=(),
     attention_activation="softplus",
     name="scalable_attention",
@@ -23,7 +25,8 @@ def build_scalable_attention_classifier(
     """Embedding (100, section 3.4), `ScalableAttention`, FC with ReLU, softmax (section 3.3).
 
     `attention_activation="softmax"` is the paper's "conventional attention"
-    comparison. The paper does not give |fc_1|: 256 by default. Position-specific
+    comparison. The paper does not give |fc_1|: 256 by default. `bigram_buckets`:
+    hashed bigrams added to the embeddings (`embed_tokens`; not the paper's). Position-specific
     weights need a static `sequence_length` (the encoder's, when one is given).
     """
     length = encoder.sequence_length if encoder is not None else sequence_length
@@ -32,13 +35,13 @@ def build_scalable_attention_classifier(
             "The scalable attention classifier has weights per position: give `sequence_length` "
             "(or an encoder with a fixed sequence_length)."
         )
-    inputs, ids, _, vocabulary_size, _ = text_inputs(encoder, vocabulary_size, sequence_length)
-    x = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")(ids)
+    model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
+    x = embed_tokens(model_inputs, embedding_dim)
     x = ScalableAttention(hidden_units=hidden_units, attention_activation=attention_activation, name="attention")(
-        x, mask=padding_mask(ids)
+        x, mask=padding_mask(model_inputs.token_ids)
     )
     x = keras.layers.Dense(fc_units, activation="relu", name="fc")(x)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
 SPEC = ModelSpec("scalable_attention", build_scalable_attention_classifier)

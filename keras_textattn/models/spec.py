@@ -18,11 +18,15 @@ class ModelSpec:
     Attributes:
         name: the name `train`, the CLI and the tuner configs use.
         build: the builder, `build(num_classes, vocabulary_size=..., <shape arguments>, **kwargs)`.
-        bigrams: the model reads hashed bigram ids beside the token ids.
+        bigrams: the model reads hashed bigram ids beside the token ids by default (its
+            paper's input); every flat model reads them when given `bigram_buckets`.
         hierarchical: the model reads `(sentences, words)` ids; a builder argument
             of that name (HCAN's flat variant) overrides it.
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
             minutes on 2 cores); the "paper" preset is the builder's own defaults.
+        paper_training: `train()` arguments of the paper's recipe (e.g. LAMA's word2vec
+            embeddings and early stopping with patience 5), the defaults of the "paper"
+            preset for those a user leaves unset.
     """
 
     name: str
@@ -30,6 +34,7 @@ class ModelSpec:
     bigrams: bool = False
     hierarchical: bool = False
     cpu_defaults: dict = dataclasses.field(default_factory=dict)
+    paper_training: dict = dataclasses.field(default_factory=dict)
 
     def builder_arguments(self):
         """The names the builder takes besides `num_classes`."""
@@ -39,13 +44,17 @@ class ModelSpec:
         return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))
 
     def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=None,
-                        max_sentences=None, bigram_buckets=50000):
+                        max_sentences=None, bigram_buckets=None):
         """The `TextEncoder` arguments for this model (with these builder arguments).
-        Lengths left None are chosen from the data by `train` (`choose_lengths`)."""
+        Lengths left None are chosen from the data by `train` (`choose_lengths`);
+        `bigram_buckets` None is the model's default (`DEFAULT_BIGRAM_BUCKETS` when
+        `bigrams`, else none), 0 none."""
         options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
         if self.is_hierarchical(model_kwargs):
             options.update(hierarchical=True, max_sentences=max_sentences)
-        if self.bigrams:
+        if bigram_buckets is None:
+            bigram_buckets = DEFAULT_BIGRAM_BUCKETS if self.bigrams else 0
+        if bigram_buckets:
             options["bigram_buckets"] = bigram_buckets
         return options
 
@@ -54,7 +63,7 @@ class ModelSpec:
         shape = {"sequence_length": encoder.sequence_length}  # words per sentence when hierarchical
         if encoder.hierarchical:
             shape["max_sentences"] = encoder.max_sentences
-        if self.bigrams:
+        if encoder.bigram_buckets:
             shape["bigram_buckets"] = encoder.bigram_buckets
         return shape
 
@@ -64,5 +73,12 @@ class ModelSpec:
             raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
         return dict(self.cpu_defaults) if preset == "cpu" else {}
 
+    def training_defaults(self, preset):
+        """`train()` arguments of a preset: the paper's recipe for "paper", none for "cpu"."""
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
+        return dict(self.paper_training) if preset == "paper" else {}
+
 
 PRESETS = ("cpu", "paper")
+DEFAULT_BIGRAM_BUCKETS = 50000

@@ -188,9 +188,9 @@ class TextEncoder(keras.layers.Layer):
         """
         texts = self._as_strings(texts)
         if not self.hierarchical:
-            return self._words(texts).row_lengths().numpy()
+            return self.tokenize(texts).row_lengths().numpy()
         sentences = tf_text.regex_split(texts, _SENTENCE_END)
-        lengths = sentences.with_flat_values(self._words(sentences.flat_values).row_lengths())
+        lengths = sentences.with_flat_values(self.tokenize(sentences.flat_values).row_lengths())
         lengths = tf.ragged.boolean_mask(lengths, lengths > 0)
         return lengths.row_lengths().numpy(), lengths.flat_values.numpy()
 
@@ -203,8 +203,9 @@ class TextEncoder(keras.layers.Layer):
             values = tf_text.case_fold_utf8(values)
         return tokens.with_flat_values(values)
 
-    def _words(self, texts):
-        """Standardised tokens, ragged `(batch, None)`, not truncated."""
+    def tokenize(self, texts):
+        """The tokens `call` looks up, as strings: standardised, ragged `(batch, None)`,
+        not truncated (whole texts, not split into sentences)."""
         return self._standardize(self.tokenize_with_offsets(texts)[0])
 
     @staticmethod
@@ -230,7 +231,7 @@ class TextEncoder(keras.layers.Layer):
             data = data.map(lambda text, *_: text)
         if data.element_spec.shape.rank == 0:
             data = data.batch(batch_size)
-        words = tf.function(lambda texts: self._words(texts).flat_values)
+        words = tf.function(lambda texts: self.tokenize(texts).flat_values)
         counts = collections.Counter()
         for batch in data.prefetch(tf.data.AUTOTUNE):
             tokens, frequency = np.unique(words(batch).numpy(), return_counts=True)
@@ -276,7 +277,7 @@ class TextEncoder(keras.layers.Layer):
         texts = self._as_strings(inputs)
         if self.hierarchical:
             return self._encode_hierarchical(texts)
-        words = self._words(texts)
+        words = self.tokenize(texts)
         ids = self._pad(self._ids(words[:, : self.sequence_length]), [None, self.sequence_length])
         if not self.bigram_buckets:
             return ids
@@ -289,7 +290,7 @@ class TextEncoder(keras.layers.Layer):
 
     def _encode_hierarchical(self, texts):
         sentences = tf_text.regex_split(texts, _SENTENCE_END)  # (batch, sentences)
-        words = self._words(sentences.flat_values)  # (all sentences, words)
+        words = self.tokenize(sentences.flat_values)  # (all sentences, words)
         words = sentences.with_flat_values(words)  # (batch, sentences, words)
         words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
         words = words[:, : self.max_sentences, : self.sequence_length]

@@ -22,6 +22,7 @@ from keras_textattn._files import write_text
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
+from keras_textattn.datasets import weigh_classes
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
 from keras_textattn.models import get_spec
@@ -37,15 +38,21 @@ from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
+from keras_textattn.text.vectors import embedding_matrix
+from keras_textattn.text.vectors import read_vectors
+from keras_textattn.text.vectors import train_word2vec
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
+from keras_textattn.training.schedules import parse_schedule
+from keras_textattn.training.schedules import schedule_callbacks
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
 # They are `train()`'s parameters of these names, saved in run.json.
 RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header",
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
-                 "sequence_length", "max_sentences", "bigram_buckets", "batch_size", "learning_rate",
+                 "sequence_length", "max_sentences", "bigram_buckets", "embeddings", "freeze_embeddings",
+                 "batch_size", "learning_rate", "lr_schedule", "clip_norm", "class_weight", "early_stopping",
                  "validation_fraction", "seed", "shuffle")
 
 
@@ -202,10 +209,15 @@ def train(
     sequence_length=None,
     max_sentences=None,
     bigram_buckets=None,
+    embeddings=None,
+    freeze_embeddings=False,
     epochs=3,
     early_stopping=None,
     batch_size=32,
     learning_rate=1e-3,
+    lr_schedule=None,
+    clip_norm=None,
+    class_weight=None,
     validation_fraction=0.1,
     seed=0,
     shuffle=True,
@@ -229,18 +241,35 @@ def train(
             the preset's.
         preset: "cpu" (sizes that train in minutes on 2 cores where the paper's do
             not: HCAN 64 wide with 4 heads; see each model's `ModelSpec`) or "paper"
-            (the builders' defaults, the papers' sizes).
+            (the builders' defaults, the papers' sizes, and for the arguments left
+            None the paper's training recipe, `ModelSpec.paper_training`: LAMA word2vec
+            and early stopping 5, HCAN word2vec, CSPAN "step:20,25").
         max_tokens, min_frequency, sequence_length: of the encoder; HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
-            model gets `bigram_buckets` hashed bigrams. `sequence_length` and
+            model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
+            flat model when given them (0: none). `sequence_length` and
             `max_sentences` default to the 95th percentile of the training texts
             (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
+        embeddings: initial vectors of the token embedding: "word2vec" (trained on the
+            training split, tokenised as the encoder tokenises, the embedding's size,
+            seeded; `keras_textattn.text.vectors.train_word2vec`) or the path of a
+            vectors file (GloVe, word2vec text or fastText `.vec`; plain or gzip; its
+            dimension must be the embedding's). Words without a vector start random.
+            `metrics.json` records the vocabulary's coverage. None: Keras's random init.
+        freeze_embeddings: keep the token embedding fixed during training.
         epochs: the most epochs to train.
         early_stopping: a patience: stop when that many epochs pass without a lower
             validation loss, and keep the weights of the epoch with the lowest one
             (`metrics.json`: `best_epoch`, `stopped_early`). Survives a kill and resume.
             None: train every epoch, keep the last weights.
-        batch_size (global), learning_rate, validation_fraction, seed.
+        batch_size (global), learning_rate (Adam's), validation_fraction, seed.
+        lr_schedule: "constant" (None), "cosine", "plateau" or "step:E1,E2,..."
+            (`keras_textattn.training.schedules`); resumable.
+        clip_norm: clip the gradients to this global norm (Adam's `global_clipnorm`).
+        class_weight: "balanced" (each class weighs n / (classes * its count in the
+            training split), as scikit-learn's) or `{class name: weight}` (others 1):
+            Keras's `class_weight`, the loss of each example scaled by its class's
+            weight. Recorded in metrics.json. None: every example weighs 1.
         shuffle: shuffle the training rows each epoch (with `seed`). The shuffled
             order under a tf.distribute strategy differs from a single device's, so
             compare strategies with `shuffle=False`.
@@ -263,19 +292,40 @@ def train(
         raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
     _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every,
-                    early_stopping=early_stopping)
-    if early_stopping is not None and distribute == "multi-worker":
-        raise RunError("early stopping (--early-stopping) is not available with --distribute multi-worker")
+                    early_stopping=early_stopping, clip_norm=clip_norm)
+    parse_schedule(lr_schedule)
     if not all(isinstance(v, int) for v in (epochs, batch_size)):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     model_kwargs = dict(model_kwargs or {})
     spec = SPECS[model]
     if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
-    if bigram_buckets is not None and not spec.bigrams:
-        raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read bigrams; {model} does not")
+    if bigram_buckets and spec.is_hierarchical(model_kwargs):
+        raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read flat texts; {model} reads sentences")
+    if bigram_buckets is not None and (isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int)
+                                       or bigram_buckets < 0):
+        raise RunError(f"bigram-buckets must be a whole number >= 0; got {bigram_buckets!r}")
+    if embeddings not in (None, "word2vec") and not os.path.isfile(os.fspath(embeddings)):
+        raise RunError(f"embeddings (--embeddings) must be 'word2vec' or a vectors file; {embeddings!r} is neither")
+    if class_weight is not None and class_weight != "balanced" and not isinstance(class_weight, dict):
+        raise RunError(f"class_weight (--class-weight) must be 'balanced' or a mapping of class name to weight; "
+                       f"got {class_weight!r}")
+    if freeze_embeddings and embeddings is None:
+        raise RunError("freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings) to freeze")
     given = locals()
     arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
+    # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
+    recipe = {name: value for name, value in spec.training_defaults(preset).items() if arguments[name] is None}
+    arguments_used = {**arguments, **recipe}
+    if arguments_used["early_stopping"] is not None and distribute == "multi-worker":
+        raise RunError("early stopping (--early-stopping) is not available with --distribute multi-worker")
+    if class_weight is not None and distribute == "multi-worker":
+        raise RunError("class weights (--class-weight) are not available with --distribute multi-worker")
+    if parse_schedule(arguments_used["lr_schedule"])[0] != "constant" and distribute == "multi-worker":
+        raise RunError("learning-rate schedules (--lr-schedule) are not available with --distribute multi-worker")
+    if recipe and verbose:
+        print(f"The {model} paper's recipe (--preset paper; give the option to change it): "
+              + ", ".join(f"{name} {value}" for name, value in recipe.items()))
     strategy = make_strategy(distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     chief = _is_chief(strategy)
     _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
@@ -291,8 +341,8 @@ def train(
         state = _run_state(output, overwrite, arguments)
         keras.utils.set_random_seed(seed)
         run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
-                   resume=state == "resume", arguments=arguments, epochs=epochs, distribute=distribute,
-                   checkpoint_every=checkpoint_every, early_stopping=early_stopping, verbose=verbose)
+                   resume=state == "resume", arguments=arguments_used, epochs=epochs, distribute=distribute,
+                   checkpoint_every=checkpoint_every, verbose=verbose)
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
             with replace_aside(output):
@@ -319,12 +369,15 @@ def _removed_if_nothing_trained(output):
 
 
 def _train_run(model, output, dataset, source, strategy, chief, resume, arguments, epochs, distribute,
-               checkpoint_every, early_stopping, verbose):
-    """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files."""
+               checkpoint_every, verbose):
+    """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files.
+    `arguments`: the run's arguments with the preset's recipe filled in."""
     os.makedirs(output, exist_ok=True)
     if chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
-        write_text(os.path.join(output, "run.json"), json.dumps(arguments, indent=2, sort_keys=True))
+        given = {name: value for name, value in arguments.items() if name in RUN_ARGUMENTS}
+        write_text(os.path.join(output, "run.json"), json.dumps(given, indent=2, sort_keys=True))
+    early_stopping = arguments["early_stopping"]
     batch_size = arguments["batch_size"]
     spec = get_spec(model)
     model_kwargs = {**spec.preset_arguments(arguments["preset"]), **arguments["model_kwargs"]}
@@ -350,8 +403,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
 
     with strategy.scope():
         classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"])
+        embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
         classifier.compile(
-            optimizer=keras.optimizers.Adam(arguments["learning_rate"]),
+            optimizer=keras.optimizers.Adam(arguments["learning_rate"], global_clipnorm=arguments["clip_norm"]),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
         )
@@ -364,6 +418,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
     best = BestEpoch(backup, early_stopping) if early_stopping else None
+    class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
         history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size)
         resumed_from_epoch = 0
@@ -379,6 +434,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
             interrupt = _DeferredInterrupt()
             callbacks = [
                 _EpochSeconds(),
+                # Before the history row (they log each epoch's learning rate) and the checkpoint (its state).
+                *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, backup),
                 keras.callbacks.CSVLogger(history_path, append=True),
                 # After the history row: a kill between the two trains the epoch again, and its row is dropped.
                 *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
@@ -395,17 +452,17 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
                     callbacks=callbacks,
                     verbose=verbose,
                     shuffle=False,  # make_batches shuffles, with the seed
+                    class_weight=class_weights,
                 )
         history = _read_history(history_path)
         if best:
             best.set_model(classifier)
             best.restore_best()
 
-    accuracy = {}
+    accuracy, macro_f1 = {}, {}
     for split, count in rows.items():
-        results = classifier.evaluate(make_batches(dataset[split], encoder, batch_size, rows=count), verbose=0,
-                                      return_dict=True)
-        accuracy[split] = float(results["accuracy"])
+        batches = make_batches(dataset[split], encoder, batch_size, rows=count)
+        accuracy[split], macro_f1[split] = _scores(classifier, dataset[split], batches, dataset.num_classes)
     seconds = history.get("seconds", [])
     metrics = {
         "model": model,
@@ -414,7 +471,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
+        "macro_f1": macro_f1,
         "rows": rows,
+        "class_weight": class_weight,
         "history": history,
         "seconds_per_epoch": seconds,
         "examples_per_second": float(rows["train"] / np.mean(seconds)) if seconds else None,
@@ -422,6 +481,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "epochs": epochs,
         "resumed_from_epoch": resumed_from_epoch,
         "early_stopping": early_stopping,
+        "lr_schedule": arguments["lr_schedule"] or "constant",
+        "clip_norm": arguments["clip_norm"],
+        "embeddings": embeddings,
         "best_epoch": best.best["epoch"] if best and best.best else None,
         "stopped_early": bool(best and best.stopped),
         "batch_size": batch_size,
@@ -484,6 +546,43 @@ def _build(spec, num_classes, encoder, model_kwargs, given):
             raise
         raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
                        f"{', '.join(spec.builder_arguments())}") from None
+
+
+def _scores(classifier, rows, batches, num_classes):
+    """Accuracy and macro F1 (scikit-learn's) of `classifier` on `batches`, the unshuffled
+    batches of the `(text, label)` `rows`."""
+    from sklearn.metrics import f1_score
+
+    truth = np.fromiter(rows.map(lambda _, label: label).as_numpy_iterator(), dtype=np.int64)
+    predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
+    f1 = f1_score(truth, predicted, labels=list(range(num_classes)), average="macro", zero_division=0)
+    return float(np.mean(truth == predicted)), float(f1)
+
+
+def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):
+    """Set the token embedding (the builders' layer "embedding") from `arguments["embeddings"]`;
+    freeze it with `freeze_embeddings`. Returns what metrics.json records, or None."""
+    source = arguments["embeddings"]
+    if source is None:
+        return None
+    layer = classifier.get_layer("embedding")
+    dimension = layer.output_dim
+    vocabulary = encoder.get_vocabulary()
+    if source == "word2vec":
+        vectors = train_word2vec(encoder, train_rows, dimension, seed=arguments["seed"])
+    else:
+        vectors, found = read_vectors(source, vocabulary)
+        if found != dimension:
+            raise RunError(f"{source} has {found}-dimensional vectors; the {classifier.name} embedding has {dimension} "
+                           "(set its size to match, e.g. --set embedding_dim=" f"{found}, or --set units={found} for hcan)")
+    matrix, coverage = embedding_matrix(vocabulary, vectors, dimension, seed=arguments["seed"])
+    layer.embeddings.assign(matrix)
+    layer.trainable = not arguments["freeze_embeddings"]
+    if verbose:
+        print(f"Embeddings from {source}: {coverage:.1%} of the vocabulary has a vector"
+              f"{' (frozen)' if arguments['freeze_embeddings'] else ''}")
+    return {"source": source, "dimension": dimension, "coverage": coverage,
+            "frozen": bool(arguments["freeze_embeddings"])}
 
 
 def _count(rows):

@@ -13,6 +13,7 @@ from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets import load_labelled_data
+from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
@@ -104,7 +105,8 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
     return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
 
 
-def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, verbose=1, **data_options):
+def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, class_weight=None, verbose=1,
+         **data_options):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
@@ -129,6 +131,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
             `label_names`, `data_dir` and `validation_fraction`.
         tuner: "random", "bayesian" or "hyperband".
         max_trials, epochs: override the config's.
+        class_weight: "balanced" or `{class name: weight}`, as for `train`.
 
     Returns:
         The rows of the trials table, best first.
@@ -157,7 +160,9 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed)
     validation_batches = make_batches(dataset["validation"], encoder, config.batch_size)
-    search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose)
+    class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
+    search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
+                  class_weight=class_weights)
     if os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief":
         return []  # a worker: the chief writes the results
 
@@ -173,7 +178,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         accuracy[split] = float(results["accuracy"])
     metrics = {"model": config.model, "model_kwargs": {**config.fixed, **best_hp}, "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
-               "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config()}
+               "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
+               "class_weight": weights_by_name}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
 

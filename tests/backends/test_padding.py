@@ -3,7 +3,8 @@
 The layers promise it (tests/layers); this checks that every model keeps the promise:
 the padding mask must reach each attention and pooling layer. After the predictions
 on padded ids, the padding id's embedding row is replaced by large random values and
-the ids of other inputs at padded steps (the dual-axial bigram ids) are scrambled;
+the ids of other inputs at padded steps (the hashed bigram ids, which every flat model
+reads when asked and dual-axial by default) are scrambled;
 the predictions must not move.
 """
 
@@ -29,7 +30,8 @@ CASES = [(name, {}) for name in sorted(SMALL)] + [
     ("lama", {"use_rnn": False, "regularization": "embeddings"}),
     ("cspan", {"configuration": "big", "num_queries": 4}),
     ("scalable_attention", {"attention_activation": "softmax"}),
-]
+    ("hcan", {"hierarchical": False, "bigram_buckets": BUCKETS}),
+] + [(name, {"bigram_buckets": BUCKETS}) for name in sorted(SMALL) if name not in ("dual_axial", "hcan")]
 
 
 def _shape_kwargs(name, kwargs):

@@ -4,7 +4,7 @@ import struct
 import numpy as np
 import pytest
 
-from keras_textattn.cli import main
+from keras_textattn_cli import main
 from keras_textattn.explain import explain
 from keras_textattn.explain import to_html
 from keras_textattn.explain import to_png

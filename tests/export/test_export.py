@@ -14,7 +14,7 @@ import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter
 
 from keras_textattn import export
-from keras_textattn.cli import main
+from keras_textattn_cli import main
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.export._probes import HOSTILE_TEXTS
@@ -231,7 +231,7 @@ def small_run(name, options, texts, folder):
     spec = get_spec(name)
     hierarchical = spec.is_hierarchical(options)
     encoder = TextEncoder(**spec.encoder_options(options, max_tokens=2000, sequence_length=10 if hierarchical else 24,
-                                                 max_sentences=3, bigram_buckets=64))
+                                                 max_sentences=3, bigram_buckets=64 if spec.bigrams else 0))
     encoder.adapt(texts)
     model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
                         **SIZES[name], **options)
@@ -268,7 +268,7 @@ def test_existing_target_refused_and_interrupted_export_leaves_nothing(lama_run,
 
     # Kill a real export process while it writes: the target never appears half-written.
     fresh = tmp_path / "fresh"
-    process = subprocess.Popen([sys.executable, "-m", "keras_textattn.cli", "export", "--run", str(lama_run),
+    process = subprocess.Popen([sys.executable, "-m", "keras_textattn_cli", "export", "--run", str(lama_run),
                                 "--format", "saved_model", "--output", str(fresh)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120

@@ -15,7 +15,10 @@ TEXTS = ["A great film. Loved it!", "Dull and slow. Bad acting?", "", "fine"]
 
 
 def _encoder(name):
-    encoder = TextEncoder(**get_spec(name).encoder_options(sequence_length=6, max_sentences=3, bigram_buckets=16))
+    """An adapted encoder for `name`; every flat model reads hashed bigrams too."""
+    spec = get_spec(name)
+    encoder = TextEncoder(**spec.encoder_options(sequence_length=6, max_sentences=3,
+                                                 bigram_buckets=0 if spec.is_hierarchical() else 16))
     encoder.adapt(TEXTS)
     return encoder
 

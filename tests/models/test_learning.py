@@ -45,7 +45,8 @@ def ag_news(shared_data):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_paper_model_learns_ag_news(name, ag_news):
     keras.utils.set_random_seed(0)
-    encoder = TextEncoder(**get_spec(name).encoder_options(None, max_tokens=10000, sequence_length=64, bigram_buckets=20000))
+    encoder = TextEncoder(**get_spec(name).encoder_options(
+        None, max_tokens=10000, sequence_length=64, bigram_buckets=20000 if get_spec(name).bigrams else 0))
     encoder.adapt(ag_news["train"])
     model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **get_spec(name).shape_arguments(encoder),
                         **CASES[name])

@@ -19,7 +19,7 @@ import pytest
 
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
-from keras_textattn.cli import main
+from keras_textattn_cli import main
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from keras_textattn.run_folder import save_encoder

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_textattn.cli import main
+from keras_textattn_cli import main
 
 # A small, fast configuration: the point here is the machinery, not accuracy.
 SMALL_SCALABLE = ["--model", "scalable_attention", "--set", "embedding_dim=16", "--set", "fc_units=16",
@@ -23,7 +23,7 @@ TIMEOUT = 240
 
 
 def _command(*args):
-    return [sys.executable, "-m", "keras_textattn.cli", "train", *args]
+    return [sys.executable, "-m", "keras_textattn_cli", "train", *args]
 
 
 def _run(args, env=None, timeout=TIMEOUT):
@@ -53,7 +53,12 @@ def sst2(shared_data):
                                   "embedding_dim, gru_units, num_heads,"),
         (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
-        (["--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read bigrams; lama does not"),
+        (["--model", "hcan", "--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read "
+                                                         "flat texts; hcan reads sentences"),
+        (["--embeddings", "no/such.vec"], "embeddings (--embeddings) must be 'word2vec' or a vectors file"),
+        (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
+        (["--lr-schedule", "step:25,20"], "unknown learning-rate schedule 'step:25,20' (--lr-schedule)"),
+        (["--clip-norm", "0"], "clip-norm must be a positive number; got 0"),
         # TFDS names with a config or a version are names, not missing files.
         (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
         (["--data", "imdb_reviews", "--validation-data", "dev.csv"], "a validation file (--validation-data) goes with a "
@@ -77,6 +82,21 @@ def test_help_shows_the_defaults(capsys):
     for default in ("the most, with early stopping (default: 3)", "global batch size (default: 32)", "(default: 0.001)",
                     "(default: cpu)"):
         assert default in shown, default
+
+
+def test_help_and_argument_errors_answer_without_tensorflow():
+    """`--help` and a bad argument answer before TensorFlow is imported (it takes seconds and
+    prints C++ log lines); a command that runs prints none of those lines unless --verbose."""
+    probe = ("import sys\nfrom keras_textattn_cli import main\n"
+             "for argv in (['train', '--help'], ['predict', '--top-k', 'x']):\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+             "print('imported:', 'tensorflow' in sys.modules, 'keras' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert "imported: False False" in result.stdout and "invalid int value: 'x'" in result.stderr
+    quiet = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
+                           capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
+        "keras-textattn: error: no/such/run is neither a run folder nor a SavedModel folder"]
 
 
 def test_an_internal_error_keeps_its_traceback(monkeypatch, tmp_path):
@@ -138,10 +158,12 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
 def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tmp_path):
     """A learning rate high enough to overfit SST-2's test sentences within a few epochs: training
     stops `patience` epochs after the lowest validation loss, and the saved model is that epoch's.
-    Killed after an epoch and resumed, it counts on from the state on disk."""
+    Killed after an epoch and resumed, it counts on from the state on disk, and so does the
+    plateau schedule (the rate halves after each epoch without a lower validation loss)."""
     output = tmp_path / "run"
     args = [*SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
-            "--epochs", "12", "--early-stopping", "2", "--learning-rate", "0.02", "--batch-size", "64"]
+            "--epochs", "12", "--early-stopping", "2", "--learning-rate", "0.02", "--batch-size", "64",
+            "--lr-schedule", "plateau"]
     _kill_when(args, (output / "backup" / "epoch-0002-batch-000000.weights.h5").exists)
     result = _run(args)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -151,6 +173,10 @@ def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tm
     assert metrics["resumed_from_epoch"] == 2 and metrics["history"]["epoch"] == [float(e) for e in range(len(losses))]
     assert metrics["stopped_early"] and len(losses) == best + 3 < 12  # two epochs without a better one
     assert metrics["best_epoch"] == best
+    rates = metrics["history"]["learning_rate"]
+    for epoch in range(1, len(losses) - 1):
+        improved = losses[epoch] < min(losses[:epoch])
+        assert rates[epoch + 1] == pytest.approx(rates[epoch] if improved else max(rates[epoch] / 2, 0.0002)), epoch
     # The saved model is the best epoch's: its validation loss is that epoch's.
     from keras_textattn.datasets import LocalFile
     from keras_textattn.datasets import load_dataset

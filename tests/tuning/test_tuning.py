@@ -38,7 +38,7 @@ def tiny_config(tmp_path):
 
 
 def _cli(*arguments):
-    return [sys.executable, "-m", "keras_textattn.cli", *map(str, arguments)]
+    return [sys.executable, "-m", "keras_textattn_cli", *map(str, arguments)]
 
 
 def test_shipped_configs_default_to_the_papers_values():

@@ -1,13 +1,18 @@
-"""`keras-textattn train|export|tune|explain ...`: the command line."""
+"""`keras-textattn train|export|tune|explain|predict|evaluate ...`: the command line.
+
+A package of its own, beside `keras_textattn`: importing `keras_textattn` registers its
+layers with Keras, which imports TensorFlow (seconds, and a screen of C++ log lines), so
+`--help` and argument errors answer from here before any of that is imported. Then
+TensorFlow's C++ start-up logs are hidden unless `--verbose`.
+"""
 
 import argparse
+import contextlib
 import functools
 import json
 import os
 import sys
 import warnings
-
-from keras_textattn.errors import UserError
 
 
 def _model_setting(text):
@@ -19,6 +24,19 @@ def _model_setting(text):
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def _class_weight(text):
+    """"balanced", or a JSON object of class name to weight."""
+    if text == "balanced":
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected balanced or a JSON object such as '{{\"spam\": 5}}', got {text!r}")
+    return value
 
 
 def _column(text):
@@ -64,7 +82,9 @@ class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
 def _parser():
     parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
     commands = parser.add_subparsers(dest="command", required=True)
-    subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", help="show TensorFlow's own log lines (hidden by default)")
+    subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults, parents=[common])
     train = subcommand("train", help="train a model and write a run folder")
     train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
     train.add_argument("--data", required=True, help="a TFDS name (e.g. imdb_reviews) or a CSV/TSV file (plain or .gz)")
@@ -77,11 +97,18 @@ def _parser():
                       help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
                            "training texts, 8 to 256 (hcan: 8 to 64)")
     text.add_argument("--max-sentences", type=int, help="hcan only; default: the 95th percentile, 1 to 30")
-    text.add_argument("--bigram-buckets", type=int, help="dual_axial only (default: 50000)")
+    text.add_argument("--bigram-buckets", type=int,
+                      help="hashed bigrams added to the embeddings, for any flat model; 0: none "
+                           "(default: 50000 for dual_axial, none for the others)")
+    text.add_argument("--embeddings", metavar="word2vec|PATH",
+                      help="initial word vectors: word2vec trained on the training texts, or a GloVe / word2vec / "
+                           "fastText .vec file (plain or .gz) of the embedding's size")
+    text.add_argument("--freeze-embeddings", action="store_true", help="keep the initial word vectors fixed")
     fit = train.add_argument_group("training")
     fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
-                     help="model sizes: cpu (trains in minutes on 2 cores; only hcan differs: 64 wide, 4 heads) "
-                          "or paper (the papers' sizes)")
+                     help="cpu (trains in minutes on 2 cores; only hcan differs: 64 wide, 4 heads) or paper "
+                          "(the papers' sizes, and their recipes where not given: lama word2vec + early stopping 5, "
+                          "hcan word2vec, cspan step:20,25)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
     fit.add_argument("--epochs", type=int, default=3, help="passes over the training data; the most, with early stopping")
@@ -89,6 +116,13 @@ def _parser():
                      help="stop after PATIENCE epochs without a lower validation loss; keep the best epoch's weights")
     fit.add_argument("--batch-size", type=int, default=32, help="global batch size")
     fit.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's")
+    fit.add_argument("--lr-schedule", metavar="SCHEDULE",
+                     help="constant (default), cosine, plateau (halve when the validation loss does not improve), "
+                          "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)")
+    fit.add_argument("--clip-norm", type=float, help="clip the gradients to this global norm")
+    fit.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON",
+                     help="weigh each class's loss: balanced (inverse class frequency) or a JSON mapping "
+                          "of class name to weight, e.g. '{\"spam\": 5}'")
     fit.add_argument("--validation-fraction", type=float, default=0.1,
                      help="of the training rows, held out (by a seeded hash) when the data has no validation split")
     fit.add_argument("--seed", type=int, default=0, help="for the weights, the shuffling and the validation rows")
@@ -115,8 +149,37 @@ def _parser():
     tune.add_argument("--max-trials", type=int, help="default: the config's")
     tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
     tune.add_argument("--validation-fraction", type=float, default=0.1)
+    tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")
     tune.add_argument("--quiet", action="store_true", help="no progress bars")
     _data_arguments(tune)
+
+    predict = subcommand("predict", help="label texts with a trained run (or an exported SavedModel)")
+    predict.add_argument("--run", required=True, help="a run folder written by `train`, or a SavedModel folder")
+    predict.add_argument("texts", nargs="*", help="texts to label (printed)")
+    predict.add_argument("--data", help="a CSV/TSV file (plain or .gz) to label, read in batches")
+    predict.add_argument("--output", help="with --data: the predictions, .csv or .jsonl (one row per input row, "
+                                          "in order, written atomically)")
+    predict.add_argument("--text-column", type=_column, action="append",
+                         help="name or index; repeat to join columns (default: text)")
+    predict.add_argument("--id-column", type=_column, help="carried over to the output (default: a column named id)")
+    predict.add_argument("--no-header", action="store_true", help="the file has no header row")
+    predict.add_argument("--top-k", type=int, default=1, help="the most probable labels to give per text")
+    predict.add_argument("--batch-size", type=int, default=256, help="texts per model call")
+    predict.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    predict.add_argument("--quiet", action="store_true", help="no progress")
+
+    evaluate = subcommand("evaluate", help="score a trained run on a labelled file: F1, confusion, mistakes")
+    evaluate.add_argument("--run", required=True, help="a run folder written by `train`, or a SavedModel folder")
+    evaluate.add_argument("--data", required=True, help="a labelled CSV/TSV file (plain or .gz)")
+    evaluate.add_argument("--output", required=True, help="the report folder: metrics.json, report.md, confusion.png")
+    evaluate.add_argument("--text-column", type=_column, action="append",
+                          help="name or index; repeat to join columns (default: text)")
+    evaluate.add_argument("--label-column", type=_column, default="label", help="name or index")
+    evaluate.add_argument("--no-header", action="store_true", help="the file has no header row")
+    evaluate.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
+    evaluate.add_argument("--mistakes", type=int, default=20, help="the most confident mistakes to list")
+    evaluate.add_argument("--batch-size", type=int, default=256, help="texts per model call")
+    evaluate.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
     explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
@@ -132,20 +195,45 @@ def _parser():
     return parser
 
 
+@contextlib.contextmanager
+def _without_native_logs():
+    """Hide what TensorFlow's C++ code writes to stderr while it is imported and finds its
+    devices (about ten lines: oneDNN, AVX, cuInit, absl's "before InitializeLog" notice), which
+    `TF_CPP_MIN_LOG_LEVEL` no longer silences. Python's own errors raised inside still show:
+    the traceback is printed after the block, once stderr is back."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _warning_line(message, category, filename, lineno, line=None):
     return f"keras-textattn: warning: {message}\n"
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(argv)  # --help and argument errors end here, before TensorFlow is imported
     warnings.formatwarning = _warning_line  # one line, without the source line of the warning
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    if getattr(args, "cpu_devices", None):
-        from keras_textattn.training import configure_cpu_devices
+    with contextlib.nullcontext() if args.verbose else _without_native_logs():
+        from keras_textattn.errors import UserError  # imports Keras and TensorFlow
 
-        configure_cpu_devices(args.cpu_devices)
+        if getattr(args, "cpu_devices", None):
+            from keras_textattn.training import configure_cpu_devices
+
+            configure_cpu_devices(args.cpu_devices)
+        import tensorflow as tf
+
+        tf.config.list_logical_devices()  # initialises the devices: cuInit and its kind log here
     try:
-        return {"train": _train, "export": _export, "tune": _tune, "explain": _explain}[args.command](args)
+        return {"train": _train, "export": _export, "tune": _tune, "explain": _explain, "predict": _predict,
+                "evaluate": _evaluate}[args.command](args)
     except KeyboardInterrupt:
         after = {"train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
                  "tune": "; run the same command to resume the search", "export": "; nothing was written"}.get(args.command, "")
@@ -173,10 +261,15 @@ def _train(args):
         sequence_length=args.sequence_length,
         max_sentences=args.max_sentences,
         bigram_buckets=args.bigram_buckets,
+        embeddings=args.embeddings,
+        freeze_embeddings=args.freeze_embeddings,
         epochs=args.epochs,
         early_stopping=args.early_stopping,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
+        lr_schedule=args.lr_schedule,
+        clip_norm=args.clip_norm,
+        class_weight=args.class_weight,
         validation_fraction=args.validation_fraction,
         seed=args.seed,
         shuffle=not args.no_shuffle,
@@ -192,6 +285,7 @@ def _train(args):
 
 def _export(args):
     from keras_textattn import export
+    from keras_textattn.errors import UserError
 
     if args.format == "saved_model":
         if args.quantization != "none":
@@ -211,10 +305,49 @@ def _tune(args):
 
     rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
                 epochs=args.epochs, verbose=0 if args.quiet else 1, validation_fraction=args.validation_fraction,
+                class_weight=args.class_weight,
                 **_data_options(args))
     if rows:
         print(f"Finished {len(rows)} trials; best score {rows[0]['score']:.4f} (trial {rows[0]['trial']}). "
               f"Table: {args.directory}/trials.md; best model: {args.directory}/best/")
+    return 0
+
+
+def _text_column(args):
+    if not args.text_column:
+        return "text"
+    return args.text_column[0] if len(args.text_column) == 1 else args.text_column
+
+
+def _predict(args):
+    from keras_textattn import inference
+    from keras_textattn.errors import UserError
+
+    if bool(args.data) == bool(args.texts):
+        raise UserError("give texts to label, or --data FILE (with --output), not both")
+    if args.texts:
+        for text, row in zip(args.texts, inference.predict(args.run, args.texts, top_k=args.top_k)):
+            top = ", ".join(f"{label} {p:.3f}" for label, p in row["top"])
+            print(f"{top}  <- {text[:60]!r}")
+        return 0
+    if not args.output:
+        raise UserError("--data needs --output (a .csv or .jsonl file for the predictions)")
+    report = inference.predict_file(args.run, args.data, args.output, text_column=_text_column(args),
+                                    id_column=args.id_column, header=not args.no_header, top_k=args.top_k,
+                                    batch_size=args.batch_size, overwrite=args.overwrite, verbose=0 if args.quiet else 1)
+    print(f"Predicted {report['rows']} rows of {args.data} into {report['path']}")
+    return 0
+
+
+def _evaluate(args):
+    from keras_textattn import inference
+
+    result = inference.evaluate(args.run, args.data, args.output, text_column=_text_column(args),
+                                label_column=args.label_column, header=not args.no_header,
+                                label_offset=args.label_offset, batch_size=args.batch_size, mistakes=args.mistakes,
+                                overwrite=args.overwrite)
+    print(f"{result['rows']} rows: accuracy {result['accuracy']:.4f}, macro F1 {result['macro_f1']:.4f}, "
+          f"weighted F1 {result['weighted_f1']:.4f}. Report: {args.output}/report.md, confusion.png, metrics.json")
     return 0
 
 
@@ -225,6 +358,7 @@ def _explain(args):
     from keras_textattn.explain import to_html
     from keras_textattn.explain import to_png
     from keras_textattn.explain import top_tokens
+    from keras_textattn.errors import UserError
     from keras_textattn.explain import write_top_tokens
 
     texts = list(args.texts)

@@ -1,0 +1,290 @@
+"""Labels for new texts (`predict`, `predict_file`) and where a model goes wrong (`evaluate`).
+
+Both read a run folder of `train`, or a SavedModel written by `export.saved_model`
+(TensorFlow backend). Files are read in batches and written atomically: a 1 GB input is
+never held in memory, and a killed `predict_file` or `evaluate` leaves no partial output.
+"""
+
+import csv
+import html
+import io
+import itertools
+import json
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from keras_textattn._files import check_output
+from keras_textattn._files import write_atomically
+from keras_textattn._files import write_folder_atomically
+from keras_textattn.datasets.loading import DataError
+from keras_textattn.datasets.loading import LocalFile
+from keras_textattn.datasets.loading import column_index
+from keras_textattn.datasets.loading import open_text
+from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.errors import UserError
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import load_run
+
+SAVED_MODEL_LABELS = os.path.join("assets.extra", "labels.json")  # written by export.saved_model
+
+
+class Classifier:
+    """A trained classifier: raw texts to class probabilities.
+
+    Args:
+        path: a run folder of `train`, or a SavedModel folder of `export.saved_model`.
+
+    Attributes:
+        label_names: class names, index = label id.
+    """
+
+    def __init__(self, path):
+        path = os.fspath(path)
+        if os.path.isfile(os.path.join(path, "saved_model.pb")):
+            serve = tf.saved_model.load(path).signatures["serving_default"]
+            self._probabilities = lambda texts: serve(text=texts)["probabilities"]
+            labels_path = os.path.join(path, SAVED_MODEL_LABELS)
+            if not os.path.isfile(labels_path):
+                raise RunError(f"{path} has no {SAVED_MODEL_LABELS} (an export of an older version); export the run again")
+            with open(labels_path, encoding="utf-8") as handle:
+                self.label_names = json.load(handle)
+        elif os.path.isdir(path):
+            model, encoder, self.label_names = load_run(path)
+            self._probabilities = tf.function(lambda texts: model(encoder(texts), training=False))
+        else:
+            raise RunError(f"{path} is neither a run folder nor a SavedModel folder")
+
+    def probabilities(self, texts):
+        """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included)."""
+        if not len(texts):
+            return np.zeros((0, len(self.label_names)), "float32")
+        return np.asarray(self._probabilities(tf.constant(list(texts), tf.string)))
+
+    def predict(self, texts, top_k=1):
+        """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
+        probable `(label, probability)`, most probable first)."""
+        top_k = _check_top_k(top_k, len(self.label_names))
+        rows = []
+        for probabilities in self.probabilities(texts):
+            order = np.argsort(-probabilities, kind="stable")[:top_k]
+            top = [(self.label_names[i], float(probabilities[i])) for i in order]
+            rows.append({"label": top[0][0], "probability": top[0][1], "top": top})
+        return rows
+
+
+def _check_top_k(top_k, classes):
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k:
+        raise UserError(f"top-k must be a positive whole number; got {top_k!r}")
+    return min(top_k, classes)
+
+
+def predict(run, texts, *, top_k=1):
+    """Labels for `texts` (a list of strings) from a run folder or SavedModel: see `Classifier.predict`."""
+    return Classifier(run).predict(list(texts), top_k=top_k)
+
+
+def predict_file(run, data, output, *, text_column="text", id_column=None, header=True, delimiter=None, top_k=1,
+                 batch_size=256, overwrite=False, verbose=1):
+    """Label every row of a CSV/TSV file (plain or gzip) and write one row per input row, in order.
+
+    Args:
+        run: a run folder or SavedModel folder.
+        data: the input file; `text_column` (name or index, or a list joined with a space),
+            `header`, `delimiter` as for `LocalFile`. `id_column`: a column carried over to
+            the output (default: a column named "id" when the file has one).
+        output: `.csv` (columns: [id,] label, probability, then label_2, probability_2, ...
+            up to `top_k`) or `.jsonl` (`{"id", "label", "probability", "top": [[label, p], ...]}`).
+        batch_size: texts per model call; the file is read and written in batches.
+
+    Returns:
+        `{"rows": n, "path": output}`.
+    """
+    output = os.fspath(output)
+    if not output.endswith((".csv", ".jsonl")):
+        raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
+    if os.path.exists(output) and not overwrite:
+        raise FileExistsError(f"{os.path.abspath(output)} already exists; pass overwrite=True (--overwrite) to replace it")
+    classifier = Classifier(run)
+    top_k = _check_top_k(top_k, len(classifier.label_names))
+    file = LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter)
+    count = 0
+
+    def write(temporary):
+        nonlocal count
+        with open(temporary, "w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle) if output.endswith(".csv") else None
+            for ids, texts in _batches(file, id_column, batch_size):
+                if writer and count == 0:
+                    writer.writerow((["id"] if ids is not None else []) + _csv_header(top_k))
+                for index, row in enumerate(classifier.predict(texts, top_k)):
+                    identity = None if ids is None else ids[index]
+                    if writer:
+                        writer.writerow(([identity] if ids is not None else []) + [row["label"], f"{row['probability']:.6f}"]
+                                        + [value for label, p in row["top"][1:] for value in (label, f"{p:.6f}")])
+                    else:
+                        record = {"id": identity} if ids is not None else {}
+                        record.update(label=row["label"], probability=row["probability"],
+                                      top=[[label, p] for label, p in row["top"]])
+                        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += len(texts)
+                if verbose:
+                    print(f"\rpredicted {count} rows", end="", file=sys.stderr, flush=True)
+        if verbose:
+            print(file=sys.stderr)
+
+    write_atomically(output, write)
+    return {"rows": count, "path": output}
+
+
+def _csv_header(top_k):
+    return ["label", "probability"] + [f"{name}_{k}" for k in range(2, top_k + 1) for name in ("label", "probability")]
+
+
+def _batches(file, id_column, batch_size):
+    """`(ids or None, texts)` lists of up to `batch_size` rows of `file`, read as a stream."""
+    path = os.fspath(file.path)
+    delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
+    with open_text(path) as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        first = next(reader, None)
+        if first is None:
+            raise DataError(f"{path}: the file is empty")
+        header = first if file.header else None
+        columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
+        text_index = [column_index(path, header, len(first), column) for column in columns]
+        if id_column is None and header is not None and "id" in header:
+            id_column = "id"
+        id_index = None if id_column is None else column_index(path, header, len(first), id_column)
+        rows = reader if header is not None else itertools.chain([first], reader)
+        ids, texts = [], []
+        for record in rows:
+            if not record:
+                continue
+            if len(record) != len(first):
+                raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the first row, "
+                                f"found {len(record)}")
+            texts.append(" ".join(record[i] for i in text_index))
+            ids.append(record[id_index] if id_index is not None else None)
+            if len(texts) == batch_size:
+                yield (ids if id_index is not None else None), texts
+                ids, texts = [], []
+        if texts:
+            yield (ids if id_index is not None else None), texts
+
+
+def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, label_offset=0,
+             batch_size=256, mistakes=20, overwrite=False):
+    """Score a run folder or SavedModel on a labelled file and write a report folder.
+
+    Labels are matched to the model's class names; a file of integer labels 0..n-1 (after
+    `label_offset`) is read as label ids. Labels the model never saw are an error.
+
+    Writes `output/`: `metrics.json` (accuracy, macro and weighted F1, per-class precision,
+    recall, F1 and support, the confusion matrix; scikit-learn's metrics), `confusion.png`
+    (a heatmap), and `report.md` (the same as tables, and the `mistakes` most confident
+    mistakes: text, true label, predicted label, probability).
+
+    Returns:
+        The metrics dict.
+    """
+    from sklearn import metrics as sk
+
+    check_output(os.fspath(output), overwrite, source=run)
+    classifier = Classifier(run)
+    names = classifier.label_names
+    texts, labels, _ = read_labelled_texts(LocalFile(data, text_column=text_column, label_column=label_column,
+                                                     header=header, label_offset=label_offset))
+    truth = _label_ids(labels, names, data)
+    probabilities = np.concatenate([classifier.probabilities(texts[i:i + batch_size])
+                                    for i in range(0, len(texts), batch_size)])
+    predicted = probabilities.argmax(-1)
+    classes = list(range(len(names)))
+    precision, recall, f1, support = sk.precision_recall_fscore_support(truth, predicted, labels=classes, zero_division=0)
+    confusion = sk.confusion_matrix(truth, predicted, labels=classes)
+    result = {
+        "rows": len(texts),
+        "accuracy": float(sk.accuracy_score(truth, predicted)),
+        "macro_f1": float(sk.f1_score(truth, predicted, labels=classes, average="macro", zero_division=0)),
+        "weighted_f1": float(sk.f1_score(truth, predicted, labels=classes, average="weighted", zero_division=0)),
+        "per_class": {name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
+                      for name, p, r, f, s in zip(names, precision, recall, f1, support)},
+        "label_names": names,
+        "confusion_matrix": confusion.tolist(),
+    }
+    wrong = np.flatnonzero(predicted != truth)
+    worst = wrong[np.argsort(-probabilities[wrong, predicted[wrong]], kind="stable")][:mistakes]
+    confident_mistakes = [{"text": texts[i], "true": names[truth[i]], "predicted": names[predicted[i]],
+                           "probability": float(probabilities[i, predicted[i]])} for i in worst]
+
+    def write(folder):
+        with open(os.path.join(folder, "metrics.json"), "w", encoding="utf-8") as handle:
+            json.dump({**result, "confident_mistakes": confident_mistakes}, handle, indent=2, ensure_ascii=False)
+        with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as handle:
+            handle.write(_report(result, confident_mistakes, run, data))
+        _confusion_png(confusion, names, os.path.join(folder, "confusion.png"))
+
+    write_folder_atomically(os.fspath(output), write, overwrite)
+    return result
+
+
+def _label_ids(labels, names, path):
+    if all(label in names for label in labels):
+        return np.array([names.index(label) for label in labels])
+    if all(label.lstrip("-").isdigit() and 0 <= int(label) < len(names) for label in labels):
+        return np.array([int(label) for label in labels])
+    unknown = sorted({label for label in labels if label not in names})
+    raise DataError(f"{path}: labels the model never saw: {unknown[:5]}{' ...' if len(unknown) > 5 else ''}; "
+                    f"it knows {names} (or ids 0..{len(names) - 1}; --label-offset shifts integer labels)")
+
+
+def _markdown_cell(text):
+    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+
+
+def _report(result, mistakes, run, data):
+    names = result["label_names"]
+    lines = [f"# Evaluation of {run} on {data}", "",
+             f"{result['rows']} rows. Accuracy **{result['accuracy']:.4f}**, macro F1 **{result['macro_f1']:.4f}**, "
+             f"weighted F1 {result['weighted_f1']:.4f}.", "",
+             "| class | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {_markdown_cell(name)} | {m['precision']:.4f} | {m['recall']:.4f} | {m['f1']:.4f} | {m['support']} |"
+              for name, m in result["per_class"].items()]
+    lines += ["", "Confusion matrix (rows: true label, columns: predicted):", "",
+              "| true \\ predicted | " + " | ".join(map(_markdown_cell, names)) + " |",
+              "| --- |" + " ---: |" * len(names)]
+    lines += [f"| {_markdown_cell(name)} | " + " | ".join(map(str, row)) + " |"
+              for name, row in zip(names, result["confusion_matrix"])]
+    lines += ["", f"The {len(mistakes)} most confident mistakes:", "",
+              "| probability | true | predicted | text |", "| ---: | --- | --- | --- |"]
+    lines += [f"| {m['probability']:.4f} | {_markdown_cell(m['true'])} | {_markdown_cell(m['predicted'])} | "
+              f"{_markdown_cell(m['text'][:300])} |" for m in mistakes]
+    return "\n".join(lines) + "\n"
+
+
+def _confusion_png(confusion, names, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    size = max(4.0, 0.6 * len(names) + 2)
+    figure, axes = pyplot.subplots(figsize=(size + 1, size))
+    image = axes.imshow(confusion, cmap="Blues")
+    axes.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    axes.set_yticks(range(len(names)), names)
+    axes.set_xlabel("predicted")
+    axes.set_ylabel("true")
+    threshold = confusion.max() / 2 if confusion.size else 0
+    for (row, column), count in np.ndenumerate(confusion):
+        axes.text(column, row, str(count), ha="center", va="center",
+                  color="white" if count > threshold else "black", fontsize=9)
+    figure.colorbar(image, ax=axes)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    pyplot.close(figure)
+    with open(path, "wb") as handle:
+        handle.write(buffer.getvalue())

@@ -1,0 +1,84 @@
+"""Learning-rate schedules of `train()`, each resumable after a kill.
+
+- "constant": Adam's rate throughout (the default).
+- "cosine": per epoch, `rate * (1 + cos(pi * epoch / epochs)) / 2` (epoch counted from 0,
+  `epochs` the most `train` may run): the full rate first, near zero at the end.
+- "step:E1,E2,...": the rate divided by 10 from each listed epoch on, counted from 1 as the
+  papers count (CSPAN, sec. 3.1: "step:20,25" trains epochs 1-19 at the rate, 20-24 at a
+  tenth, 25 on at a hundredth).
+- "plateau": the rate halved after an epoch whose validation loss is not the lowest so far
+  (Keras's `ReduceLROnPlateau`, patience 1, at least a hundredth of the rate).
+
+The first two are functions of the epoch, set at each epoch's start (a resumed run sets the
+same rate). The plateau's counters are saved per epoch beside the run's checkpoints, and the
+rate itself is an optimizer variable, saved in every checkpoint.
+"""
+
+import json
+import math
+import os
+
+import keras
+
+from keras_textattn._files import write_text
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import read_json
+
+SCHEDULES = ("constant", "cosine", "plateau", "step:E1,E2,...")
+
+
+def parse_schedule(schedule):
+    """`(kind, drop epochs)` of a schedule's name, or a `RunError` that lists the choices."""
+    schedule = schedule or "constant"
+    if schedule in ("constant", "cosine", "plateau"):
+        return schedule, ()
+    if isinstance(schedule, str) and schedule.startswith("step:"):
+        try:
+            drops = tuple(int(epoch) for epoch in schedule[len("step:"):].split(","))
+        except ValueError:
+            drops = ()
+        if drops and all(epoch >= 1 for epoch in drops) and list(drops) == sorted(set(drops)):
+            return "step", drops
+    raise RunError(f"unknown learning-rate schedule {schedule!r} (--lr-schedule); use one of {', '.join(SCHEDULES)} "
+                   "(step: increasing epochs counted from 1, e.g. step:20,25)")
+
+
+def schedule_callbacks(schedule, learning_rate, epochs, folder):
+    """The callbacks that apply `schedule` (a name of the module docstring) to a run whose
+    resumable state lives in `folder` (the run's backup folder)."""
+    kind, drops = parse_schedule(schedule)
+    if kind == "constant":
+        return []
+    if kind == "plateau":
+        return [ResumablePlateau(folder, factor=0.5, patience=1, min_lr=learning_rate / 100)]
+    if kind == "cosine":
+        return [keras.callbacks.LearningRateScheduler(
+            lambda epoch: learning_rate * (1 + math.cos(math.pi * epoch / epochs)) / 2)]
+    return [keras.callbacks.LearningRateScheduler(
+        lambda epoch: learning_rate * 0.1 ** sum(epoch + 1 >= drop for drop in drops))]
+
+
+class ResumablePlateau(keras.callbacks.ReduceLROnPlateau):
+    """`ReduceLROnPlateau` on the validation loss whose counters survive a kill: after each
+    epoch they are saved in `folder/plateau.json` under the epoch's number, and a resumed
+    `fit` (`initial_epoch` E) starts from those saved after epoch E - 1. Place it before
+    the checkpoint callback."""
+
+    def __init__(self, folder, **kwargs):
+        super().__init__(monitor="val_loss", **kwargs)
+        self.state_path = os.path.join(folder, "plateau.json")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        saved = read_json(self.state_path) if os.path.exists(self.state_path) else {}
+        state = saved.get(str(epoch - 1))
+        if state:
+            self.best, self.wait, self.cooldown_counter = state["best"], state["wait"], state["cooldown"]
+
+    def on_epoch_end(self, epoch, logs=None):
+        if (logs or {}).get("val_loss") is None:
+            raise RunError("the plateau schedule needs a validation loss; the run has no validation data")
+        super().on_epoch_end(epoch, logs)
+        saved = read_json(self.state_path) if os.path.exists(self.state_path) else {}
+        saved[str(epoch)] = {"best": float(self.best), "wait": self.wait, "cooldown": self.cooldown_counter}
+        os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
+        write_text(self.state_path, json.dumps(saved))

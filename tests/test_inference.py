@@ -1,0 +1,147 @@
+"""predict and evaluate on a trained run (the shared LAMA run of tests/conftest.py) and its SavedModel."""
+
+import csv
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from sklearn import metrics as sk
+
+from keras_textattn import inference
+from keras_textattn_cli import main
+from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.export import saved_model
+from keras_textattn.run_folder import load_run
+from tests.conftest import ag_news_files
+
+@pytest.fixture(scope="module")
+def test_rows(shared_data):
+    """The first 600 rows of AG News's official test file (headerless class,title,description, classes 1-4)."""
+    file = ag_news_files()["test"]
+    texts, labels, _ = read_labelled_texts(file)
+    return texts[:600], [int(label) for label in labels[:600]]
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def test_predict_file_equals_the_model_row_for_row(lama_run, test_rows, tmp_path):
+    """Ids and order kept; the labels and probabilities are the model's own; top-k sorted."""
+    texts, _ = test_rows
+    data = tmp_path / "texts.csv"
+    _write_csv(data, ["id", "text"], [[f"doc-{i}", text] for i, text in enumerate(texts)])
+    report = inference.predict_file(lama_run, str(data), str(tmp_path / "out.csv"), top_k=3, batch_size=64, verbose=0)
+    assert report["rows"] == len(texts)
+    model, encoder, names = load_run(lama_run)
+    expected = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0))
+    with open(tmp_path / "out.csv", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["id", "label", "probability", "label_2", "probability_2", "label_3", "probability_3"]
+    assert [row["id"] for row in rows] == [f"doc-{i}" for i in range(len(texts))]
+    assert [row["label"] for row in rows] == [names[i] for i in expected.argmax(-1)]
+    np.testing.assert_allclose([float(row["probability"]) for row in rows], expected.max(-1), atol=2e-6)
+    second = np.sort(expected, -1)[:, -2]
+    np.testing.assert_allclose([float(row["probability_2"]) for row in rows], second, atol=2e-6)
+
+
+def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
+    """The JSONL output of an exported SavedModel equals the run folder's; empty and invalid
+    UTF-8 texts get a prediction too."""
+    export = tmp_path / "export"
+    saved_model(lama_run, str(export))
+    data = tmp_path / "texts.csv.gz"
+    with gzip.open(data, "wb") as handle:
+        handle.write(b"text\nstocks fell sharply\n\"\"\nbad \xff\xfe bytes\nthe team won the final\n")
+    outputs = {}
+    for name, source in (("run", lama_run), ("saved", str(export))):
+        inference.predict_file(source, str(data), str(tmp_path / f"{name}.jsonl"), top_k=4, verbose=0)
+        with open(tmp_path / f"{name}.jsonl", encoding="utf-8") as handle:
+            outputs[name] = [json.loads(line) for line in handle]
+    assert len(outputs["run"]) == 4 and [r["label"] for r in outputs["run"]] == [r["label"] for r in outputs["saved"]]
+    np.testing.assert_allclose([p for r in outputs["run"] for _, p in r["top"]],
+                               [p for r in outputs["saved"] for _, p in r["top"]], atol=1e-5)
+    assert all(abs(sum(p for _, p in r["top"]) - 1) < 1e-4 for r in outputs["run"])
+
+
+def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
+    assert main(["predict", "--run", str(lama_run), "--top-k", "2", "stocks fell sharply on wall street"]) == 0
+    assert capsys.readouterr().out.startswith("Business ")
+    cases = [
+        (["--data", str(tmp_path / "none.csv"), "--output", str(tmp_path / "o.csv")], "Data file not found"),
+        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--text-column", "body"],
+         "no column 'body'"),
+        (["--data", str(tmp_path / "t.csv")], "--data needs --output"),
+        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.txt")], "must end in .csv or .jsonl"),
+    ]
+    _write_csv(tmp_path / "t.csv", ["text"], [["a"]])
+    for extra, message in cases:
+        capsys.readouterr()
+        assert main(["predict", "--run", str(lama_run), *extra]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0], error
+        assert not os.path.exists(tmp_path / "o.csv")
+
+
+def test_a_killed_predict_leaves_no_output(lama_run, test_rows, tmp_path):
+    texts, _ = test_rows
+    data = tmp_path / "big.csv"
+    _write_csv(data, ["text"], [[text] for text in texts * 40])  # 24,000 rows
+    output = tmp_path / "out.csv"
+    process = subprocess.Popen([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", str(lama_run), "--data",
+                                str(data), "--output", str(output), "--batch-size", "32"],
+                               stderr=subprocess.PIPE, text=True)
+    deadline, shown = time.time() + 120, ""
+    while time.time() < deadline and "predicted" not in shown and process.poll() is None:
+        shown += process.stderr.read(10)
+    assert "predicted" in shown and process.poll() is None, shown[-500:]  # killed mid-way
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not output.exists() and not [n for n in os.listdir(tmp_path) if n.startswith(".tmp")]
+
+
+def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
+    """AG News's test rows with labels 1-4 (--label-offset 1): the report's numbers are
+    scikit-learn's on the model's own predictions; the confusion PNG and report.md are written."""
+    texts, labels = test_rows
+    data = tmp_path / "test.csv"
+    _write_csv(data, ["label", "text"], zip(labels, texts))
+    result = inference.evaluate(lama_run, str(data), str(tmp_path / "report"), label_offset=1)
+    model, encoder, names = load_run(lama_run)
+    predicted = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0)).argmax(-1)
+    truth = np.array(labels) - 1
+    assert result["accuracy"] == pytest.approx(sk.accuracy_score(truth, predicted))
+    assert result["macro_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="macro"))
+    assert result["weighted_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="weighted"))
+    assert result["confusion_matrix"] == sk.confusion_matrix(truth, predicted).tolist()
+    np.testing.assert_allclose([result["per_class"][n]["recall"] for n in names], sk.recall_score(truth, predicted, average=None))
+    files = sorted(os.listdir(tmp_path / "report"))
+    assert files == ["confusion.png", "metrics.json", "report.md"]
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert f"Accuracy **{result['accuracy']:.4f}**" in report and "most confident mistakes" in report
+    with open(tmp_path / "report" / "metrics.json") as handle:
+        mistakes = json.load(handle)["confident_mistakes"]
+    assert len(mistakes) == 20 and all(m["true"] != m["predicted"] for m in mistakes)
+    assert [m["probability"] for m in mistakes] == sorted((m["probability"] for m in mistakes), reverse=True)
+    from PIL import Image
+
+    with Image.open(tmp_path / "report" / "confusion.png") as image:
+        assert image.size[0] > 300 and len(set(image.convert("RGB").getdata())) > 20  # a heatmap, not a blank
+
+
+def test_evaluate_refuses_labels_the_model_never_saw(lama_run, tmp_path, capsys):
+    _write_csv(tmp_path / "test.csv", ["label", "text"], [["Weather", "rain again"], ["Sports", "goal"]])
+    assert main(["evaluate", "--run", str(lama_run), "--data", str(tmp_path / "test.csv"), "--output",
+                 str(tmp_path / "report")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "labels the model never saw: ['Weather']" in error[0]
+    assert not os.path.exists(tmp_path / "report")

@@ -1,0 +1,143 @@
+"""The papers' training recipes in `train()`: pretrained embeddings, learning-rate schedules,
+gradient clipping, hashed bigrams for any model, and the "paper" preset that sets them."""
+
+import gzip
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_textattn_cli import main
+from keras_textattn.models import get_spec
+from keras_textattn.run_folder import load_run
+from keras_textattn.training import train
+from keras_textattn.training.schedules import ResumablePlateau
+from keras_textattn.training.schedules import schedule_callbacks
+
+SMALL = dict(model_kwargs={"embedding_dim": 8, "fc_units": 8}, sequence_length=24, max_tokens=2000, verbose=0)
+
+
+@pytest.fixture
+def sst2_dev(shared_data):
+    return str(shared_data / "sst2" / "dev.csv.gz")
+
+
+def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
+    """GloVe-format vectors (gzip) for some words: after training with them frozen, those words'
+    rows are the file's vectors, padding's row zeros, and metrics.json reports the coverage."""
+    rng = np.random.default_rng(0)
+    words = ["the", "film", "good", "bad", "movie", "it", "best", "not"]
+    vectors = {word: rng.normal(0, 1, 8).round(4) for word in words}
+    path = tmp_path / "vectors.txt.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write("".join(f"{w.upper()} {' '.join(map(str, v))}\n" for w, v in vectors.items()))
+    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "run"), epochs=1, embeddings=str(path),
+                    freeze_embeddings=True, **SMALL)
+    model, encoder, _ = load_run(tmp_path / "run")
+    table = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
+    vocabulary = encoder.get_vocabulary()
+    for word, vector in vectors.items():
+        np.testing.assert_allclose(table[vocabulary.index(word)], vector, rtol=1e-6)
+    np.testing.assert_array_equal(table[0], 0.0)
+    assert metrics["embeddings"] == {"source": str(path), "dimension": 8, "coverage": 8 / (len(vocabulary) - 2),
+                                     "frozen": True}
+    assert not model.get_layer("embedding").trainable
+
+
+def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
+    path = tmp_path / "glove.txt"
+    path.write_text("the 0.1 0.2 0.3\n")
+    code = main(["train", "--model", "lama", "--data", sst2_dev, "--output", str(tmp_path / "run"), "--quiet",
+                 "--embeddings", str(path)])
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(error) == 1
+    assert "has 3-dimensional vectors; the lama embedding has 100 (set its size to match, e.g. --set embedding_dim=3" in error[0]
+    assert not os.path.exists(tmp_path / "run")
+
+
+def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
+    """`preset="paper"`: LAMA's word2vec embeddings (trained on the training split only) and early
+    stopping with patience 5, unless given; run.json keeps only what was given."""
+    metrics = train("lama", sst2_dev, str(tmp_path / "run"), preset="paper", epochs=1, sequence_length=24,
+                    model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8}, verbose=0)
+    assert metrics["embeddings"]["source"] == "word2vec" and 0.05 < metrics["embeddings"]["coverage"] < 1
+    assert metrics["early_stopping"] == 5 and metrics["best_epoch"] == 0
+    assert get_spec("lama").training_defaults("cpu") == {}
+    assert get_spec("cspan").training_defaults("paper") == {"lr_schedule": "step:20,25"}
+
+
+def test_step_schedule_and_clipping(sst2_dev, tmp_path):
+    """"step:2,3" trains epoch 1 at the rate, 2 at a tenth, 3 at a hundredth (history.csv logs
+    them); the saved optimizer clips to the given global norm."""
+    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "run"), epochs=3, learning_rate=0.01,
+                    lr_schedule="step:2,3", clip_norm=0.5, **SMALL)
+    np.testing.assert_allclose(metrics["history"]["learning_rate"], [0.01, 0.001, 0.0001], rtol=1e-6)
+    model = keras.models.load_model(tmp_path / "run" / "model.keras")
+    assert model.optimizer.global_clipnorm == 0.5 and metrics["clip_norm"] == 0.5
+
+
+def test_cosine_schedule_starts_high_and_ends_low(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy")
+    history = model.fit(np.zeros((4, 2)), np.zeros(4), epochs=4, verbose=0,
+                        callbacks=schedule_callbacks("cosine", 0.01, 4, str(tmp_path)))
+    np.testing.assert_allclose(history.history["learning_rate"], 0.01 * (1 + np.cos(np.pi * np.arange(4) / 4)) / 2,
+                               rtol=1e-6)
+
+
+def test_plateau_state_survives_a_restart(tmp_path):
+    """A resumed `fit` (new callback, `initial_epoch`) continues with the counters saved after the
+    epoch before it: the same learning rates as one uninterrupted fit."""
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(64, 4)), rng.integers(0, 2, 64)
+    x_val, y_val = rng.normal(size=(32, 4)), rng.integers(0, 2, 32)
+
+    def fit(folder, epochs, initial_epoch=0, model=None):
+        if model is None:
+            keras.utils.set_random_seed(0)
+            model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+            model.compile(keras.optimizers.Adam(0.5), "sparse_categorical_crossentropy")
+        history = model.fit(x, y, validation_data=(x_val, y_val), epochs=epochs, initial_epoch=initial_epoch,
+                            verbose=0, callbacks=[ResumablePlateau(str(folder), factor=0.5, patience=1, min_lr=0.001)])
+        return model, history.history["learning_rate"]
+
+    _, whole = fit(tmp_path / "whole", 8)
+    assert len(set(whole)) > 2  # the rate was halved more than once
+    model, first = fit(tmp_path / "parts", 4)
+    model.optimizer.learning_rate.assign(first[-1])  # as the checkpoint restores it ...
+    _, rest = fit(tmp_path / "parts", 8, initial_epoch=4, model=model)
+    np.testing.assert_allclose(first + rest, whole)
+
+
+def test_balanced_class_weights_are_scikit_learns_on_r8(shared_data):
+    """R8's training split is imbalanced (largest class ~50x the smallest): "balanced" gives
+    scikit-learn's weights; a mapping names classes, the others weigh 1; unknown classes are refused."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    from keras_textattn.datasets import DataError
+    from keras_textattn.datasets import LocalFile
+    from keras_textattn.datasets import load_dataset
+    from keras_textattn.datasets import weigh_classes
+
+    data = load_dataset({"train": LocalFile(str(shared_data / "r8" / "train.csv.gz"))}, ("train",))
+    labels = np.array([int(label) for _, label in data["train"].as_numpy_iterator()])
+    by_id, by_name = weigh_classes("balanced", data["train"], data.label_names)
+    expected = compute_class_weight("balanced", classes=np.arange(len(data.label_names)), y=labels)
+    np.testing.assert_allclose([by_id[i] for i in range(len(expected))], expected)
+    assert max(expected) / min(expected) > 30 and by_name[data.label_names[0]] == by_id[0]
+    named = weigh_classes({data.label_names[1]: 4}, data["train"], data.label_names)[0]
+    assert named == {i: 4.0 if i == 1 else 1.0 for i in range(len(data.label_names))}
+    with pytest.raises(DataError, match="names classes the data does not have"):
+        weigh_classes({"weather": 2}, data["train"], data.label_names)
+
+
+def test_class_weight_reaches_the_training_loss(sst2_dev, tmp_path):
+    """Same seed and data: weighing class "1" three times changes the training loss; metrics.json
+    records the weights by class name, and macro F1 per split."""
+    plain = train("scalable_attention", sst2_dev, str(tmp_path / "plain"), epochs=1, **SMALL)
+    weighted = train("scalable_attention", sst2_dev, str(tmp_path / "weighted"), epochs=1, class_weight={"1": 3},
+                     **SMALL)
+    assert weighted["history"]["loss"][0] > 1.3 * plain["history"]["loss"][0]
+    assert weighted["class_weight"] == {"0": 1.0, "1": 3.0} and plain["class_weight"] is None
+    assert set(weighted["macro_f1"]) == {"train", "validation"} and 0 < weighted["macro_f1"]["validation"] <= 1
