@@ -1,40 +1,85 @@
-"""What the example scripts share: their command-line flags and the call to `train()`.
+"""What the example scripts share: their command-line flags and the whole path they run.
 
 Each example passes the paper's settings; `--small` shrinks the model and the text
-length so that a run finishes in minutes on a 2-core CPU.
+length so that a run finishes in minutes on a 2-core CPU. One command goes from data to
+a served artifact: an optional keras-tuner search (`--tune CONFIG`, whose best
+hyperparameters the run then trains with), training with a `tf.distribute` strategy
+(`--distribute`), and an export for TF Serving and LiteRT (`--export DIR`).
 """
 
 import argparse
 import json
 import os
 
+# `tune()`'s data arguments, taken from what an example passes `train()`.
+TUNE_DATA_ARGUMENTS = ("test_data", "text_column", "label_column", "header", "label_offset", "label_names", "data_dir")
+
 
 def parse_args(description, default_output):
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", help="a local CSV file (header label,text) instead of downloading the TFDS dataset")
     parser.add_argument("--test-data", help="a local test file (same format as --data unless the example says otherwise)")
     parser.add_argument("--output", default=default_output, help="the run folder")
-    parser.add_argument("--epochs", type=int, help="default: the example's")
+    parser.add_argument("--epochs", type=int, help="default: the example's (also each search trial's, when given)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--small", action="store_true", help="CPU-sized model and texts")
-    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)")
+    parser.add_argument("--tune", metavar="CONFIG", help="search hyperparameters first with this tuner config "
+                        "(e.g. tuner_configs/lama.yaml) in OUTPUT-search/, then train with the best")
+    parser.add_argument("--tune-trials", type=int, help="search trials (default: the config's)")
+    parser.add_argument("--distribute", choices=["none", "mirrored", "multi-worker"], default="none",
+                        help="the tf.distribute strategy of the training (see README)")
+    parser.add_argument("--cpu-devices", type=int, help="split the CPU into N devices (mirrored without GPUs)")
+    parser.add_argument("--export", metavar="DIR", help="then export the run: DIR/saved_model (TF Serving) and "
+                        "DIR/tflite (LiteRT), each verified against the Keras model")
     return parser.parse_args()
 
 
 def run(args, model, model_kwargs, small_kwargs, data, epochs, **train_kwargs):
-    """Train and print where the results are."""
+    """Search (with --tune), train, export (with --export), and print where everything is."""
+    if args.cpu_devices:
+        from keras_textattn.training import configure_cpu_devices
+
+        configure_cpu_devices(args.cpu_devices)  # first: before TensorFlow sets up its devices
     from keras_textattn.training import train
 
+    model_kwargs = {**model_kwargs, **(small_kwargs if args.small else {})}
+    if args.tune:
+        model_kwargs.update(_search(args, model, data, train_kwargs))
     metrics = train(
         model=model,
         data=data,
         output=args.output,
-        model_kwargs={**model_kwargs, **(small_kwargs if args.small else {})},
+        model_kwargs=model_kwargs,
         epochs=args.epochs or epochs,
         batch_size=args.batch_size,
+        distribute=args.distribute,
         overwrite=args.overwrite,
         **train_kwargs,
     )
     print(json.dumps(metrics["accuracy"], indent=2))
     print(f"Results: {os.path.abspath(args.output)} (metrics.json, model.keras, encoder.keras, logs/)")
+    if args.export:
+        from keras_textattn import export
+
+        for name, write in (("saved_model", export.saved_model), ("tflite", export.tflite)):
+            report = write(args.output, os.path.join(args.export, name), overwrite=args.overwrite)
+            print(f"Exported {name}: {report['path']} (verified: largest difference {report['max_abs_difference']:.2g})")
     return metrics
+
+
+def _search(args, model, data, train_kwargs):
+    """Run the keras-tuner search of `args.tune` and return its best model arguments."""
+    from keras_textattn.tuning import load_config
+    from keras_textattn.tuning import tune
+
+    config = load_config(args.tune)
+    if config.model != model:
+        raise SystemExit(f"{args.tune} tunes {config.model}; this example trains {model}")
+    directory = args.output.rstrip("/") + "-search"
+    options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
+    rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs, **options)
+    with open(os.path.join(directory, "best", "metrics.json")) as handle:
+        best = json.load(handle)["model_kwargs"]
+    print(f"Search: {len(rows)} trials in {directory}; training with the best: {best}")
+    return best

@@ -6,6 +6,7 @@ never held in memory, and a killed `predict_file` or `evaluate` leaves no partia
 """
 
 import csv
+import glob
 import html
 import io
 import itertools
@@ -17,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn._files import check_output
+from keras_textattn._files import locked
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.datasets.loading import DataError
@@ -135,7 +137,11 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
         if verbose:
             print(file=sys.stderr)
 
-    write_atomically(output, write)
+    with locked(output):  # one writer; under the lock, what a killed one left is stale
+        folder, name = os.path.split(os.path.abspath(output))
+        for stale in glob.glob(os.path.join(glob.escape(folder), f".tmp-*{glob.escape(name)}")):
+            os.remove(stale)
+        write_atomically(output, write)
     return {"rows": count, "path": output}
 
 

@@ -228,9 +228,10 @@ def main(argv=None):
             from keras_textattn.training import configure_cpu_devices
 
             configure_cpu_devices(args.cpu_devices)
-        import tensorflow as tf
+        if getattr(args, "distribute", None) != "multi-worker":  # its strategy must set the devices up itself
+            import tensorflow as tf
 
-        tf.config.list_logical_devices()  # initialises the devices: cuInit and its kind log here
+            tf.config.list_logical_devices()  # initialises the devices: cuInit and its kind log here
     try:
         return {"train": _train, "export": _export, "tune": _tune, "explain": _explain, "predict": _predict,
                 "evaluate": _evaluate}[args.command](args)

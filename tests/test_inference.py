@@ -22,7 +22,7 @@ from tests.conftest import ag_news_files
 
 @pytest.fixture(scope="module")
 def test_rows(shared_data):
-    """The first 600 rows of AG News's official test file (headerless class,title,description, classes 1-4)."""
+    """The first 600 rows of AG News's official test file (label ids 0-3, after the file's offset)."""
     file = ag_news_files()["test"]
     texts, labels, _ = read_labelled_texts(file)
     return texts[:600], [int(label) for label in labels[:600]]
@@ -106,7 +106,12 @@ def test_a_killed_predict_leaves_no_output(lama_run, test_rows, tmp_path):
     assert "predicted" in shown and process.poll() is None, shown[-500:]  # killed mid-way
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert not output.exists() and not [n for n in os.listdir(tmp_path) if n.startswith(".tmp")]
+    assert not output.exists()
+    # The next predict to that output removes what the killed one left, and completes.
+    data.write_text("text\nstocks fell\n")
+    assert main(["predict", "--run", str(lama_run), "--data", str(data), "--output", str(output), "--quiet"]) == 0
+    assert len(output.read_text().splitlines()) == 2
+    assert sorted(os.listdir(tmp_path)) == ["big.csv", "out.csv"]
 
 
 def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
@@ -114,11 +119,11 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
     scikit-learn's on the model's own predictions; the confusion PNG and report.md are written."""
     texts, labels = test_rows
     data = tmp_path / "test.csv"
-    _write_csv(data, ["label", "text"], zip(labels, texts))
+    _write_csv(data, ["label", "text"], zip([label + 1 for label in labels], texts))  # AG's own 1-4
     result = inference.evaluate(lama_run, str(data), str(tmp_path / "report"), label_offset=1)
     model, encoder, names = load_run(lama_run)
     predicted = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0)).argmax(-1)
-    truth = np.array(labels) - 1
+    truth = np.array(labels)
     assert result["accuracy"] == pytest.approx(sk.accuracy_score(truth, predicted))
     assert result["macro_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="macro"))
     assert result["weighted_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="weighted"))
