@@ -60,13 +60,15 @@ def test_missing_and_truncated_files(tmp_path):
 
 
 def test_embedding_matrix_rows():
-    """Covered words get their vector; padding zeros; each uncovered word a random row of its own,
-    at the vectors' scale, seeded."""
+    """Covered words get their vector, rescaled together to a standard deviation of 0.05; padding
+    zeros; each uncovered word a random row of its own, seeded."""
     vectors = {"good": np.array([1.0, -1.0, 2.0], "float32"), "dull": np.array([-2.0, 0.5, 1.0], "float32")}
     matrix, coverage = embedding_matrix(VOCABULARY, vectors, 3, seed=3)
     assert coverage == 0.5 and matrix.shape == (6, 3) and matrix.dtype == np.float32
-    np.testing.assert_array_equal(matrix[2], vectors["good"])
-    np.testing.assert_array_equal(matrix[5], vectors["dull"])
+    factor = 0.05 / np.std(np.stack(list(vectors.values())))
+    np.testing.assert_allclose(matrix[2], vectors["good"] * factor, rtol=1e-6)
+    np.testing.assert_allclose(matrix[5], vectors["dull"] * factor, rtol=1e-6)
+    assert np.std(matrix[[2, 5]]) == pytest.approx(0.05, rel=1e-5)
     np.testing.assert_array_equal(matrix[0], 0.0)
     random_rows = matrix[[1, 3, 4]]
     assert len({tuple(row) for row in random_rows}) == 3

@@ -25,7 +25,8 @@ def sst2_dev(shared_data):
 
 def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
     """GloVe-format vectors (gzip) for some words: after training with them frozen, those words'
-    rows are the file's vectors, padding's row zeros, and metrics.json reports the coverage."""
+    rows are the file's vectors (rescaled together, `embedding_matrix`), padding's row zeros,
+    and metrics.json reports the coverage."""
     rng = np.random.default_rng(0)
     words = ["the", "film", "good", "bad", "movie", "it", "best", "not"]
     vectors = {word: rng.normal(0, 1, 8).round(4) for word in words}
@@ -37,8 +38,9 @@ def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
     model, encoder, _ = load_run(tmp_path / "run")
     table = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
     vocabulary = encoder.get_vocabulary()
+    factor = 0.05 / np.std(np.stack(list(vectors.values())))
     for word, vector in vectors.items():
-        np.testing.assert_allclose(table[vocabulary.index(word)], vector, rtol=1e-6)
+        np.testing.assert_allclose(table[vocabulary.index(word)], vector * factor, rtol=1e-5)
     np.testing.assert_array_equal(table[0], 0.0)
     assert metrics["embeddings"] == {"source": str(path), "dimension": 8, "coverage": 8 / (len(vocabulary) - 2),
                                      "frozen": True}
