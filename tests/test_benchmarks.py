@@ -33,11 +33,11 @@ def test_throughput_quick(shared_data, tmp_path):
     results = json.loads((tmp_path / "throughput.json").read_text())
     layers = {(r["layer"], r["length"]) for r in results["layers"]}
     assert layers == {(name, n) for name in ("MultiHeadAttention", "LAMA") for n in (64, 128)}
-    assert all(r["train_examples_per_second"] > 0 and r["peak_rss_mb"] >= 0 for r in results["layers"])
+    assert all(r["train_examples_per_second"] > 0 for r in results["layers"])
     # The process's memory high-water mark: training the first layer raises it (later rows may not).
     assert results["layers"][0]["peak_rss_mb"] > 0
     assert all(f["flops"] > 0 for f in results["flops"])  # counted by XLA through JAX
-    (lama,) = results["end_to_end"]
-    assert lama["model"] == "lama" and lama["tflite_dynamic_bytes"] < lama["tflite_float32_bytes"]
+    (row,) = results["end_to_end"]  # the fastest to convert; the full run measures every paper model
+    assert row["model"] == "scalable_attention" and row["tflite_dynamic_bytes"] < row["tflite_float32_bytes"]
     assert (tmp_path / "throughput.png").read_bytes()[:4] == b"\x89PNG"
     assert "| LAMA | 128 |" in (tmp_path / "throughput.md").read_text()
