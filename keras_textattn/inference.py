@@ -9,7 +9,6 @@ import csv
 import glob
 import html
 import io
-import itertools
 import json
 import os
 import sys
@@ -23,9 +22,8 @@ from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import LocalFile
-from keras_textattn.datasets.loading import column_index
-from keras_textattn.datasets.loading import open_text
 from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.datasets.loading import text_batches
 from keras_textattn.errors import UserError
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
@@ -118,7 +116,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
         nonlocal count
         with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle) if output.endswith(".csv") else None
-            for ids, texts in _batches(file, id_column, batch_size):
+            for ids, texts in text_batches(file, batch_size, id_column):
                 if writer and count == 0:
                     writer.writerow((["id"] if ids is not None else []) + _csv_header(top_k))
                 for index, row in enumerate(classifier.predict(texts, top_k)):
@@ -147,38 +145,6 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
 
 def _csv_header(top_k):
     return ["label", "probability"] + [f"{name}_{k}" for k in range(2, top_k + 1) for name in ("label", "probability")]
-
-
-def _batches(file, id_column, batch_size):
-    """`(ids or None, texts)` lists of up to `batch_size` rows of `file`, read as a stream."""
-    path = os.fspath(file.path)
-    delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
-    with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter=delimiter)
-        first = next(reader, None)
-        if first is None:
-            raise DataError(f"{path}: the file is empty")
-        header = first if file.header else None
-        columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
-        text_index = [column_index(path, header, len(first), column) for column in columns]
-        if id_column is None and header is not None and "id" in header:
-            id_column = "id"
-        id_index = None if id_column is None else column_index(path, header, len(first), id_column)
-        rows = reader if header is not None else itertools.chain([first], reader)
-        ids, texts = [], []
-        for record in rows:
-            if not record:
-                continue
-            if len(record) != len(first):
-                raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the first row, "
-                                f"found {len(record)}")
-            texts.append(" ".join(record[i] for i in text_index))
-            ids.append(record[id_index] if id_index is not None else None)
-            if len(texts) == batch_size:
-                yield (ids if id_index is not None else None), texts
-                ids, texts = [], []
-        if texts:
-            yield (ids if id_index is not None else None), texts
 
 
 def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, label_offset=0,

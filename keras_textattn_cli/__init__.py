@@ -43,16 +43,25 @@ def _column(text):
     return int(text) if text.isdigit() else text
 
 
+def _file_format_arguments(group, labels):
+    """The flags that say how to read a CSV/TSV file, the same for every subcommand that reads one."""
+    group.add_argument("--text-column", type=_column, action="append",
+                       help="name or index; repeat to join columns (default: text)")
+    if labels:
+        group.add_argument("--label-column", type=_column, help="name or index (default: label)")
+    group.add_argument("--no-header", action="store_true", help="the file has no header row (give columns by index)")
+    if labels:
+        group.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
+
+
 def _data_arguments(parser):
     data = parser.add_argument_group("local files")
     data.add_argument("--test-data", help="a test file in the same format as --data")
     data.add_argument("--validation-data", help="a validation file in the same format as --data "
                                                 "(default: --validation-fraction of the training rows)")
-    data.add_argument("--text-column", type=_column, action="append", help="name or index; repeat to join columns")
-    data.add_argument("--label-column", type=_column, help="name or index (default: label)")
-    data.add_argument("--no-header", action="store_true", help="the files have no header row")
-    data.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
-    data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1")
+    _file_format_arguments(data, labels=True)
+    data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1 "
+                                            "(without it, integer labels are the class names \"0\", \"1\", ...)")
     data.add_argument("--data-dir", help="TFDS data folder")
 
 
@@ -159,10 +168,8 @@ def _parser():
     predict.add_argument("--data", help="a CSV/TSV file (plain or .gz) to label, read in batches")
     predict.add_argument("--output", help="with --data: the predictions, .csv or .jsonl (one row per input row, "
                                           "in order, written atomically)")
-    predict.add_argument("--text-column", type=_column, action="append",
-                         help="name or index; repeat to join columns (default: text)")
+    _file_format_arguments(predict, labels=False)
     predict.add_argument("--id-column", type=_column, help="carried over to the output (default: a column named id)")
-    predict.add_argument("--no-header", action="store_true", help="the file has no header row")
     predict.add_argument("--top-k", type=int, default=1, help="the most probable labels to give per text")
     predict.add_argument("--batch-size", type=int, default=256, help="texts per model call")
     predict.add_argument("--overwrite", action="store_true", help="replace an existing --output")
@@ -172,11 +179,7 @@ def _parser():
     evaluate.add_argument("--run", required=True, help="a run folder written by `train`, or a SavedModel folder")
     evaluate.add_argument("--data", required=True, help="a labelled CSV/TSV file (plain or .gz)")
     evaluate.add_argument("--output", required=True, help="the report folder: metrics.json, report.md, confusion.png")
-    evaluate.add_argument("--text-column", type=_column, action="append",
-                          help="name or index; repeat to join columns (default: text)")
-    evaluate.add_argument("--label-column", type=_column, default="label", help="name or index")
-    evaluate.add_argument("--no-header", action="store_true", help="the file has no header row")
-    evaluate.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
+    _file_format_arguments(evaluate, labels=True)
     evaluate.add_argument("--mistakes", type=int, default=20, help="the most confident mistakes to list")
     evaluate.add_argument("--batch-size", type=int, default=256, help="texts per model call")
     evaluate.add_argument("--overwrite", action="store_true", help="replace an existing --output")
@@ -184,9 +187,10 @@ def _parser():
     explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain")
-    explain.add_argument("--data", help="also explain the texts of a CSV file (header with a text column)")
-    explain.add_argument("--text-column", default="text", help="the text column of --data")
+    explain.add_argument("--data", help="also explain the texts of a CSV/TSV file (plain or .gz)")
+    _file_format_arguments(explain, labels=False)
     explain.add_argument("--limit", type=int, default=1000, help="at most this many rows of --data")
+    explain.add_argument("--show", type=int, default=20, help="texts printed (the files written have them all)")
     explain.add_argument("--html", help="write a self-contained HTML page")
     explain.add_argument("--png", help="write a heatmap of the first text")
     explain.add_argument("--top-tokens-csv", help="write the top attended tokens per predicted class (CSV)")
@@ -281,6 +285,9 @@ def _train(args):
     )
     accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
     print(f"Finished {args.model}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
+    if all(name.isdigit() for name in metrics["label_names"]):
+        print(f"The classes are the file's integer labels, named {', '.join(metrics['label_names'][:5])}"
+              f"{', ...' if len(metrics['label_names']) > 5 else ''}; --label-names gives them names")
     return 0
 
 
@@ -344,7 +351,7 @@ def _evaluate(args):
     from keras_textattn import inference
 
     result = inference.evaluate(args.run, args.data, args.output, text_column=_text_column(args),
-                                label_column=args.label_column, header=not args.no_header,
+                                label_column=args.label_column or "label", header=not args.no_header,
                                 label_offset=args.label_offset, batch_size=args.batch_size, mistakes=args.mistakes,
                                 overwrite=args.overwrite)
     print(f"{result['rows']} rows: accuracy {result['accuracy']:.4f}, macro F1 {result['macro_f1']:.4f}, "
@@ -354,26 +361,33 @@ def _evaluate(args):
 
 def _explain(args):
     from keras_textattn.datasets.loading import LocalFile
-    from keras_textattn.datasets.loading import read_labelled_texts
+    from keras_textattn.datasets.loading import text_batches
+    from keras_textattn.errors import UserError
     from keras_textattn.explain import explain
     from keras_textattn.explain import to_html
     from keras_textattn.explain import to_png
     from keras_textattn.explain import top_tokens
-    from keras_textattn.errors import UserError
     from keras_textattn.explain import write_top_tokens
 
     texts = list(args.texts)
     if args.data:
-        file = LocalFile(args.data, text_column=args.text_column, label_column=args.text_column)
-        texts += read_labelled_texts(file)[0][: args.limit]
+        file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
+        for _, batch in text_batches(file, 256):
+            texts += batch[: args.limit - (len(texts) - len(args.texts))]
+            if len(texts) - len(args.texts) >= args.limit:
+                break
     if not texts:
         raise UserError("give texts to explain, or --data FILE")
     explanations = explain(args.run, texts)
-    for explanation in explanations[:20]:
+    shown = explanations[: args.show]
+    print("predicted label (its probability): the 5 most attended tokens (mean over heads) <- the text's start")
+    for explanation in shown:
         weights = next(iter(explanation.attention.values())).mean(0) if explanation.attention else []
         top = sorted(zip(weights, (t["token"] for t in explanation.tokens)), reverse=True)[:5]
         print(f"{explanation.label} ({explanation.probabilities[explanation.label]:.3f}): "
               f"{' '.join(token for _, token in top)}  <- {explanation.text[:60]!r}")
+    if len(shown) < len(explanations):
+        print(f"({len(shown)} of {len(explanations)} texts shown; --show N for more, --html for every map)")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as handle:
             handle.write(to_html(explanations, title=f"Attention of {args.run}"))
@@ -386,6 +400,3 @@ def _explain(args):
         print("Wrote " + ", ".join(written))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -404,3 +404,43 @@ def column_index(path, header, width, column):
     if column not in header:
         raise DataError(f"{path}: no column {column!r}. Columns: {header}")
     return header.index(column)
+
+
+def text_batches(file, batch_size, id_column=None):
+    """The texts of a `LocalFile` (its label column unused), read as a stream: `(ids, texts)`
+    lists of up to `batch_size` rows, in file order; `ids` holds `id_column`'s values (default:
+    a column named "id" when the header has one), or is None without such a column."""
+    path = os.fspath(file.path)
+    try:
+        delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
+        with open_text(path) as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            first = next(reader, None)
+            if first is None:
+                raise DataError(f"{path}: the file is empty")
+            header = first if file.header else None
+            columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
+            text_index = [column_index(path, header, len(first), column) for column in columns]
+            if id_column is None and header is not None and "id" in header:
+                id_column = "id"
+            id_index = None if id_column is None else column_index(path, header, len(first), id_column)
+            rows = reader if header is not None else itertools.chain([first], reader)
+            ids, texts = [], []
+            for record in rows:
+                if not record:
+                    continue
+                if len(record) != len(first):
+                    raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the first row, "
+                                    f"found {len(record)}")
+                texts.append(" ".join(record[i] for i in text_index))
+                ids.append(record[id_index] if id_index is not None else None)
+                if len(texts) == batch_size:
+                    yield (ids if id_index is not None else None), texts
+                    ids, texts = [], []
+            if texts:
+                yield (ids if id_index is not None else None), texts
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
+        raise DataError(f"{path}: cannot be read: {reason}") from None
+    except csv.Error as error:
+        raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None

@@ -131,6 +131,18 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert "is not a finished run folder" in capsys.readouterr().err
 
 
+def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, capsys):
+    """The headerless AG News test file (class, title, description), read with the flags every
+    file-reading subcommand shares; the printed lines say what they show, and how many."""
+    code = main(["explain", "--run", str(lama_run), "--data", str(shared_data / "ag_news" / "test.csv.gz"),
+                 "--no-header", "--text-column", "1", "--text-column", "2", "--limit", "30", "--show", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert lines[0].startswith("predicted label (its probability): the 5 most attended tokens")
+    assert len(lines) == 5 and lines[-1].startswith("(3 of 30 texts shown")
+    assert lines[1].split(" (")[0] in {"World", "Sports", "Business", "Sci/Tech"}
+
+
 def test_explain_is_a_plain_module(lama_run):
     import keras_textattn
     import keras_textattn.explain as module
