@@ -33,6 +33,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "shared_data" in item.fixturenames:
             item.add_marker(absent)
+            item.add_marker(pytest.mark.real_data)
 
 
 @pytest.fixture(scope="session")
