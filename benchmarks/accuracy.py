@@ -15,6 +15,14 @@ they finish; a rerun skips what is there, so a stopped run resumes.
 CPU sizes (the papers' sizes do not fit a 2-core CPU in hours): embeddings of 64 (32
 for dual-axial), 3 epochs, Adam 1e-3, batch 32, 20,000-token vocabulary, texts cut to
 the lengths in DATASETS; HCAN 24 words per sentence. Same for every seed.
+
+The models of TRAINED run through `train()` as a user runs it: "<model>+recipe" is the
+training recipe (RECIPE: word2vec, bigrams, early stopping on a held-out 10%, plateau
+schedule, clipping), and "scalable_attention+balanced" / "+unweighted" measure class
+weights (macro F1 on the test set is recorded beside accuracy):
+
+    python benchmarks/accuracy.py --datasets sst2 --models lama+recipe --seeds 0 1 2
+    python benchmarks/accuracy.py --datasets r8 --models scalable_attention+unweighted scalable_attention+balanced
 """
 
 import argparse
@@ -67,8 +75,12 @@ VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 RECIPE = {"embeddings": "word2vec", "early_stopping": 2, "lr_schedule": "plateau", "clip_norm": 1.0}
 RECIPE_EPOCHS = 10
 PAPER_MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan")
-RECIPES = {f"{name}+recipe": name for name in PAPER_MODELS}
-MODELS = list(KERAS_MODELS) + list(VARIANTS) + list(RECIPES) + ["fasttext", "tfidf_lr"]
+# Runs through `train()`: name -> (model, train() options, epochs). The recipes above, and class
+# weights on an imbalanced split (R8) beside the same training without them.
+TRAINED = {f"{name}+recipe": (name, RECIPE, RECIPE_EPOCHS) for name in PAPER_MODELS}
+TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
+                "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
+MODELS = list(KERAS_MODELS) + list(VARIANTS) + list(TRAINED) + ["fasttext", "tfidf_lr"]
 QUICK = {"datasets": ["trec"], "models": ["scalable_attention", "fasttext", "tfidf_lr"], "seeds": [0], "epochs": 1}
 
 
@@ -86,9 +98,9 @@ def load(data_dir, name):
     return load_dataset(files(data_dir, name), ("train", "test"))  # no validation split: fixed epochs, no selection
 
 
-def run_recipe(model_name, data_files, length, seed):
-    """`RECIPE` through `train()`: the run's test accuracy, training seconds (word2vec, the
-    encoder and every epoch) and the epochs it took."""
+def run_train(model_name, data_files, length, seed, options, epochs):
+    """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1, training
+    seconds (word2vec, the encoder and every epoch) and the epochs it took."""
     from keras_textattn.models import get_spec
     from keras_textattn.training import train
 
@@ -99,12 +111,12 @@ def run_recipe(model_name, data_files, length, seed):
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=KERAS_MODELS[model_name],
-                        max_tokens=20000, epochs=RECIPE_EPOCHS, seed=seed, verbose=0, **shape, **RECIPE)
+                        max_tokens=20000, epochs=epochs, seed=seed, verbose=0, **shape, **options)
         seconds = time.perf_counter() - start
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
-            "best_epoch": metrics["best_epoch"], "embedding_coverage": metrics["embeddings"]["coverage"],
-            "macro_f1": metrics["macro_f1"]["test"]}
+            "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"]["test"],
+            "embedding_coverage": (metrics["embeddings"] or {}).get("coverage")}
 
 
 def texts_and_labels(split):
@@ -187,8 +199,8 @@ def read_results(path):
 
 def report(results):
     """A markdown table: mean and standard deviation over seeds, beside the papers' figures."""
-    lines = ["| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper "
+             "| macro F1 |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for dataset in DATASETS:
         for model in MODELS:
             rows = [r for r in results if r["dataset"] == dataset and r["model"] == model]
@@ -196,10 +208,12 @@ def report(results):
                 continue
             accuracy = np.array([r["accuracy"] for r in rows])
             paper = DATASETS[dataset][3].get(model)
+            spread = f" ± {accuracy.std():.3f}" if len(rows) > 1 else ""
+            macro_f1 = f"{np.mean([r['macro_f1'] for r in rows]):.3f}" if all("macro_f1" in r for r in rows) else ""
             lines.append(
-                f"| {dataset} | {model} | {accuracy.mean():.3f}{f' ± {accuracy.std():.3f}' if len(rows) > 1 else ''} | {len(rows)} "
+                f"| {dataset} | {model} | {accuracy.mean():.3f}{spread} | {len(rows)} "
                 f"| {np.mean([r['train_seconds'] for r in rows]):.0f} | {rows[0]['parameters']:,} "
-                f"| {'' if paper is None else f'{paper:.3f}'} |"
+                f"| {'' if paper is None else f'{paper:.3f}'} | {macro_f1} |"
             )
     return "\n".join(lines)
 
@@ -231,8 +245,9 @@ def main(argv=None):
         dataset = load(args.data_dir, dataset_name)
         length = DATASETS[dataset_name][2]
         for model_name, seed in todo:
-            if model_name in RECIPES:
-                result = run_recipe(RECIPES[model_name], files(args.data_dir, dataset_name), length, seed)
+            if model_name in TRAINED:
+                result = run_train(*TRAINED[model_name][:1], files(args.data_dir, dataset_name), length, seed,
+                                   *TRAINED[model_name][1:])
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":
@@ -240,7 +255,7 @@ def main(argv=None):
             else:
                 result = run_keras(model_name, dataset, length, seed, args.epochs)
             result.update(dataset=dataset_name, model=model_name, seed=seed,
-                          epochs=RECIPE_EPOCHS if model_name in RECIPES else args.epochs)
+                          epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
             print(f"{dataset_name:8s} {model_name:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
                   f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters", flush=True)
             with open(args.results, "a", encoding="utf-8") as handle:

@@ -118,9 +118,10 @@ def test_single_class_dataset_is_refused(tmp_path, capsys):
     assert "at least 2 classes" in capsys.readouterr().err
 
 
-def test_finished_run_refused_unless_overwrite(sst2, tmp_path, capsys):
+def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
     output = str(tmp_path / "run")
-    args = ["train", *SMALL_SCALABLE, "--data", sst2[1], "--output", output, "--epochs", "1"]
+    args = ["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", output,
+            "--epochs", "1"]
     assert main(args) == 0
     # The batches have a known length: Keras neither shows "Unknown" steps nor warns that the data ran out.
     assert "ran out of data" not in capsys.readouterr().err
