@@ -1,8 +1,9 @@
 """Labels for new texts (`predict`, `predict_file`) and where a model goes wrong (`evaluate`).
 
 Both read a run folder of `train`, or a SavedModel written by `export.saved_model`
-(TensorFlow backend). Files are read in batches and written atomically: a 1 GB input is
-never held in memory, and a killed `predict_file` or `evaluate` leaves no partial output.
+(TensorFlow backend), and write atomically: a killed `predict_file` or `evaluate` leaves no
+partial output. `predict_file` streams its input in batches (a 1 GB file is never held in
+memory); `evaluate` holds its file's texts and labels (it reports on all of them at once).
 """
 
 import csv
@@ -53,7 +54,8 @@ class Classifier:
                 self.label_names = json.load(handle)
         elif os.path.isdir(path):
             model, encoder, self.label_names = load_run(path)
-            self._probabilities = tf.function(lambda texts: model(encoder(texts), training=False))
+            self._probabilities = tf.function(lambda texts: model(encoder(texts), training=False),
+                                              reduce_retracing=True)
         else:
             raise RunError(f"{path} is neither a run folder nor a SavedModel folder")
 
@@ -73,6 +75,11 @@ class Classifier:
             top = [(self.label_names[i], float(probabilities[i])) for i in order]
             rows.append({"label": top[0][0], "probability": top[0][1], "top": top})
         return rows
+
+
+def _check_batch_size(batch_size):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise UserError(f"batch-size must be a positive whole number; got {batch_size!r}")
 
 
 def _check_top_k(top_k, classes):
@@ -105,6 +112,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     output = os.fspath(output)
     if not output.endswith((".csv", ".jsonl")):
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
+    _check_batch_size(batch_size)
     if os.path.exists(output) and not overwrite:
         raise FileExistsError(f"{os.path.abspath(output)} already exists; pass overwrite=True (--overwrite) to replace it")
     classifier = Classifier(run)
@@ -164,6 +172,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     """
     from sklearn import metrics as sk
 
+    _check_batch_size(batch_size)
     check_output(os.fspath(output), overwrite, source=run)
     classifier = Classifier(run)
     names = classifier.label_names

@@ -82,6 +82,10 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
          "no column 'body'"),
         (["--data", str(tmp_path / "t.csv")], "--data needs --output"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.txt")], "must end in .csv or .jsonl"),
+        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--batch-size", "0"],
+         "batch-size must be a positive whole number; got 0"),
+        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--top-k", "0"],
+         "top-k must be a positive whole number; got 0"),
     ]
     _write_csv(tmp_path / "t.csv", ["text"], [["a"]])
     for extra, message in cases:

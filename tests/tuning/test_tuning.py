@@ -94,7 +94,7 @@ def test_cli_reports_a_bad_config_in_one_line(tiny_config, tmp_path):
 
 def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     data = str(shared_data / "trec" / "train.csv.gz")
-    rows = tune(tiny_config, data, tmp_path / "search", verbose=0)
+    rows = tune(tiny_config, data, tmp_path / "search", class_weight="balanced", verbose=0)  # TREC is imbalanced
     assert len(rows) == 3
     assert len({(r["hidden_units"], r["fc_units"]) for r in rows}) == 3  # distinct hyperparameters
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
@@ -110,6 +110,8 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
     metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
     assert metrics["model_kwargs"]["hidden_units"] == json.loads(rows[0]["hidden_units"])
+    weights = metrics["class_weight"]
+    assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
 
 
 def test_killed_search_resumes_without_repeating_finished_trials(tiny_config, shared_data, tmp_path):
