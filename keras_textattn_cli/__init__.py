@@ -3,7 +3,7 @@
 A package of its own, beside `keras_textattn`: importing `keras_textattn` registers its
 layers with Keras, which imports TensorFlow (seconds, and a screen of C++ log lines), so
 `--help` and argument errors answer from here before any of that is imported. Then
-TensorFlow's C++ start-up logs are hidden unless `--verbose`.
+TensorFlow's C++ log lines are hidden unless `--verbose`.
 """
 
 import argparse
@@ -225,6 +225,10 @@ def main(argv=None):
     args = _parser().parse_args(argv)  # --help and argument errors end here, before TensorFlow is imported
     warnings.formatwarning = _warning_line  # one line, without the source line of the warning
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    if not args.verbose:
+        # TensorFlow's C++ messages while it runs (e.g. oneDNN's "supports DT_BOOL only ..." at the first
+        # prediction); errors that matter reach Python as exceptions.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with contextlib.nullcontext() if args.verbose else _without_native_logs():
         from keras_textattn.errors import UserError  # imports Keras and TensorFlow
 
