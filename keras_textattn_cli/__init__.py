@@ -122,7 +122,10 @@ def _parser():
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
     fit.add_argument("--epochs", type=int, default=3, help="passes over the training data; the most, with early stopping")
     fit.add_argument("--early-stopping", type=int, metavar="PATIENCE",
-                     help="stop after PATIENCE epochs without a lower validation loss; keep the best epoch's weights")
+                     help="stop after PATIENCE epochs without a better validation loss (or accuracy, see "
+                          "--early-stopping-monitor); keep the best epoch's weights")
+    fit.add_argument("--early-stopping-monitor", choices=["loss", "accuracy"],
+                     help="what --early-stopping watches on the validation data (default: loss)")
     fit.add_argument("--batch-size", type=int, default=32, help="global batch size")
     fit.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's")
     fit.add_argument("--lr-schedule", metavar="SCHEDULE",
@@ -274,6 +277,7 @@ def _train(args):
         freeze_embeddings=args.freeze_embeddings,
         epochs=args.epochs,
         early_stopping=args.early_stopping,
+        early_stopping_monitor=args.early_stopping_monitor,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
         lr_schedule=args.lr_schedule,

@@ -94,20 +94,25 @@ def restore(model, folder):
 
 
 class BestEpoch(keras.callbacks.Callback):
-    """Early stopping on the validation loss, with the best epoch's weights kept on disk.
+    """Early stopping on a validation metric, with the best epoch's weights kept on disk.
 
-    At each epoch's end, a lower validation loss than any before writes the weights to
-    `folder/best.weights.h5` and `{"epoch", "val_loss", "stopped"}` to `folder/best.json`;
-    `patience` epochs without a lower one stop training (`"stopped": true`). The state is
+    `monitor` is "loss" (the validation loss, lower is better) or "accuracy" (higher is
+    better). At each epoch's end, a better value than any before writes the weights to
+    `folder/best.weights.h5` and `{"epoch", "val_<monitor>", "stopped"}` to `folder/best.json`;
+    `patience` epochs without a better one stop training (`"stopped": true`). The state is
     on disk, so a resumed run counts on from where the killed one was, and one that had
     stopped does not train again. Give it a place before the epoch's checkpoint
     (`RunBackup`) among the callbacks.
     """
 
-    def __init__(self, folder, patience):
+    def __init__(self, folder, patience, monitor="loss"):
         super().__init__()
+        if monitor not in ("loss", "accuracy"):
+            raise RunError(f"early stopping monitors loss or accuracy; got {monitor!r}")
         self.folder = folder
         self.patience = patience
+        self.key = f"val_{monitor}"
+        self.sign = 1.0 if monitor == "loss" else -1.0  # the value times sign: lower is better
         self.state_path = os.path.join(folder, "best.json")
         self.weights_path = os.path.join(folder, "best.weights.h5")
         self.best = read_json(self.state_path) if os.path.exists(self.state_path) else None
@@ -117,13 +122,13 @@ class BestEpoch(keras.callbacks.Callback):
         return bool(self.best and self.best["stopped"])
 
     def on_epoch_end(self, epoch, logs=None):
-        loss = (logs or {}).get("val_loss")
-        if loss is None:
-            raise RunError("early stopping needs a validation loss; the run has no validation data")
+        value = (logs or {}).get(self.key)
+        if value is None:
+            raise RunError(f"early stopping needs a validation {self.key[4:]}; the run has no validation data")
         os.makedirs(self.folder, exist_ok=True)
-        if self.best is None or loss < self.best["val_loss"]:
+        if self.best is None or self.sign * value < self.sign * self.best[self.key]:
             write_atomically(self.weights_path, lambda temporary: self.model.save_weights(temporary))
-            self.best = {"epoch": epoch, "val_loss": float(loss), "stopped": False}
+            self.best = {"epoch": epoch, self.key: float(value), "stopped": False}
         elif epoch - self.best["epoch"] >= self.patience:
             self.best["stopped"] = True
             self.model.stop_training = True

@@ -53,6 +53,7 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
                  "sequence_length", "max_sentences", "bigram_buckets", "embeddings", "freeze_embeddings",
                  "batch_size", "learning_rate", "lr_schedule", "clip_norm", "class_weight", "early_stopping",
+                 "early_stopping_monitor",
                  "validation_fraction", "seed", "shuffle")
 
 
@@ -213,6 +214,7 @@ def train(
     freeze_embeddings=False,
     epochs=3,
     early_stopping=None,
+    early_stopping_monitor=None,
     batch_size=32,
     learning_rate=1e-3,
     lr_schedule=None,
@@ -262,6 +264,9 @@ def train(
             validation loss, and keep the weights of the epoch with the lowest one
             (`metrics.json`: `best_epoch`, `stopped_early`). Survives a kill and resume.
             None: train every epoch, keep the last weights.
+        early_stopping_monitor: "loss" (None: the validation loss) or "accuracy" (the validation
+            accuracy: on small sentence data the loss turns up epochs before the accuracy
+            stops improving; BENCHMARKS.md, SST-2).
         batch_size (global), learning_rate (Adam's), validation_fraction, seed.
         lr_schedule: "constant" (None), "cosine", "plateau" or "step:E1,E2,..."
             (`keras_textattn.training.schedules`); resumable.
@@ -294,6 +299,9 @@ def train(
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every,
                     early_stopping=early_stopping, clip_norm=clip_norm)
     parse_schedule(lr_schedule)
+    if early_stopping_monitor not in (None, "loss", "accuracy"):
+        raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; "
+                       f"got {early_stopping_monitor!r}")
     if not all(isinstance(v, int) for v in (epochs, batch_size)):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     model_kwargs = dict(model_kwargs or {})
@@ -417,7 +425,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=rows["validation"])
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
-    best = BestEpoch(backup, early_stopping) if early_stopping else None
+    monitor = arguments["early_stopping_monitor"] or "loss"
+    best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
         history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size)
@@ -481,6 +490,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "epochs": epochs,
         "resumed_from_epoch": resumed_from_epoch,
         "early_stopping": early_stopping,
+        "early_stopping_monitor": monitor if early_stopping else None,
         "lr_schedule": arguments["lr_schedule"] or "constant",
         "clip_norm": arguments["clip_norm"],
         "embeddings": embeddings,

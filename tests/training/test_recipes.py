@@ -143,3 +143,22 @@ def test_class_weight_reaches_the_training_loss(sst2_dev, tmp_path):
     assert weighted["history"]["loss"][0] > 1.3 * plain["history"]["loss"][0]
     assert weighted["class_weight"] == {"0": 1.0, "1": 3.0} and plain["class_weight"] is None
     assert set(weighted["macro_f1"]) == {"train", "validation"} and 0 < weighted["macro_f1"]["validation"] <= 1
+
+
+def test_early_stopping_on_accuracy_keeps_the_most_accurate_epoch(tmp_path):
+    """`monitor="accuracy"`: the kept epoch is the first with the highest validation accuracy,
+    and training stops `patience` epochs after it."""
+    from keras_textattn.training.backup import BestEpoch
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(64, 4)), rng.integers(0, 2, 64)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(keras.optimizers.Adam(0.3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    best = BestEpoch(str(tmp_path), patience=2, monitor="accuracy")
+    history = model.fit(x, y, validation_data=(rng.normal(size=(32, 4)), rng.integers(0, 2, 32)), epochs=30,
+                        verbose=0, callbacks=[best]).history
+    accuracy = history["val_accuracy"]
+    top = int(np.argmax(accuracy))
+    assert best.best["epoch"] == top and best.best["val_accuracy"] == pytest.approx(accuracy[top])
+    assert len(accuracy) == top + 3 or (len(accuracy) == 30 and not best.stopped)
