@@ -257,8 +257,8 @@ def main(argv=None):
         length = DATASETS[dataset_name][2]
         for model_name, seed in todo:
             if model_name in TRAINED:
-                result = run_train(*TRAINED[model_name][:1], files(args.data_dir, dataset_name), length, seed,
-                                   *TRAINED[model_name][1:])
+                model, options, epochs = TRAINED[model_name]
+                result = run_train(model, files(args.data_dir, dataset_name), length, seed, options, epochs)
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":

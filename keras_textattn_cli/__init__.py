@@ -9,6 +9,7 @@ TensorFlow's C++ log lines are hidden unless `--verbose`.
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import os
 import sys
@@ -70,7 +71,7 @@ def _data_options(args):
     return dict(
         test_data=args.test_data,
         validation_data=args.validation_data,
-        text_column=args.text_column[0] if args.text_column and len(args.text_column) == 1 else args.text_column,
+        text_column=_text_column(args, default=None),  # None: train's per-source default
         label_column=args.label_column,
         header=not args.no_header,
         label_offset=args.label_offset,
@@ -329,9 +330,10 @@ def _tune(args):
     return 0
 
 
-def _text_column(args):
+def _text_column(args, default="text"):
+    """`--text-column` as the API takes it: one name or index, a list of them, or `default`."""
     if not args.text_column:
-        return "text"
+        return default
     return args.text_column[0] if len(args.text_column) == 1 else args.text_column
 
 
@@ -380,10 +382,7 @@ def _explain(args):
     texts = list(args.texts)
     if args.data:
         file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
-        for _, batch in text_batches(file, 256):
-            texts += batch[: args.limit - (len(texts) - len(args.texts))]
-            if len(texts) - len(args.texts) >= args.limit:
-                break
+        texts += itertools.islice((text for _, batch in text_batches(file, 256) for text in batch), args.limit)
     if not texts:
         raise UserError("give texts to explain, or --data FILE")
     explanations = explain(args.run, texts)

@@ -3,12 +3,14 @@
 TensorFlow backend only (tf.data and TFDS).
 """
 
+import contextlib
 import csv
 import dataclasses
 import gzip
 import io
 import itertools
 import os
+import typing
 import warnings
 import zlib
 
@@ -323,7 +325,7 @@ def _label_names(labels, path=None):
 
 
 def open_text(path):
-    """A CSV/TSV file (plain or gzip) as text: a byte order mark dropped, invalid UTF-8 as U+FFFD."""
+    """A text file (plain or gzip; CSV, TSV, vectors) as text: a byte order mark dropped, invalid UTF-8 as U+FFFD."""
     if not os.path.isfile(path):
         raise DataError(f"Data file not found: {path!r}")
     raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
@@ -339,56 +341,95 @@ def read_labelled_texts(file):
         `(texts, labels, row_numbers)`: texts and stripped labels as str, and each
         row's 1-based line number in the file, for error messages.
     """
-    path = os.fspath(file.path)
-    try:
-        return _read_labelled_texts(file, path)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
-        raise DataError(f"{path}: cannot be read: {reason}") from None
-    except csv.Error as error:
-        raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None
-
-
-def _read_labelled_texts(file, path):
-    delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
-    with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter=delimiter)
-        try:
-            first = next(reader)
-        except StopIteration:
-            raise DataError(f"{path}: the file is empty") from None
-        width = len(first)
-        header = first if file.header else None
-        text_columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
-        text_index = [column_index(path, header, width, c) for c in text_columns]
-        label_index = column_index(path, header, width, file.label_column)
+    with _csv_table(file) as table:
+        text_index = [table.index(c) for c in _text_columns(file)]
+        label_index = table.index(file.label_column)
         texts, labels, row_numbers = [], [], []
-        records = reader if file.header else itertools.chain([first], reader)
-        for record in records:
-            line = reader.line_num
-            if not record:
-                continue
-            if len(record) != width:
-                raise DataError(
-                    f"{path}, row {line}: expected {width} columns like the first row, found {len(record)}"
-                )
+        for line, record in table.rows:
             label = record[label_index].strip()
             if not label:
-                raise DataError(f"{path}, row {line}, column {file.label_column!r}: the label is empty")
+                raise DataError(f"{table.path}, row {line}, column {file.label_column!r}: the label is empty")
             if file.label_offset:
                 try:
                     label = str(int(label) - file.label_offset)
                 except ValueError:
                     raise DataError(
-                        f"{path}, row {line}, column {file.label_column!r}: label_offset needs integer "
+                        f"{table.path}, row {line}, column {file.label_column!r}: label_offset needs integer "
                         f"labels. Received: {label!r}"
                     ) from None
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
             row_numbers.append(line)
     if not texts:
-        raise DataError(f"{path}: no data rows")
+        raise DataError(f"{table.path}: no data rows")
     return texts, labels, row_numbers
+
+
+def text_batches(file, batch_size, id_column=None):
+    """The texts of a `LocalFile` (its label column unused), read as a stream: `(ids, texts)`
+    lists of up to `batch_size` rows, in file order; `ids` holds `id_column`'s values (default:
+    a column named "id" when the header has one), or is None without such a column."""
+    with _csv_table(file) as table:
+        text_index = [table.index(c) for c in _text_columns(file)]
+        if id_column is None and table.header is not None and "id" in table.header:
+            id_column = "id"
+        id_index = None if id_column is None else table.index(id_column)
+        ids, texts = [], []
+        for _, record in table.rows:
+            texts.append(" ".join(record[i] for i in text_index))
+            ids.append(None if id_index is None else record[id_index])
+            if len(texts) == batch_size:
+                yield (None if id_index is None else ids), texts
+                ids, texts = [], []
+        if texts:
+            yield (None if id_index is None else ids), texts
+
+
+def _text_columns(file):
+    return file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
+
+
+class _Table(typing.NamedTuple):
+    """An open CSV/TSV file: its header (None without one), its width (the first row's), and
+    its data rows as `(line number, record)`, blank lines skipped, widths checked."""
+
+    path: str
+    header: list
+    width: int
+    rows: typing.Iterator
+
+    def index(self, column):
+        return column_index(self.path, self.header, self.width, column)
+
+
+@contextlib.contextmanager
+def _csv_table(file):
+    """Open a `LocalFile` as a `_Table`; a file that cannot be read (missing, empty, truncated
+    or invalid gzip, invalid CSV) is a `DataError` naming it."""
+    path = os.fspath(file.path)
+    delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
+    try:
+        with open_text(path) as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            first = next(reader, None)
+            if first is None:
+                raise DataError(f"{path}: the file is empty")
+
+            def rows():
+                for record in reader if file.header else itertools.chain([first], reader):
+                    if not record:
+                        continue
+                    if len(record) != len(first):
+                        raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the "
+                                        f"first row, found {len(record)}")
+                    yield reader.line_num, record
+
+            yield _Table(path, first if file.header else None, len(first), rows())
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
+        raise DataError(f"{path}: cannot be read: {reason}") from None
+    except csv.Error as error:
+        raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None
 
 
 def column_index(path, header, width, column):
@@ -404,43 +445,3 @@ def column_index(path, header, width, column):
     if column not in header:
         raise DataError(f"{path}: no column {column!r}. Columns: {header}")
     return header.index(column)
-
-
-def text_batches(file, batch_size, id_column=None):
-    """The texts of a `LocalFile` (its label column unused), read as a stream: `(ids, texts)`
-    lists of up to `batch_size` rows, in file order; `ids` holds `id_column`'s values (default:
-    a column named "id" when the header has one), or is None without such a column."""
-    path = os.fspath(file.path)
-    try:
-        delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
-        with open_text(path) as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
-            first = next(reader, None)
-            if first is None:
-                raise DataError(f"{path}: the file is empty")
-            header = first if file.header else None
-            columns = file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
-            text_index = [column_index(path, header, len(first), column) for column in columns]
-            if id_column is None and header is not None and "id" in header:
-                id_column = "id"
-            id_index = None if id_column is None else column_index(path, header, len(first), id_column)
-            rows = reader if header is not None else itertools.chain([first], reader)
-            ids, texts = [], []
-            for record in rows:
-                if not record:
-                    continue
-                if len(record) != len(first):
-                    raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the first row, "
-                                    f"found {len(record)}")
-                texts.append(" ".join(record[i] for i in text_index))
-                ids.append(record[id_index] if id_index is not None else None)
-                if len(texts) == batch_size:
-                    yield (ids if id_index is not None else None), texts
-                    ids, texts = [], []
-            if texts:
-                yield (ids if id_index is not None else None), texts
-    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
-        raise DataError(f"{path}: cannot be read: {reason}") from None
-    except csv.Error as error:
-        raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None

@@ -69,15 +69,17 @@ class ModelSpec:
 
     def preset_arguments(self, preset):
         """Builder arguments of a preset: "cpu" or "paper"."""
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
-        return dict(self.cpu_defaults) if preset == "cpu" else {}
+        return dict(self.cpu_defaults) if _checked(preset) == "cpu" else {}
 
     def training_defaults(self, preset):
         """`train()` arguments of a preset: the paper's recipe for "paper", none for "cpu"."""
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
-        return dict(self.paper_training) if preset == "paper" else {}
+        return dict(self.paper_training) if _checked(preset) == "paper" else {}
+
+
+def _checked(preset):
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
+    return preset
 
 
 PRESETS = ("cpu", "paper")

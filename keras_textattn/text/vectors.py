@@ -6,8 +6,6 @@ dataset; CSPAN (sec. 3.1) from GloVe 6B 300-d. `embedding_matrix` turns the vect
 the rows of an `Embedding` for `TextEncoder` ids.
 """
 
-import gzip
-import io
 import os
 import tempfile
 import unicodedata
@@ -16,6 +14,7 @@ import zlib
 import numpy as np
 import tensorflow as tf
 
+from keras_textattn.datasets.loading import open_text
 from keras_textattn.errors import UserError
 from keras_textattn.vocabulary import PAD_ID
 from keras_textattn.vocabulary import RESERVED
@@ -55,7 +54,7 @@ def read_vectors(path, vocabulary):
         raise VectorsError(f"vectors file not found: {path!r}")
     wanted = set(vocabulary)
     vectors, dimension = {}, None
-    with _open(path) as lines:
+    with open_text(path) as lines:
         try:
             for number, line in enumerate(lines, start=1):
                 fields = line.rstrip().split(" ")
@@ -81,11 +80,6 @@ def read_vectors(path, vocabulary):
     if dimension is None:
         raise VectorsError(f"{path} holds no vectors")
     return vectors, dimension
-
-
-def _open(path):
-    raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
 def _write_tokenized(encoder, texts, path, batch_size=256):
