@@ -2,8 +2,10 @@
 
 import csv
 import dataclasses
+import glob
 import json
 import os
+import shutil
 import time
 
 import keras
@@ -74,7 +76,12 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
 class _TimedTrials:
     """Adds each trial's training wall time (`seconds`) and epoch count (`epochs`) to
     its metrics. They are set on every epoch of the histories, so they survive
-    keras-tuner's reduction to the best epoch and reach the chief with the trial."""
+    keras-tuner's reduction to the best epoch and reach the chief with the trial.
+    After each trial, a copy of keras-tuner's state files (`_keep_good_state`)."""
+
+    def on_trial_end(self, trial):
+        super().on_trial_end(trial)
+        _keep_good_state(self.project_dir)
 
     def run_trial(self, trial, *args, **kwargs):
         start = time.perf_counter()
@@ -94,9 +101,56 @@ TUNER_CLASSES = {
 }
 
 
+def _state_files(project):
+    return glob.glob(os.path.join(project, "oracle.json")) + glob.glob(os.path.join(project, "tuner*.json"))
+
+
+def _keep_good_state(project):
+    """Copy keras-tuner's state files (written in place, so a kill can leave one cut short)
+    to `<file>.good`, atomically."""
+    for path in _state_files(project):
+        with open(path, encoding="utf-8") as handle:
+            write_text(path + ".good", handle.read())
+
+
+def _readable_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            json.load(handle)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _repair_cut_writes(project):
+    """Undo what a kill in the middle of keras-tuner's writes left: when a state or trial file
+    is not valid JSON, the state of the last finished trial (`_keep_good_state`) comes back and
+    the trials begun after it are removed (they run again); with no finished trial, the search
+    starts over."""
+    trials = glob.glob(os.path.join(project, "trial_*", "trial.json"))
+    if all(_readable_json(path) for path in _state_files(project) + trials):
+        return
+    if not os.path.exists(os.path.join(project, "oracle.json.good")):
+        shutil.rmtree(project)
+        return
+    for path in glob.glob(os.path.join(project, "*.json")):
+        os.remove(path)
+    for good in glob.glob(os.path.join(project, "*.json.good")):
+        shutil.copyfile(good, good[: -len(".good")])
+    with open(os.path.join(project, "oracle.json"), encoding="utf-8") as handle:
+        started = set(json.load(handle)["start_order"])
+    for path in trials:
+        folder = os.path.dirname(path)
+        if os.path.basename(folder)[len("trial_"):] not in started or not _readable_json(path):
+            shutil.rmtree(folder)
+
+
 def make_tuner(kind, hypermodel, config, directory, max_trials):
     """A keras-tuner tuner (`kind`: a key of `TUNER_CLASSES`) that resumes from
     `directory` (`overwrite=False`) and times its trials."""
+    project = os.path.join(directory, config.model)
+    if os.path.isdir(project):
+        _repair_cut_writes(project)
     objective = keras_tuner.Objective(config.objective, direction=config.direction)
     options = dict(objective=objective, directory=directory, project_name=config.model, overwrite=False,
                    seed=config.seed, executions_per_trial=config.executions_per_trial)
