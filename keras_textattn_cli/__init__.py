@@ -64,6 +64,11 @@ def _data_arguments(parser):
     data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1 "
                                             "(without it, integer labels are the class names \"0\", \"1\", ...)")
     data.add_argument("--data-dir", help="TFDS data folder")
+    data.add_argument("--stream", action="store_true",
+                      help="stream a single CSV/TSV file with tf.data instead of reading it into memory (one row per line); "
+                           "globs, folders of shards, JSONL and TFRecord always stream")
+    data.add_argument("--skip-bad-rows", action="store_true",
+                      help="streamed data: count and report the rows (and shards) that cannot be read, instead of stopping")
 
 
 def _data_options(args):
@@ -77,6 +82,8 @@ def _data_options(args):
         label_offset=args.label_offset,
         label_names=args.label_names.split(",") if args.label_names else None,
         data_dir=args.data_dir,
+        stream=True if args.stream else None,
+        skip_bad_rows=args.skip_bad_rows,
     )
 
 
@@ -97,12 +104,16 @@ def _parser():
     subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults, parents=[common])
     train = subcommand("train", help="train a model and write a run folder")
     train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
-    train.add_argument("--data", required=True, help="a TFDS name (e.g. imdb_reviews) or a CSV/TSV file (plain or .gz)")
+    train.add_argument("--data", required=True,
+                       help="a TFDS name (e.g. imdb_reviews); a CSV/TSV, JSONL or TFRecord file (plain or .gz); "
+                            "a glob ('train-*.csv.gz') or a folder of such shards")
     train.add_argument("--output", required=True, help="the run folder")
     _data_arguments(train)
     text = train.add_argument_group("text encoder")
     text.add_argument("--max-tokens", type=int, default=20000, help="vocabulary size, padding and unknown included")
     text.add_argument("--min-frequency", type=int, default=1, help="rarer words are unknown")
+    text.add_argument("--adapt-rows", type=int, default=200000,
+                      help="the vocabulary is counted on a seeded sample of at most this many training rows")
     text.add_argument("--sequence-length", type=int,
                       help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
                            "training texts, 8 to 256 (hcan: 8 to 64)")
@@ -140,7 +151,12 @@ def _parser():
                      help="of the training rows, held out (by a seeded hash) when the data has no validation split")
     fit.add_argument("--seed", type=int, default=0, help="for the weights, the shuffling and the validation rows")
     fit.add_argument("--no-shuffle", action="store_true", help="keep the training rows in file order")
-    fit.add_argument("--distribute", choices=["none", "mirrored", "multi-worker"], default="none")
+    fit.add_argument("--distribute", choices=["none", "mirrored", "multi-worker", "ray"], default="none",
+                     help="multi-worker: this process is one worker of TF_CONFIG's cluster; ray: Ray Train starts "
+                          "--workers processes (pip install 'keras-textattn[ray]')")
+    fit.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
+    fit.add_argument("--ray-address", help="with --distribute ray: an existing Ray cluster (default: RAY_ADDRESS, "
+                                           "else a local cluster started for the run)")
     fit.add_argument("--cpu-devices", type=int, help="split the CPU into N logical devices (mirrored without GPUs)")
     fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (every epoch's end always is)")
     fit.add_argument("--overwrite", action="store_true",
@@ -271,6 +287,7 @@ def _train(args):
         preset=args.preset,
         max_tokens=args.max_tokens,
         min_frequency=args.min_frequency,
+        adapt_rows=args.adapt_rows,
         sequence_length=args.sequence_length,
         max_sentences=args.max_sentences,
         bigram_buckets=args.bigram_buckets,
@@ -288,6 +305,8 @@ def _train(args):
         seed=args.seed,
         shuffle=not args.no_shuffle,
         distribute=args.distribute,
+        workers=args.workers,
+        ray_address=args.ray_address,
         checkpoint_every=args.checkpoint_every,
         overwrite=args.overwrite,
         verbose=0 if args.quiet else 1,

@@ -144,14 +144,17 @@ def run_layer_contract(
 
     # Training steps inside compiled models, one fit each: float32 with XLA where the backend
     # has it (TensorFlow, JAX; Keras's "auto" picks it there), where every trainable weight
-    # must move; mixed_float16 (its narrow range is where overflow shows first) without it,
-    # where the loss must stay finite (dynamic loss scaling may skip a step, and tiny
-    # gradients may underflow to zero, so weights need not all move). torch's `jit_compile`
-    # means torch.compile, minutes per model on a CPU, and is not part of the promise.
+    # must move; on TensorFlow (the backend our training runs on) also mixed_float16 (its
+    # narrow range is where overflow shows first) without XLA, where the loss must stay finite
+    # (dynamic loss scaling may skip a step, and tiny gradients may underflow to zero, so
+    # weights need not all move); on JAX and torch the mixed forward passes below stand for
+    # it. torch's `jit_compile` means torch.compile, minutes per model on a CPU, and is not
+    # part of the promise.
     ids = _token_ids(batch, time, seed=2)
     targets = rng.normal(size=(batch,) + tuple(expected_output_shape)).astype("float32")
-    xla = keras.backend.backend() in ("tensorflow", "jax")
-    for policy, jit_compile in (("float32", xla), ("mixed_float16", keras.backend.backend() == "jax")):
+    backend = keras.backend.backend()
+    fits = [("float32", backend in ("tensorflow", "jax"))] + ([("mixed_float16", False)] if backend == "tensorflow" else [])
+    for policy, jit_compile in fits:
         model = _embedding_model(layer_cls(**init_kwargs, dtype=policy), time, features, static_time, policy)
         model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", jit_compile=jit_compile)
         before = [keras.ops.convert_to_numpy(w).copy() for w in model.layers[-1].trainable_weights]

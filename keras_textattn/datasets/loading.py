@@ -45,6 +45,12 @@ class LocalFile:
         label_offset: subtracted from integer labels, so that files numbering
             classes differently agree (AG News's original test file counts 1-4, the
             training sample 0-3: `label_offset=1` for the former).
+        stream: read with `tf.data` as a stream (`datasets.streaming`) rather than into
+            memory. None (default): a glob (`train-*.csv.gz`), a folder of shards, a
+            JSONL or TFRecord file and a remote path (`gs://...`) are streamed; a single
+            local CSV / TSV file is read into memory, where a quoted field may span lines
+            (streamed files need one row per line). JSONL rows are objects and TFRecord
+            records `tf.train.Example`s: `text_column` / `label_column` are their keys.
     """
 
     path: str
@@ -53,6 +59,15 @@ class LocalFile:
     header: bool = True
     delimiter: str = None
     label_offset: int = 0
+    stream: bool = None
+
+    @property
+    def streamed(self):
+        """Whether `load_dataset` streams this file (see `stream` above)."""
+        if self.stream is not None:
+            return bool(self.stream)
+        path = os.fspath(self.path)
+        return is_pattern(path) or os.path.isdir(path) or file_format(path) in ("jsonl", "tfrecord") or "://" in path
 
 
 @dataclasses.dataclass
@@ -67,9 +82,31 @@ class TextClassificationData:
 
     splits: dict
     label_names: list
+    rows: dict = None
+    skipped: dict = None
+    shard_files: dict = None
 
     def __getitem__(self, split):
         return self.splits[split]
+
+    @property
+    def streamed(self):
+        """Whether the splits stream from files (then not cached in memory)."""
+        return self.shard_files is not None
+
+    def worker_split(self, split, worker, workers):
+        """What worker `worker` of `workers` reads of `split`, and a line saying so: its own shards
+        when there are at least as many as workers (as `tf.data`'s `AutoShardPolicy.FILE`), else
+        every `workers`-th row (`AutoShardPolicy.DATA`)."""
+        if self.streamed:
+            paths, build = self.shard_files[split]
+            if len(paths) >= workers:
+                mine = paths[worker::workers]
+                return build(mine), (f"worker {worker} of {workers} reads {len(mine)} of {len(paths)} shards: "
+                                     f"{', '.join(os.path.basename(p) for p in mine[:5])}{' ...' if len(mine) > 5 else ''}")
+        description = "fewer shards than workers" if self.streamed else "one file"
+        return self.splits[split].shard(workers, worker), (
+            f"worker {worker} of {workers} reads one row in {workers}, from row {worker} ({description})")
 
     @property
     def num_classes(self):
@@ -85,6 +122,7 @@ def load_dataset(
     seed=0,
     data_dir=None,
     label_names=None,
+    skip_bad_rows=False,
 ):
     """Load labelled texts from TFDS or from local files.
 
@@ -104,6 +142,9 @@ def load_dataset(
         label_names: local files only: class names for integer labels 0..n-1
             (e.g. AG News's `classes.txt`). Default: the labels found in the training
             file, sorted (numerically when they are all integers).
+        skip_bad_rows: streamed files only: count rows that cannot be read (and leave out
+            shards that cannot be read to their end) instead of stopping at the first;
+            `TextClassificationData.skipped` says how many, per split.
 
     Returns:
         A `TextClassificationData`.
@@ -120,10 +161,26 @@ def load_dataset(
     else:
         if text_column is not None:
             raise DataError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
-        data = _load_local(source, splits, carve, label_names)
+        data = _load_local(source, splits, carve, label_names, validation_fraction, seed, skip_bad_rows)
     if carve and "validation" not in data.splits:
-        data.splits["train"], data.splits["validation"] = _carve(data.splits["train"], validation_fraction, seed)
-    return TextClassificationData({name: data.splits[name] for name in splits}, data.label_names)
+        data.splits["train"], data.splits["validation"] = split_by_index(data.splits["train"], validation_fraction, seed)
+    data.splits = {name: data.splits[name] for name in splits}
+    return data
+
+
+# Suffixes (before an optional .gz) of each format; a folder's other files (README.md, ...) are not data.
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".tfrecord": "tfrecord",
+           ".tfrecords": "tfrecord", ".tfrec": "tfrecord"}
+
+
+def file_format(path):
+    """"csv", "tsv", "jsonl" or "tfrecord", from the name (an optional ".gz" aside); None if none of them."""
+    name = path[:-3] if path.endswith(".gz") else path
+    return FORMATS.get(os.path.splitext(name)[1].lower())
+
+
+def is_pattern(path):
+    return any(character in os.fspath(path) for character in "*?[")
 
 
 DATA_SUFFIXES = (".csv", ".tsv", ".gz", ".txt", ".json", ".jsonl", ".tfrecord")
@@ -136,11 +193,12 @@ def is_local_path(source):
     `glue/sst2`, `imdb_reviews:1.0.0`); a path exists, ends like a data file
     (`.csv`, `.tsv`, `.gz`, ...) or starts with `.`, `/` or `~`.
     """
-    return os.path.exists(source) or source.lower().endswith(DATA_SUFFIXES) or source.startswith((".", "/", "~"))
+    return (os.path.exists(source) or source.lower().endswith(DATA_SUFFIXES) or source.startswith((".", "/", "~"))
+            or is_pattern(source) or "://" in source)
 
 
 def resolve_source(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
-                   validation_data=None):
+                   validation_data=None, stream=None):
     """The `load_dataset` arguments for a run's data: `(source, splits, tfds_text_column)`.
 
     `data` is a TFDS name, a local file (then `test_data` and `validation_data` are
@@ -160,7 +218,7 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
             raise DataError("a validation file (--validation-data) goes with a local training file; "
                             f"{data!r} is a TFDS name, whose validation split is used or carved")
         return data, ("train", "validation", "test"), text_column
-    options = dict(header=header, label_offset=label_offset)
+    options = dict(header=header, label_offset=label_offset, stream=stream)
     if text_column is not None:
         options["text_column"] = text_column
     if label_column is not None:
@@ -174,36 +232,25 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
 
 
 def load_labelled_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
-                       label_names=None, data_dir=None, validation_fraction=0.1, seed=0, validation_data=None):
+                       label_names=None, data_dir=None, validation_fraction=0.1, seed=0, validation_data=None,
+                       stream=None, skip_bad_rows=False):
     """`(dataset, source)`: the splits of a run (train, the validation file or a seeded
     validation carve, test if there is one) from `train()`'s data arguments (see
-    `resolve_source`)."""
+    `resolve_source`; `stream`: see `LocalFile`)."""
     source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset,
-                                                      validation_data)
+                                                      validation_data, stream)
     dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
-                           text_column=tfds_text_column, label_names=label_names)
+                           text_column=tfds_text_column, label_names=label_names, skip_bad_rows=skip_bad_rows)
     return dataset, source
 
 
-def _carve(dataset, fraction, seed):
-    """Split `dataset` in two by a seeded hash of each row's index."""
-    buckets = 10000
-    cut = int(round(fraction * buckets))
-
-    def held_out(index, row):
-        key = tf.strings.join([tf.strings.as_string(index), str(seed)], ":")
-        return tf.strings.to_hash_bucket_fast(key, buckets) < cut
-
-    def kept(index, row):
-        return tf.logical_not(held_out(index, row))
-
-    def drop_index(index, row):
-        return row
-
-    indexed = dataset.enumerate()
-    keep = indexed.filter(kept).map(drop_index)
-    held = indexed.filter(held_out).map(drop_index)
-    return keep, held
+def split_by_index(dataset, fraction, seed):
+    """`(kept, held)`: `dataset` split in two by `held_out` of each row's index (the carve of
+    TFDS splits, the vocabulary's sample)."""
+    keyed = dataset.enumerate().map(lambda index, row: (tf.strings.as_string(index), row))
+    held = keyed.filter(lambda key, row: held_out(key, fraction, seed))
+    kept = keyed.filter(lambda key, row: tf.logical_not(held_out(key, fraction, seed)))
+    return kept.map(lambda key, row: row), held.map(lambda key, row: row)
 
 
 # ---------------------------------------------------------------------- TFDS
@@ -269,7 +316,7 @@ def _tfds_text_features(name, features, text_column):
 
 
 # --------------------------------------------------------------- local files
-def _load_local(source, splits, carve, label_names=None):
+def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1, seed=0, skip_bad_rows=False):
     if not isinstance(source, dict):
         source = {"train": source}
     files = {split: LocalFile(f) if isinstance(f, (str, os.PathLike)) else f for split, f in source.items()}
@@ -280,39 +327,64 @@ def _load_local(source, splits, carve, label_names=None):
             f"No file for split {missing[0]!r}. Give a dict of split to file, e.g. "
             f"{{'train': 'train.csv', {missing[0]!r}: '{missing[0]}.csv'}}. Received splits: {sorted(files)}"
         )
-    # Label ids come from the training file (or the first file): sorted, numerically if all integers.
+    if any(file.streamed for file in files.values()):
+        from keras_textattn.datasets.streaming import load_streamed
+
+        return load_streamed(files, splits if carve else wanted, label_names, validation_fraction if carve else None, seed,
+                             skip_bad_rows)
+    if skip_bad_rows:
+        raise DataError("skip_bad_rows (--skip-bad-rows) is for streamed data (a glob, a folder, JSONL, TFRecord, "
+                        "or stream=True / --stream)")
     reference = "train" if "train" in files else wanted[0]
     rows = {split: read_labelled_texts(files[split]) for split in dict.fromkeys([reference] + wanted)}
-    if label_names is None:
-        label_names = _label_names(rows[reference][1], files[reference].path)
-        label_ids = {name: i for i, name in enumerate(label_names)}
-    else:
-        label_names = [str(name) for name in label_names]
-        label_ids = {str(i): i for i in range(len(label_names))}
-    found = sorted(set(rows[reference][1]))
-    if len(found) < 2:
-        raise DataError(
-            f"{files[reference].path}: a classifier needs at least 2 classes; the label column "
-            f"{files[reference].label_column!r} has {len(found)}: {found}"
-        )
+    label_names, label_ids = label_ids_for(rows[reference][1], label_names, files[reference])
     datasets = {}
-    for split in wanted:
-        texts, labels = rows[split][0], []
-        for row_number, label in enumerate(rows[split][1]):
+    for split in dict.fromkeys([reference] + wanted):
+        texts, labels, row_numbers = rows[split]
+        for label, row_number in zip(labels, row_numbers):
             if label not in label_ids:
                 raise DataError(
-                    f"{files[split].path}, row {rows[split][2][row_number]}, column "
-                    f"{files[split].label_column!r}: label {label!r} was not seen in "
-                    f"{files[reference].path}. Known labels: {sorted(label_ids)}"
+                    f"{files[split].path}, row {row_number}, column {files[split].label_column!r}: label {label!r} "
+                    f"was not seen in {files[reference].path}. Known labels: {sorted(label_ids)}"
                 )
-            labels.append(label_ids[label])
-        datasets[split] = tf.data.Dataset.from_tensor_slices(
-            (tf.constant(texts, tf.string), tf.constant(np.array(labels, "int32")))
-        )
-    return TextClassificationData(datasets, label_names)
+        texts, ids = np.array(texts, dtype=object), np.array([label_ids[label] for label in labels], "int32")
+        if split == reference and carve and "validation" not in files:
+            keys = [f"{os.path.basename(os.fspath(files[split].path))}:{row}" for row in row_numbers]
+            held = held_out(tf.constant(keys), validation_fraction, seed).numpy()
+            datasets["validation"] = _pairs(texts[held], ids[held])
+            texts, ids = texts[~held], ids[~held]
+        datasets[split] = _pairs(texts, ids)
+    return TextClassificationData(datasets, label_names, rows={name: len(d) for name, d in datasets.items()})
 
 
-def _label_names(labels, path=None):
+def _pairs(texts, labels):
+    return tf.data.Dataset.from_tensor_slices((tf.constant(texts.tolist(), tf.string), tf.constant(labels)))
+
+
+def held_out(keys, fraction, seed):
+    """Whether each row, named by its string key ("file name:row"), falls in a validation split
+    of `fraction` of the rows: a seeded hash of the key, so the same seed gives the same rows
+    however the rows are read (in memory, streamed, split among workers, the folder moved)."""
+    buckets = 10000
+    return tf.strings.to_hash_bucket_fast(tf.strings.join([keys, str(seed)], ":"), buckets) < int(round(fraction * buckets))
+
+
+def label_ids_for(labels, label_names, file):
+    """`(label_names, {label as written: id})` for the labels of the training file `file`: the
+    given `label_names` (then labels are ids 0..n-1), or `label_names_of(labels)`."""
+    found = sorted(set(labels))
+    if len(found) < 2:
+        raise DataError(f"{file.path}: a classifier needs at least 2 classes; the label column "
+                        f"{file.label_column!r} has {len(found)}: {found}")
+    if label_names is None:
+        label_names = label_names_of(found, file.path)
+        return label_names, {name: i for i, name in enumerate(label_names)}
+    label_names = [str(name) for name in label_names]
+    return label_names, {str(i): i for i in range(len(label_names))}
+
+
+def label_names_of(labels, path=None):
+    """The class names of these labels (strings): sorted, numerically when all are integers."""
     unique = set(labels)
     try:
         return [str(v) for v in sorted(unique, key=int)]

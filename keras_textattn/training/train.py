@@ -19,9 +19,11 @@ import tensorflow as tf
 from keras_textattn import _backend
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
+from keras_textattn.datasets import ADAPT_ROWS
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
+from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
@@ -53,8 +55,9 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
                  "sequence_length", "max_sentences", "bigram_buckets", "embeddings", "freeze_embeddings",
                  "batch_size", "learning_rate", "lr_schedule", "clip_norm", "class_weight", "early_stopping",
-                 "early_stopping_monitor",
-                 "validation_fraction", "seed", "shuffle")
+                 "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows",
+                 "adapt_rows")
+
 
 
 def configure_cpu_devices(count):
@@ -203,10 +206,13 @@ def train(
     label_offset=0,
     label_names=None,
     data_dir=None,
+    stream=None,
+    skip_bad_rows=False,
     model_kwargs=None,
     preset="cpu",
     max_tokens=20000,
     min_frequency=1,
+    adapt_rows=ADAPT_ROWS,
     sequence_length=None,
     max_sentences=None,
     bigram_buckets=None,
@@ -224,6 +230,8 @@ def train(
     seed=0,
     shuffle=True,
     distribute=None,
+    workers=None,
+    ray_address=None,
     checkpoint_every=None,
     overwrite=False,
     verbose=1,
@@ -238,7 +246,12 @@ def train(
             validation file, `validation_fraction` of the training rows is held out).
         text_column: the text column(s) of local files, or the TFDS text feature(s).
         label_column, header, label_offset, label_names: for local files (see
-            `LocalFile`); `data_dir`: for TFDS.
+            `LocalFile`); `data_dir`: for TFDS. `data` may also be a glob or a folder of
+            shards, JSONL or TFRecord: those are streamed, and so is a single CSV/TSV file
+            with `stream=True` (`LocalFile`'s `stream`); nothing of them is held in memory.
+        skip_bad_rows: streamed data: count the rows that cannot be read (and leave out
+            the shards that cannot be read to their end) instead of stopping at the first
+            (metrics.json: `skipped`).
         model_kwargs: passed to the builder (e.g. `{"num_heads": 4}`); they win over
             the preset's.
         preset: "cpu" (sizes that train in minutes on 2 cores where the paper's do
@@ -246,6 +259,8 @@ def train(
             (the builders' defaults, the papers' sizes, and for the arguments left
             None the paper's training recipe, `ModelSpec.paper_training`: LAMA word2vec
             and early stopping 5, HCAN word2vec, CSPAN "step:20,25").
+        adapt_rows: the vocabulary is counted on a seeded sample of at most this many
+            training rows (all of them when there are fewer).
         max_tokens, min_frequency, sequence_length: of the encoder; HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
@@ -278,7 +293,10 @@ def train(
         shuffle: shuffle the training rows each epoch (with `seed`). The shuffled
             order under a tf.distribute strategy differs from a single device's, so
             compare strategies with `shuffle=False`.
-        distribute: None, "mirrored" or "multi-worker" (see `make_strategy`).
+        distribute: None, "mirrored", "multi-worker" (see `make_strategy`) or "ray": a
+            multi-worker run of `workers` processes that Ray Train starts (on the cluster at
+            `ray_address` or `RAY_ADDRESS`, else a local one); see
+            `keras_textattn.training.ray_launcher`.
         checkpoint_every: also back up every N steps (the end of every epoch always is).
         overwrite: replace the run at `output` (finished, or unfinished to start it
             again); the old run is kept aside until the new one is written, and
@@ -290,6 +308,7 @@ def train(
     Returns:
         The metrics dict written to metrics.json.
     """
+    call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
     if model not in SPECS:
         raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(SPECS))}")
@@ -297,7 +316,7 @@ def train(
         raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
     _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every,
-                    early_stopping=early_stopping, clip_norm=clip_norm)
+                    early_stopping=early_stopping, clip_norm=clip_norm, adapt_rows=adapt_rows)
     parse_schedule(lr_schedule)
     if early_stopping_monitor not in (None, "loss", "accuracy"):
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; "
@@ -325,12 +344,22 @@ def train(
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
     recipe = {name: value for name, value in spec.training_defaults(preset).items() if arguments[name] is None}
     arguments_used = {**arguments, **recipe}
-    if arguments_used["early_stopping"] is not None and distribute == "multi-worker":
-        raise RunError("early stopping (--early-stopping) is not available with --distribute multi-worker")
-    if class_weight is not None and distribute == "multi-worker":
-        raise RunError("class weights (--class-weight) are not available with --distribute multi-worker")
-    if parse_schedule(arguments_used["lr_schedule"])[0] != "constant" and distribute == "multi-worker":
-        raise RunError("learning-rate schedules (--lr-schedule) are not available with --distribute multi-worker")
+    several_workers = distribute in ("multi-worker", "ray")
+    if arguments_used["early_stopping"] is not None and several_workers:
+        raise RunError(f"early stopping (--early-stopping) is not available with --distribute {distribute}")
+    if class_weight is not None and several_workers:
+        raise RunError(f"class weights (--class-weight) are not available with --distribute {distribute}")
+    if parse_schedule(arguments_used["lr_schedule"])[0] != "constant" and several_workers:
+        raise RunError(f"learning-rate schedules (--lr-schedule) are not available with --distribute {distribute}")
+    if (distribute == "ray") != (workers is not None) or (workers is not None and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
+        raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
+                       f"distribute {distribute!r}, workers {workers!r}")
+    if distribute == "ray":
+        from keras_textattn.training.ray_launcher import train_on_ray
+
+        return train_on_ray({name: value for name, value in call.items() if name not in ("workers", "ray_address")},
+                            workers, ray_address)
     if recipe and verbose:
         print(f"The {model} paper's recipe (--preset paper; give the option to change it): "
               + ", ".join(f"{name} {value}" for name, value in recipe.items()))
@@ -341,8 +370,11 @@ def train(
     dataset, source = load_labelled_data(
         data, test_data=test_data, validation_data=validation_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir,
-        validation_fraction=validation_fraction, seed=seed,
+        validation_fraction=validation_fraction, seed=seed, stream=stream, skip_bad_rows=skip_bad_rows,
     )
+    if dataset.skipped and verbose:
+        for split, skipped in dataset.skipped.items():
+            print(f"Skipped in {split}: {skipped['rows']} rows, {len(skipped['files'])} files; first: {skipped['first']}")
     with locked(output) if chief else contextlib.nullcontext():
         if chief:
             recover_replacement(output)
@@ -381,6 +413,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files.
     `arguments`: the run's arguments with the preset's recipe filled in."""
     os.makedirs(output, exist_ok=True)
+    rows = {split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits}
+    rows = {split: _count(dataset[split]) if count is None else count for split, count in rows.items()}
     if chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
         given = {name: value for name, value in arguments.items() if name in RUN_ARGUMENTS}
@@ -405,7 +439,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
             encoder = TextEncoder(**{**options, **chosen})
         except ValueError as error:
             raise RunError(str(error)) from None
-        encoder.adapt(dataset["train"])
+        encoder.adapt(sample_rows(dataset["train"], arguments["adapt_rows"], rows["train"], seed=arguments["seed"]))
         if chief:
             save_encoder(encoder_path, encoder)
 
@@ -419,17 +453,21 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         )
 
     seed = arguments["seed"]
-    rows = {split: _count(dataset[split]) for split in ("train", "validation", "test") if split in dataset.splits}
-    train_batches = make_batches(dataset["train"], encoder, batch_size, shuffle=arguments["shuffle"], seed=seed,
-                                 rows=rows["train"])
-    validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=rows["validation"])
+    cache = not dataset.streamed  # streamed rows are read again each epoch, never held
+
+    def train_batches_of(rows_dataset, batch, count=None):
+        return make_batches(rows_dataset, encoder, batch, shuffle=arguments["shuffle"], seed=seed, rows=count,
+                            cache=cache)
+
+    train_batches = train_batches_of(dataset["train"], batch_size, rows["train"])
+    validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=rows["validation"], cache=cache)
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
     monitor = arguments["early_stopping_monitor"] or "loss"
     best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
-        history = _fit_multi_worker(strategy, classifier, train_batches, epochs, batch_size)
+        history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size)
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
@@ -470,7 +508,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
 
     accuracy, macro_f1 = {}, {}
     for split, count in rows.items():
-        batches = make_batches(dataset[split], encoder, batch_size, rows=count)
+        batches = make_batches(dataset[split], encoder, batch_size, rows=count, cache=False)
         accuracy[split], macro_f1[split] = _scores(classifier, dataset[split], batches, dataset.num_classes)
     seconds = history.get("seconds", [])
     metrics = {
@@ -482,6 +520,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         "accuracy": accuracy,
         "macro_f1": macro_f1,
         "rows": rows,
+        "skipped": dataset.skipped,
         "class_weight": class_weight,
         "history": history,
         "seconds_per_epoch": seconds,
@@ -508,17 +547,26 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
     return metrics
 
 
-def _fit_multi_worker(strategy, model, batches, epochs, global_batch_size):
+def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
     and scalar logs across workers; keras-team/keras#20585), so this loop runs the
-    same forward pass, loss and optimizer through `strategy.run`. The loss of each
-    replica is averaged over the global batch (`tf.nn.compute_average_loss`), so the
-    summed gradients equal single-device gradients. Not resumable: a restarted
-    multi-worker run starts again from its first epoch.
+    same forward pass, loss and optimizer through `strategy.run`. Each worker reads its
+    own part of the training rows (`TextClassificationData.worker_split`: its own shards
+    when there are at least as many as workers, else every n-th row), batched by
+    `batches_of(rows, per-worker batch size)`. The loss of each replica is averaged over
+    the global batch (`tf.nn.compute_average_loss`), so the summed gradients equal
+    single-device gradients. Not resumable: a restarted multi-worker run starts again
+    from its first epoch.
     """
-    distributed = strategy.experimental_distribute_dataset(batches)
+
+    def worker_batches(context):
+        rows, description = dataset.worker_split("train", context.input_pipeline_id, context.num_input_pipelines)
+        print(description, flush=True)  # also with verbose=0 (--quiet: no progress bars): one line per worker
+        return batches_of(rows, context.get_per_replica_batch_size(global_batch_size))
+
+    distributed = strategy.distribute_datasets_from_function(worker_batches)
     loss_function = keras.losses.SparseCategoricalCrossentropy(reduction=None)
 
     def replica_step(ids, labels):

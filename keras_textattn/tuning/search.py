@@ -14,9 +14,11 @@ import keras_tuner
 from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
+from keras_textattn.datasets import ADAPT_ROWS
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
+from keras_textattn.datasets import sample_rows
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
@@ -207,13 +209,16 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     else:
         options = get_spec(config.model).encoder_options(config.fixed, **config.encoder)
         encoder = TextEncoder(**options, **choose_open_lengths(options, dataset["train"]))
-        encoder.adapt(dataset["train"])
+        rows = dataset.rows["train"] if dataset.rows else None
+        encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)
 
     hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder)
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
-    train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed)
-    validation_batches = make_batches(dataset["validation"], encoder, config.batch_size)
+    cache = not dataset.streamed
+    train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
+                                 cache=cache)
+    validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache)
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
                   class_weight=class_weights)
@@ -228,7 +233,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     best_hp = hypermodel.declare(search.get_best_hyperparameters(1)[0])
     accuracy = {}
     for split in dataset.splits:
-        results = best_model.evaluate(make_batches(dataset[split], encoder, config.batch_size), verbose=0, return_dict=True)
+        results = best_model.evaluate(make_batches(dataset[split], encoder, config.batch_size, cache=False), verbose=0,
+                                      return_dict=True)
         accuracy[split] = float(results["accuracy"])
     metrics = {"model": config.model, "model_kwargs": {**config.fixed, **best_hp}, "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,

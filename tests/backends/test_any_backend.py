@@ -49,7 +49,7 @@ def test_paper_model_trains_from_numpy_and_a_generator(name):
     model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
     ids, labels = _ids(shape, batch=16), np.arange(16) % 3
     first = model.evaluate(ids, labels, verbose=0)[0]
-    model.fit(ids, labels, batch_size=8, epochs=20, verbose=0)
+    model.fit(ids, labels, batch_size=8, epochs=5, verbose=0)
 
     def batches():
         while True:

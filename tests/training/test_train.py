@@ -1,5 +1,7 @@
 """The training command: bad input, resuming a killed run, tf.distribute (real processes)."""
 
+import gzip
+import importlib.util
 import json
 import os
 import signal
@@ -283,22 +285,65 @@ def _free_ports(count):
     return ports
 
 
-def test_multi_worker_on_localhost_writes_one_model(sst2, tmp_path):
+@pytest.fixture(scope="module")
+def sst2_shards(shared_data, tmp_path_factory):
+    """SST-2's training sentences in two gzip shards, and the options of a small multi-worker run on them."""
+    folder = tmp_path_factory.mktemp("sst2_shards")
+    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        header, *rows = handle.read().splitlines()
+    for index in range(2):
+        with gzip.open(folder / f"train-{index}.csv.gz", "wt", encoding="utf-8") as handle:
+            handle.write("\n".join([header, *rows[index::2]]) + "\n")
+    args = [*SMALL_SCALABLE, "--data", str(folder / "train-*.csv.gz"), "--test-data",
+            str(shared_data / "sst2" / "test.csv.gz"), "--epochs", "1", "--batch-size", "64"]
+    return folder, args
+
+
+@pytest.fixture(scope="module")
+def multi_worker_run(sst2_shards):
+    """Two workers started by hand with TF_CONFIG: `(run folder, each worker's output)`."""
+    folder, args = sst2_shards
     ports = _free_ports(2)
     cluster = {"worker": [f"localhost:{port}" for port in ports]}
-    output = str(tmp_path / "run")
-    args = [*SMALL_SCALABLE, *sst2, "--epochs", "1", "--batch-size", "64", "--output", output, "--distribute", "multi-worker"]
+    output = str(folder / "run")
     workers = []
     for index in range(2):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        workers.append(subprocess.Popen(_command(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        workers.append(subprocess.Popen(_command(*args, "--output", output, "--distribute", "multi-worker"), env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     try:
         outputs = [worker.communicate(timeout=TIMEOUT)[0] for worker in workers]
     finally:
         for worker in workers:
             worker.kill()
     assert [worker.returncode for worker in workers] == [0, 0], outputs[1][-2000:] + outputs[0][-2000:]
-    models = [os.path.join(root, name) for root, _, names in os.walk(tmp_path) for name in names if name == "model.keras"]
+    return output, outputs
+
+
+@pytest.mark.xdist_group("multi_worker")
+def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shards):
+    """Each worker reads its own shard; the chief writes the one run folder."""
+    output, outputs = multi_worker_run
+    for index in range(2):
+        assert f"worker {index} of 2 reads 1 of 2 shards: train-{index}.csv.gz" in outputs[index]
+    models = [os.path.join(root, name) for root, _, names in os.walk(sst2_shards[0]) for name in names
+              if name == "model.keras"]
     assert models == [os.path.join(output, "model.keras")]
     assert _metrics(output)["replicas"] == 2
     assert _metrics(output)["accuracy"]["test"] > 0.6  # it learned (one device reaches about 0.72)
+
+
+@pytest.mark.xdist_group("multi_worker")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
+def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp_path):
+    """`--distribute ray --workers 2` on a local Ray cluster: the same losses as the workers started by hand."""
+    folder, args = sst2_shards
+    output = tmp_path / "ray-run"
+    result = _run([*args, "--output", str(output), "--distribute", "ray", "--workers", "2"], timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    by_hand, by_ray = _metrics(multi_worker_run[0]), _metrics(output)
+    assert by_ray["replicas"] == 2 and by_ray["distribute"] == "multi-worker"
+    np.testing.assert_allclose(by_ray["history"]["loss"], by_hand["history"]["loss"], rtol=1e-5)
+    assert by_ray["accuracy"] == pytest.approx(by_hand["accuracy"], abs=1e-6)
+    assert "Finished scalable_attention" in result.stdout

@@ -1,0 +1,145 @@
+"""Streamed local data: shards on disk made from the shared datasets."""
+
+import collections
+import csv
+import gzip
+import io
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_textattn.datasets import DataError
+from keras_textattn.datasets import LocalFile
+from keras_textattn.datasets import load_dataset
+from keras_textattn.training import train
+from keras_textattn_cli import main
+
+
+def _table(path):
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+def _write_csv(path, header, rows):
+    with gzip.open(path, "wt", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        if header:
+            writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def _rows(dataset):
+    return [(text.decode(), int(label)) for text, label in dataset.as_numpy_iterator()]
+
+
+@pytest.fixture
+def trec(shared_data):
+    """TREC's training file: `(path, header, rows)`."""
+    path = shared_data / "trec" / "train.csv.gz"
+    return (path, *_table(path))
+
+
+@pytest.fixture
+def trec_shards(trec, tmp_path):
+    """TREC's training rows dealt into three gzip CSV shards in a folder (with a README beside them)."""
+    _, header, rows = trec
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for index in range(3):
+        _write_csv(folder / f"train-{index}.csv.gz", header, rows[index::3])
+    (folder / "README.md").write_text("not data")
+    return folder
+
+
+def test_streamed_file_equals_in_memory_reading_and_training(trec, tmp_path):
+    path = str(trec[0])
+    splits = ("train", "validation")
+    in_memory, streamed = load_dataset(LocalFile(path), splits), load_dataset(LocalFile(path, stream=True), splits)
+    assert not in_memory.streamed and streamed.streamed
+    assert in_memory.rows == streamed.rows and sum(streamed.rows.values()) == len(trec[2])
+    assert 0.08 < streamed.rows["validation"] / len(trec[2]) < 0.12
+    for split in splits:  # the same rows in the same order, the same validation carve
+        assert _rows(in_memory[split]) == _rows(streamed[split])
+
+    options = dict(epochs=1, sequence_length=16, max_tokens=2000, shuffle=False, verbose=0,
+                   model_kwargs={"embedding_dim": 8, "fc_units": 8})
+    losses = [train("scalable_attention", path, str(tmp_path / name), stream=stream, **options)["history"]["loss"]
+              for name, stream in (("memory", None), ("stream", True))]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+
+
+def test_glob_folder_jsonl_and_tfrecord_read_the_same_rows(trec, trec_shards, tmp_path):
+    _, header, rows = trec
+    names = sorted({label for label, _, _ in rows})
+    expected = collections.Counter((text, names.index(label)) for label, text, _ in rows)
+    jsonl = tmp_path / "train.jsonl.gz"
+    with gzip.open(jsonl, "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps({"text": text, "label": label, "fine": fine}) + "\n" for label, text, fine in rows)
+    for index in range(2):
+        with tf.io.TFRecordWriter(str(tmp_path / f"train-{index}.tfrecord")) as writer:
+            for label, text, _ in rows[index::2]:
+                features = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[names.index(label)]))}
+                writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    sources = {"glob": str(trec_shards / "train-*.csv.gz"), "folder": str(trec_shards), "jsonl": str(jsonl),
+               "tfrecord": str(tmp_path / "train-*.tfrecord")}
+    for name, source in sources.items():
+        data = load_dataset({"train": LocalFile(source)}, ("train",))
+        assert data.streamed, name
+        assert data.label_names == ([str(i) for i in range(6)] if name == "tfrecord" else names), name
+        assert collections.Counter(_rows(data["train"])) == expected, name
+        assert data.rows == {"train": len(rows)}, name
+
+
+def test_bad_shards_are_named_and_skip_bad_rows_counts_them(trec, trec_shards, capsys):
+    _, header, rows = trec
+    _write_csv(trec_shards / "train-3.csv.gz", ["label", "question", "fine_label"], rows[:5])
+    with pytest.raises(DataError, match=r"train-3.csv.gz, row 1: its header \['label', 'question', 'fine_label'\] "
+                                        r"differs from the header of .*train-0.csv.gz"):
+        load_dataset(str(trec_shards), ("train",))
+    (trec_shards / "train-3.csv.gz").unlink()
+
+    bad_row = [rows[0][0], "a row, with a column too many", rows[0][2], "extra"]
+    _write_csv(trec_shards / "train-3.csv.gz", header, [rows[0], bad_row, rows[1]])
+    text = io.StringIO()
+    csv.writer(text).writerows([header, *rows[:2000]])
+    whole = gzip.compress(text.getvalue().encode())
+    (trec_shards / "train-4.csv.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataError, match=r"train-3.csv.gz, row 3: expected 3 columns like the first row, found 4"):
+        load_dataset(str(trec_shards), ("train",))
+    (trec_shards / "train-3.csv.gz").unlink()
+    with pytest.raises(DataError, match=r"train-4.csv.gz: cannot be read: it ends early \(truncated\?\)"):
+        load_dataset(str(trec_shards), ("train",))
+    _write_csv(trec_shards / "train-3.csv.gz", header, [rows[0], bad_row, rows[1]])
+
+    data = load_dataset(str(trec_shards), ("train",), skip_bad_rows=True)
+    skipped = data.skipped["train"]
+    assert skipped["rows"] == 1 and [name.rsplit("/", 1)[1] for name in skipped["files"]] == ["train-4.csv.gz"]
+    assert "row 3: expected 3 columns" in skipped["first"]
+    assert data.rows["train"] == len(rows) + 2 == len(_rows(data["train"]))  # the whole shards and two good rows
+
+    # The command line: one line, no traceback.
+    code = main(["train", "--model", "scalable_attention", "--data", str(trec_shards), "--output", "unused", "--quiet"])
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and len(error.splitlines()) == 1 and "row 3: expected 3 columns" in error
+
+
+def test_workers_read_disjoint_parts(trec, trec_shards):
+    """Worker i of n: shards i, i+n, ... when there are at least n shards, else every n-th row."""
+    data = load_dataset(str(trec_shards), ("train",))
+    parts = [data.worker_split("train", worker, 2) for worker in range(2)]
+    assert "reads 2 of 3 shards: train-0.csv.gz, train-2.csv.gz" in parts[0][1]
+    assert "reads 1 of 3 shards: train-1.csv.gz" in parts[1][1]
+    rows = [_rows(part) for part, _ in parts]
+    assert collections.Counter(rows[0] + rows[1]) == collections.Counter(_rows(data["train"]))
+    assert len(rows[1]) == data.rows["train"] // 3 + (data.rows["train"] % 3 > 1)
+
+    single = load_dataset(str(trec[0]), ("train",))
+    halves = [single.worker_split("train", worker, 2) for worker in range(2)]
+    assert "reads one row in 2, from row 1 (one file)" in halves[1][1]
+    all_rows = _rows(single["train"])
+    assert _rows(halves[0][0]) == all_rows[0::2] and _rows(halves[1][0]) == all_rows[1::2]
