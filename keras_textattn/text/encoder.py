@@ -201,6 +201,9 @@ class TextEncoder(keras.layers.Layer):
             values = tf_text.normalize_utf8(values, self.normalization)
         if self.lowercase:
             values = tf_text.case_fold_utf8(values)
+        # A token of only ignorable characters (a soft hyphen, a zero-width space) standardises
+        # to nothing: it is an unknown word, not padding.
+        values = tf.where(tf.equal(values, ""), OOV_TOKEN, values)
         return tokens.with_flat_values(values)
 
     def tokenize(self, texts):
@@ -236,7 +239,7 @@ class TextEncoder(keras.layers.Layer):
         for batch in data.prefetch(tf.data.AUTOTUNE):
             tokens, frequency = np.unique(words(batch).numpy(), return_counts=True)
             counts.update(dict(zip(tokens.tolist(), frequency.tolist())))
-        kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency]
+        kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency and token != OOV_TOKEN.encode()]
         kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
         if self.max_tokens is not None:
             kept = kept[: self.max_tokens - 2]

@@ -125,6 +125,17 @@ def test_bad_input_defined_results():
     assert time.perf_counter() - start < 30
 
 
+def test_ignorable_characters_are_unknown_words_not_padding():
+    """A soft hyphen alone (IMDB has one) standardises to nothing: an unknown word, kept out of the vocabulary."""
+    encoder = TextEncoder(sequence_length=6)
+    texts = ["to the point\u00ad . end", "zero\u200bwidth"]
+    encoder.adapt(texts)  # raised: the empty token reached the vocabulary as the mask token
+    assert "" not in encoder.get_vocabulary()[2:] and "[UNK]" not in encoder.get_vocabulary()[2:]
+    vocabulary = encoder.get_vocabulary()
+    np.testing.assert_array_equal(_ids(encoder, texts[:1])[0], [vocabulary.index(w) for w in ("to", "the", "point")]
+                                  + [1, vocabulary.index("."), vocabulary.index("end")])
+
+
 def test_wrong_inputs_raise_value_error():
     encoder = _adapted()
     with pytest.raises(ValueError, match="expects strings.*int32"):
