@@ -61,6 +61,10 @@ class LocalFile:
     label_offset: int = 0
     stream: bool = None
 
+    def text_columns(self):
+        """`text_column` as a list."""
+        return self.text_column if isinstance(self.text_column, (list, tuple)) else [self.text_column]
+
     @property
     def streamed(self):
         """Whether `load_dataset` streams this file (see `stream` above)."""
@@ -414,7 +418,7 @@ def read_labelled_texts(file):
         row's 1-based line number in the file, for error messages.
     """
     with _csv_table(file) as table:
-        text_index = [table.index(c) for c in _text_columns(file)]
+        text_index = [table.index(c) for c in file.text_columns()]
         label_index = table.index(file.label_column)
         texts, labels, row_numbers = [], [], []
         for line, record in table.rows:
@@ -442,7 +446,7 @@ def text_batches(file, batch_size, id_column=None):
     lists of up to `batch_size` rows, in file order; `ids` holds `id_column`'s values (default:
     a column named "id" when the header has one), or is None without such a column."""
     with _csv_table(file) as table:
-        text_index = [table.index(c) for c in _text_columns(file)]
+        text_index = [table.index(c) for c in file.text_columns()]
         if id_column is None and table.header is not None and "id" in table.header:
             id_column = "id"
         id_index = None if id_column is None else table.index(id_column)
@@ -455,10 +459,6 @@ def text_batches(file, batch_size, id_column=None):
                 ids, texts = [], []
         if texts:
             yield (None if id_index is None else ids), texts
-
-
-def _text_columns(file):
-    return file.text_column if isinstance(file.text_column, (list, tuple)) else [file.text_column]
 
 
 class _Table(typing.NamedTuple):

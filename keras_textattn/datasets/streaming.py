@@ -28,10 +28,12 @@ from keras_textattn.datasets.loading import is_pattern
 from keras_textattn.datasets.loading import held_out
 from keras_textattn.datasets.loading import label_ids_for
 
-PARSE_BATCH = 256
+PARSE_BATCH = 256  # records parsed per call of Python's parsers
+
+
 def shards(path):
     """The files that `path` names: itself, the files a glob matches, or the data files of a
-    folder (by suffix, see `FORMATS`), sorted; one format for all of them."""
+    folder (by suffix, see `loading.FORMATS`), sorted; one format for all of them."""
     path = os.fspath(path)
     if is_pattern(path):
         found = sorted(tf.io.gfile.glob(path))
@@ -66,7 +68,7 @@ class _Layout:
 def layout(file, paths):
     """The `_Layout` of a `LocalFile` whose shards are `paths`; for CSV / TSV, every shard's
     first line is read: a shard whose header (or, without one, width) differs is an error."""
-    text_columns = list(file.text_column) if isinstance(file.text_column, (list, tuple)) else [file.text_column]
+    text_columns = list(file.text_columns())
     kind = file_format(paths[0]) or "csv"
     if kind in ("jsonl", "tfrecord"):
         names = [*text_columns, file.label_column]

@@ -65,6 +65,13 @@ def sst2(shared_data):
         (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
         (["--data", "imdb_reviews", "--validation-data", "dev.csv"], "a validation file (--validation-data) goes with a "
                                                                      "local training file; 'imdb_reviews' is a TFDS name"),
+        (["--distribute", "ray"], "--distribute ray takes --workers N (N >= 1)"),
+        (["--workers", "2"], "--workers only goes with it; got distribute 'none', workers 2"),
+        (["--distribute", "ray", "--workers", "2", "--early-stopping", "2"], "early stopping (--early-stopping) is not "
+                                                                             "available with --distribute ray"),
+        (["--skip-bad-rows"], "skip_bad_rows (--skip-bad-rows) is for streamed data"),
+        (["--data", "no/such/train-*.csv"], "No data files found at 'no/such/train-*.csv'"),
+        (["--adapt-rows", "0"], "adapt-rows must be a positive number; got 0"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monkeypatch, extra, message):
