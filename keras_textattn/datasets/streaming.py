@@ -180,57 +180,65 @@ _PARSERS = {"csv": _csv_row, "tsv": _csv_row, "jsonl": _json_row, "tfrecord": _e
 
 
 # ------------------------------------------------------------------ datasets
-def rows(paths, layout, *, seed=0, validation_fraction=None, deterministic=True):
-    """Every record of `paths` as `(key, text, label, problem, held_out)` scalars.
+def record_batches(paths, layout, *, seed=0, validation_fraction=None):
+    """The records of `paths` in batches (of up to `PARSE_BATCH`, one file each) of
+    `(key, text, label, problem, held_out)` vectors.
 
     `key` is "path:row" (the row's line or record number); `label` the label as written
     (after `label_offset`); `problem` empty for a readable row; `held_out` whether the row is
     in the validation split carved from training (`validation_fraction`; `held_out` of "file
     name:row", so whichever worker reads the shard, from wherever, keeps the same rows out).
+    Every step but the parsing works on whole batches: per-row `tf.data` steps cost more than
+    the parsing itself.
     """
     fraction = validation_fraction or 0.0
 
-    def records(path):
+    def batches(path):
         compression = tf.where(tf.strings.regex_full_match(path, r".*\.gz"), "GZIP", "")
         reader = tf.data.TFRecordDataset if layout.format == "tfrecord" else tf.data.TextLineDataset
-        numbered = reader(path, compression_type=compression).enumerate(start=1)
-        if layout.header:
-            numbered = numbered.skip(1)
-        if layout.format != "tfrecord":
-            numbered = numbered.filter(lambda _, line: tf.strings.length(tf.strings.strip(line)) > 0)  # blank lines
-        return numbered.map(lambda number, record: (path, tf.strings.as_string(number), record))
+        numbers = tf.data.Dataset.range(1, 2**62).batch(PARSE_BATCH)
+        lines = reader(path, compression_type=compression).batch(PARSE_BATCH)
+        name = tf.strings.regex_replace(path, r".*/", "")
+        return tf.data.Dataset.zip(numbers, lines).map(lambda number, record: parse(path, name, number, record))
 
-    def parse(paths, numbers, records):
+    def parse(path, name, numbers, records):
+        numbers = tf.strings.as_string(numbers[: tf.shape(records)[0]])
+        keep = tf.ones_like(records, tf.bool)
+        if layout.header:
+            keep = numbers != "1"
+        if layout.format != "tfrecord":
+            keep = tf.logical_and(keep, tf.strings.length(tf.strings.strip(records)) > 0)  # blank lines are no rows
+        numbers, records = tf.boolean_mask(numbers, keep), tf.boolean_mask(records, keep)
         texts, labels, problems = tf.numpy_function(lambda batch: _parse(layout, batch), [records],
                                                     [tf.string] * 3, stateful=False)
-        held = held_out(tf.strings.join([tf.strings.regex_replace(paths, r".*/", ""), numbers], ":"), fraction, seed)
-        keys = tf.strings.join([paths, numbers], ":")
-        shape = tf.shape(keys)
+        shape = tf.shape(records)
+        held = held_out(tf.strings.join([name, numbers], ":"), fraction, seed)
+        keys = tf.strings.join([path, numbers], ":")
         return keys, tf.reshape(texts, shape), tf.reshape(labels, shape), tf.reshape(problems, shape), held
 
     names = tf.data.Dataset.from_tensor_slices(list(paths))
-    read = names.interleave(records, cycle_length=min(len(paths), 8), num_parallel_calls=tf.data.AUTOTUNE,
-                            deterministic=deterministic)
-    return read.batch(PARSE_BATCH).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
-                                       deterministic=deterministic).unbatch()
+    return names.interleave(batches, cycle_length=min(len(paths), 8), num_parallel_calls=tf.data.AUTOTUNE,
+                            deterministic=True)
 
 
-def labelled(rows_dataset, label_ids, split):
-    """`(text, label id)` of the readable rows of `split` ("train": not held out, "validation":
-    held out, other names: all), labels mapped by `label_ids` (label as written to id)."""
+def labelled(batches, label_ids, split):
+    """`(text, label id)` rows of the readable records of `split` ("train": not held out,
+    "validation": held out, other names: all), labels mapped by `label_ids` (label as
+    written to id)."""
     table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(list(label_ids), np.array(list(label_ids.values()), "int32")), -1)
 
-    def wanted(key, text, label, problem, held):
+    def select(key, text, label, problem, held):
         keep = tf.equal(problem, "")
         if split == "train":
             keep = tf.logical_and(keep, tf.logical_not(held))
         elif split == "validation":
             keep = tf.logical_and(keep, held)
-        return keep
+        ids = table.lookup(tf.boolean_mask(label, keep))
+        texts = tf.boolean_mask(text, keep)
+        return tf.boolean_mask(texts, ids >= 0), tf.boolean_mask(ids, ids >= 0)
 
-    pairs = rows_dataset.filter(wanted).map(lambda key, text, label, problem, held: (text, table.lookup(label)))
-    return pairs.filter(lambda text, label: label >= 0)
+    return batches.map(select, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
 
 
 @dataclasses.dataclass
@@ -269,7 +277,7 @@ def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows
     survey = Survey()
     for path in paths:
         found, row = Survey(), 0
-        dataset = rows([path], layout, seed=seed, validation_fraction=validation_fraction).batch(1024)
+        dataset = record_batches([path], layout, seed=seed, validation_fraction=validation_fraction)
         try:
             if path.endswith(".gz") and not _whole_gzip(path):
                 raise _Unreadable("it ends early (truncated?)")
@@ -334,7 +342,8 @@ def load_streamed(files, splits, label_names=None, validation_fraction=None, see
 
     def builder(source, side):
         cut = carve if source == reference else None
-        return lambda paths: labelled(rows(paths, layouts[source], seed=seed, validation_fraction=cut), label_ids, side)
+        return lambda paths: labelled(record_batches(paths, layouts[source], seed=seed, validation_fraction=cut), label_ids,
+                                      side)
 
     datasets, counts, shard_files = {}, {}, {}
     for split in splits:
