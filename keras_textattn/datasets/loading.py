@@ -422,23 +422,30 @@ def read_labelled_texts(file):
         label_index = table.index(file.label_column)
         texts, labels, row_numbers = [], [], []
         for line, record in table.rows:
-            label = record[label_index].strip()
-            if not label:
-                raise DataError(f"{table.path}, row {line}, column {file.label_column!r}: the label is empty")
-            if file.label_offset:
-                try:
-                    label = str(int(label) - file.label_offset)
-                except ValueError:
-                    raise DataError(
-                        f"{table.path}, row {line}, column {file.label_column!r}: label_offset needs integer "
-                        f"labels. Received: {label!r}"
-                    ) from None
+            try:
+                label = checked_label(record[label_index], file.label_column, file.label_offset)
+            except ValueError as problem:
+                raise DataError(f"{table.path}, row {line}, {problem}") from None
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
             row_numbers.append(line)
     if not texts:
         raise DataError(f"{table.path}: no data rows")
     return texts, labels, row_numbers
+
+
+def checked_label(label, column, offset=0):
+    """A label as read from `column`: stripped, `offset` subtracted; a `ValueError` naming the
+    column when it is empty, or not an integer where `offset` needs one."""
+    label = label.strip()
+    if not label:
+        raise ValueError(f"column {column!r}: the label is empty")
+    if not offset:
+        return label
+    try:
+        return str(int(label) - offset)
+    except ValueError:
+        raise ValueError(f"column {column!r}: label_offset needs integer labels. Received: {label!r}") from None
 
 
 def text_batches(file, batch_size, id_column=None):

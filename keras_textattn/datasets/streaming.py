@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import TextClassificationData
+from keras_textattn.datasets.loading import checked_label
 from keras_textattn.datasets.loading import column_index
 from keras_textattn.datasets.loading import file_format
 from keras_textattn.datasets.loading import is_pattern
@@ -63,6 +64,7 @@ class _Layout:
     label_offset: int
     delimiter: str = ","
     width: int = 0
+    label_name: object = None  # as the user gave it, for messages
 
 
 def layout(file, paths):
@@ -86,7 +88,7 @@ def layout(file, paths):
     header = reference if file.header else None
     indices = [column_index(paths[0], header, len(reference), column) for column in text_columns]
     label = column_index(paths[0], header, len(reference), file.label_column)
-    return _Layout(kind, file.header, indices, label, file.label_offset, delimiter, len(reference))
+    return _Layout(kind, file.header, indices, label, file.label_offset, delimiter, len(reference), file.label_column)
 
 
 def _first_record(path, delimiter):
@@ -108,15 +110,7 @@ def _parse(layout, records):
     for record in records:
         try:
             text, label = _PARSERS[layout.format](layout, record)
-            label = label.strip()
-            if not label:
-                raise ValueError(f"column {layout.label_column!r}: the label is empty")
-            if layout.label_offset:
-                try:
-                    label = str(int(label) - layout.label_offset)
-                except ValueError:
-                    raise ValueError(f"column {layout.label_column!r}: label_offset needs integer labels. "
-                                     f"Received: {label!r}") from None
+            label = checked_label(label, layout.label_name or layout.label_column, layout.label_offset)
             texts.append(text.encode("utf-8"))
             labels.append(label.encode("utf-8"))
             problems.append(b"")
