@@ -9,6 +9,9 @@ from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import split_by_index
 
 
+SHUFFLE_ROWS = 100_000
+
+
 def make_batches(
     dataset,
     encoder,
@@ -30,7 +33,11 @@ def make_batches(
         dataset: unbatched `(text, label)` pairs, e.g. from `load_dataset`.
         encoder: a `TextEncoder` with a vocabulary.
         batch_size: rows per batch.
-        shuffle: shuffle rows before batching (training), with `seed`, anew each epoch.
+        shuffle: shuffle rows before batching (training), with `seed`, anew each epoch:
+            all of them when `rows` is at most `SHUFFLE_ROWS` (100,000), else in a buffer of
+            that many (a file sorted by label, as IMDB's is, needs a buffer as long as its
+            runs of one label; the buffer is the only memory that grows with the data, up to
+            its cap). Without `rows`, a buffer of 10,000.
         cache: keep the raw rows in memory after the first pass.
         bucket_boundaries: word counts; when given, texts of similar length are
             batched together (less padding for long, uneven texts such as IMDB).
@@ -45,7 +52,8 @@ def make_batches(
     if cache:
         dataset = dataset.cache()
     if shuffle:
-        dataset = dataset.shuffle(10000, seed=seed, reshuffle_each_iteration=True)
+        buffer = 10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS))
+        dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     if bucket_boundaries:
         dataset = dataset.bucket_by_sequence_length(
             lambda text, label: tf.size(tf.strings.split(text)),

@@ -217,7 +217,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
-                                 cache=cache)
+                                 cache=cache, rows=(dataset.rows or {}).get("train"))
     validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache)
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
