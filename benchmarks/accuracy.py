@@ -138,7 +138,7 @@ def texts_and_labels(split):
     return texts, np.array(labels)
 
 
-def run_keras(model_name, dataset, length, seed, epochs):
+def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None):
     import keras
 
     from keras_textattn.datasets import make_batches
@@ -157,7 +157,10 @@ def run_keras(model_name, dataset, length, seed, epochs):
     model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
                        **KERAS_MODELS[model_name], **options)
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
-    model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed), epochs=epochs, verbose=0)
+    # The whole training split shuffled (make_batches with its row count), as `train()` does;
+    # --shuffle-buffer 10000 repeats the runs before that (a buffer over IMDB's label-sorted file).
+    model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed, rows=dataset.rows["train"],
+                           shuffle_buffer=shuffle_buffer), epochs=epochs, verbose=0)
     seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(make_batches(dataset["test"], encoder, 256), verbose=0)
     return {"accuracy": float(accuracy), "train_seconds": seconds, "parameters": int(model.count_params())}
@@ -237,6 +240,8 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--shuffle-buffer", type=int, help="our models: shuffle in a buffer of this many rows "
+                                                           "(default: the whole training split)")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     args = parser.parse_args(argv)
@@ -264,7 +269,7 @@ def main(argv=None):
             elif model_name == "tfidf_lr":
                 result = run_tfidf(dataset, seed)
             else:
-                result = run_keras(model_name, dataset, length, seed, args.epochs)
+                result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer)
             result.update(dataset=dataset_name, model=model_name, seed=seed,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
             print(f"{dataset_name:8s} {model_name:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "

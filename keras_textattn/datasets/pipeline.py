@@ -22,6 +22,7 @@ def make_batches(
     cache=True,
     bucket_boundaries=None,
     rows=None,
+    shuffle_buffer=None,
 ):
     """`(text, label)` rows to prefetched batches of `(token_ids, label)`.
 
@@ -37,7 +38,7 @@ def make_batches(
             all of them when `rows` is at most `SHUFFLE_ROWS` (100,000), else in a buffer of
             that many (a file sorted by label, as IMDB's is, needs a buffer as long as its
             runs of one label; the buffer is the only memory that grows with the data, up to
-            its cap). Without `rows`, a buffer of 10,000.
+            its cap). Without `rows`, a buffer of 10,000; `shuffle_buffer` sets it.
         cache: keep the raw rows in memory after the first pass.
         bucket_boundaries: word counts; when given, texts of similar length are
             batched together (less padding for long, uneven texts such as IMDB).
@@ -52,7 +53,7 @@ def make_batches(
     if cache:
         dataset = dataset.cache()
     if shuffle:
-        buffer = 10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS))
+        buffer = shuffle_buffer or (10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS)))
         dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     if bucket_boundaries:
         dataset = dataset.bucket_by_sequence_length(
