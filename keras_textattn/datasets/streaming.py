@@ -174,7 +174,7 @@ _PARSERS = {"csv": _csv_row, "tsv": _csv_row, "jsonl": _json_row, "tfrecord": _e
 
 
 # ------------------------------------------------------------------ datasets
-def record_batches(paths, layout, *, seed=0, validation_fraction=None):
+def record_batches(paths, layout, *, seed=0, validation_fraction=None, side="all"):
     """The records of `paths` in batches (of up to `PARSE_BATCH`, one file each) of
     `(key, text, label, problem, held_out)` vectors.
 
@@ -182,8 +182,9 @@ def record_batches(paths, layout, *, seed=0, validation_fraction=None):
     (after `label_offset`); `problem` empty for a readable row; `held_out` whether the row is
     in the validation split carved from training (`validation_fraction`; `held_out` of "file
     name:row", so whichever worker reads the shard, from wherever, keeps the same rows out).
-    Every step but the parsing works on whole batches: per-row `tf.data` steps cost more than
-    the parsing itself.
+    `side`: "train" or "validation" keeps only the rows on that side of the carve, chosen
+    before they are parsed; "all" keeps every row. Every step but the parsing works on whole
+    batches: per-row `tf.data` steps cost more than the parsing itself.
     """
     fraction = validation_fraction or 0.0
 
@@ -193,20 +194,21 @@ def record_batches(paths, layout, *, seed=0, validation_fraction=None):
         numbers = tf.data.Dataset.range(1, 2**62).batch(PARSE_BATCH)
         lines = reader(path, compression_type=compression).batch(PARSE_BATCH)
         name = tf.strings.regex_replace(path, r".*/", "")
-        return tf.data.Dataset.zip(numbers, lines).map(lambda number, record: parse(path, name, number, record))
+        return tf.data.Dataset.zip(numbers, lines).map(lambda number, record: parse(path, name, number, record),
+                                                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     def parse(path, name, numbers, records):
         numbers = tf.strings.as_string(numbers[: tf.shape(records)[0]])
-        keep = tf.ones_like(records, tf.bool)
+        held = held_out(tf.strings.join([name, numbers], ":"), fraction, seed)
+        keep = {"train": tf.logical_not(held), "validation": held}.get(side, tf.ones_like(held))
         if layout.header:
-            keep = numbers != "1"
+            keep = tf.logical_and(keep, numbers != "1")
         if layout.format != "tfrecord":
             keep = tf.logical_and(keep, tf.strings.length(tf.strings.strip(records)) > 0)  # blank lines are no rows
-        numbers, records = tf.boolean_mask(numbers, keep), tf.boolean_mask(records, keep)
+        numbers, records, held = (tf.boolean_mask(values, keep) for values in (numbers, records, held))
         texts, labels, problems = tf.numpy_function(lambda batch: _parse(layout, batch), [records],
                                                     [tf.string] * 3, stateful=False)
         shape = tf.shape(records)
-        held = held_out(tf.strings.join([name, numbers], ":"), fraction, seed)
         keys = tf.strings.join([path, numbers], ":")
         return keys, tf.reshape(texts, shape), tf.reshape(labels, shape), tf.reshape(problems, shape), held
 
@@ -215,19 +217,14 @@ def record_batches(paths, layout, *, seed=0, validation_fraction=None):
                             deterministic=True)
 
 
-def labelled(batches, label_ids, split):
-    """`(text, label id)` rows of the readable records of `split` ("train": not held out,
-    "validation": held out, other names: all), labels mapped by `label_ids` (label as
-    written to id)."""
+def labelled(batches, label_ids):
+    """`(text, label id)` rows of the readable records of `batches` (`record_batches`), labels
+    mapped by `label_ids` (label as written to id)."""
     table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(list(label_ids), np.array(list(label_ids.values()), "int32")), -1)
 
     def select(key, text, label, problem, held):
         keep = tf.equal(problem, "")
-        if split == "train":
-            keep = tf.logical_and(keep, tf.logical_not(held))
-        elif split == "validation":
-            keep = tf.logical_and(keep, held)
         ids = table.lookup(tf.boolean_mask(label, keep))
         texts = tf.boolean_mask(text, keep)
         return tf.boolean_mask(texts, ids >= 0), tf.boolean_mask(ids, ids >= 0)
@@ -336,8 +333,8 @@ def load_streamed(files, splits, label_names=None, validation_fraction=None, see
 
     def builder(source, side):
         cut = carve if source == reference else None
-        return lambda paths: labelled(record_batches(paths, layouts[source], seed=seed, validation_fraction=cut), label_ids,
-                                      side)
+        return lambda paths: labelled(record_batches(paths, layouts[source], seed=seed, validation_fraction=cut,
+                                                     side=side), label_ids)
 
     datasets, counts, shard_files = {}, {}, {}
     for split in splits:

@@ -59,7 +59,6 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "adapt_rows")
 
 
-
 def configure_cpu_devices(count):
     """Split the CPU into `count` logical devices (for MirroredStrategy without GPUs).
 
