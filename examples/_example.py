@@ -27,8 +27,10 @@ def parse_args(description, default_output):
     parser.add_argument("--tune", metavar="CONFIG", help="search hyperparameters first with this tuner config "
                         "(e.g. tuner_configs/lama.yaml) in OUTPUT-search/, then train with the best")
     parser.add_argument("--tune-trials", type=int, help="search trials (default: the config's)")
-    parser.add_argument("--distribute", choices=["none", "mirrored", "multi-worker"], default="none",
-                        help="the tf.distribute strategy of the training (see README)")
+    parser.add_argument("--distribute", choices=["none", "mirrored", "multi-worker", "ray"], default="none",
+                        help="the tf.distribute strategy of the training, or ray: --workers processes started by "
+                             "Ray Train (see README)")
+    parser.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
     parser.add_argument("--cpu-devices", type=int, help="split the CPU into N devices (mirrored without GPUs)")
     parser.add_argument("--export", metavar="DIR", help="then export the run: DIR/saved_model (TF Serving) and "
                         "DIR/tflite (LiteRT), each verified against the Keras model")
@@ -54,6 +56,7 @@ def run(args, model, model_kwargs, small_kwargs, data, epochs, **train_kwargs):
         epochs=args.epochs or epochs,
         batch_size=args.batch_size,
         distribute=args.distribute,
+        workers=args.workers,
         overwrite=args.overwrite,
         **train_kwargs,
     )

@@ -11,8 +11,10 @@ of several machines, `data` and `output` must be paths every machine reads and w
 shared filesystem, or `gs://` / `s3://` data).
 """
 
+import dataclasses
 import os
 
+from keras_textattn.datasets.loading import is_pattern
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 
@@ -28,9 +30,7 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
         raise RunError('--distribute ray needs Ray Train: pip install "keras-textattn[ray]"') from None
     arguments = {**arguments, "distribute": "multi-worker", "output": os.path.abspath(os.fspath(arguments["output"]))}
     for name in ("data", "test_data", "validation_data"):  # the workers' working folder is not ours
-        value = arguments.get(name)
-        if isinstance(value, (str, os.PathLike)) and os.path.exists(os.fspath(value)):
-            arguments[name] = os.path.abspath(os.fspath(value))
+        arguments[name] = _absolute(arguments.get(name))
     started = not ray.is_initialized()
     if started:
         ray.init(address=ray_address, log_to_driver=arguments.get("verbose", 1) > 0, include_dashboard=False)
@@ -49,6 +49,21 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
         if started:
             ray.shutdown()
     return read_json(os.path.join(arguments["output"], "metrics.json"))
+
+
+def _absolute(data):
+    """Local paths in `data` (a path, a `LocalFile`, or a dict of them) made absolute; TFDS names
+    and remote paths as they are."""
+    from keras_textattn.datasets import LocalFile
+
+    if isinstance(data, dict):
+        return {split: _absolute(value) for split, value in data.items()}
+    if isinstance(data, LocalFile):
+        return dataclasses.replace(data, path=_absolute(data.path))
+    if isinstance(data, (str, os.PathLike)) and "://" not in os.fspath(data) and (
+            os.path.exists(os.fspath(data)) or is_pattern(os.fspath(data))):
+        return os.path.abspath(os.fspath(data))
+    return data
 
 
 def _worker_loop(arguments):
