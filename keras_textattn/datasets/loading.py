@@ -187,7 +187,7 @@ def is_pattern(path):
     return any(character in os.fspath(path) for character in "*?[")
 
 
-DATA_SUFFIXES = (".csv", ".tsv", ".gz", ".txt", ".json", ".jsonl", ".tfrecord")
+DATA_SUFFIXES = (*FORMATS, ".gz")
 
 
 def is_local_path(source):

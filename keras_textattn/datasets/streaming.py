@@ -10,6 +10,7 @@ row. TensorFlow backend only.
 """
 
 import collections
+import contextlib
 import csv
 import dataclasses
 import gzip
@@ -91,9 +92,20 @@ def layout(file, paths):
     return _Layout(kind, file.header, indices, label, file.label_offset, delimiter, len(reference), file.label_column)
 
 
+@contextlib.contextmanager
+def _open_bytes(path):
+    """A file on any `tf.io.gfile` filesystem as bytes, gzip decompressed when its name ends in .gz."""
+    with tf.io.gfile.GFile(path, "rb") as raw:
+        if not path.endswith(".gz"):
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw) as data:
+            yield data
+
+
 def _first_record(path, delimiter):
     try:
-        with tf.io.gfile.GFile(path, "rb") as raw, (gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw) as data:
+        with _open_bytes(path) as data:
             line = data.readline()
     except (EOFError, OSError, zlib.error) as error:
         raise DataError(f"{path}: cannot be read ({error})") from None
@@ -307,7 +319,7 @@ class _Unreadable(Exception):
 def _whole_gzip(path, chunk=1 << 20):
     """Whether a gzip file decompresses to its end."""
     try:
-        with tf.io.gfile.GFile(path, "rb") as raw, gzip.GzipFile(fileobj=raw) as data:
+        with _open_bytes(path) as data:
             while data.read(chunk):
                 pass
     except (EOFError, OSError, zlib.error):

@@ -85,6 +85,4 @@ def _user_error_in(error):
         if isinstance(current, UserError):
             return current
         pending += [current.__cause__, current.__context__, *getattr(current, "worker_failures", {}).values()]
-        pending += [value for value in vars(current).values() if isinstance(value, BaseException)] if hasattr(
-            current, "__dict__") else []
     return None
