@@ -12,9 +12,11 @@ report test accuracy (mean and spread), training wall time and parameter count.
 Results are appended to a JSON-lines file (one line per dataset, model and seed) as
 they finish; a rerun skips what is there, so a stopped run resumes.
 
-CPU sizes (the papers' sizes do not fit a 2-core CPU in hours): embeddings of 64 (32
-for dual-axial), 3 epochs, Adam 1e-3, batch 32, 20,000-token vocabulary, texts cut to
-the lengths in DATASETS; HCAN 24 words per sentence. Same for every seed.
+CPU sizes (the papers' sizes do not fit a 2-core CPU in hours): each model's cpu preset
+(`ModelSpec.cpu_defaults`, what `train()` uses by default: embeddings of 64, 32 for
+dual-axial; HCAN 64 wide with 4 heads; the baselines 64 wide), 3 epochs, Adam 1e-3,
+batch 32, 20,000-token vocabulary, texts cut to the lengths in DATASETS; HCAN 24 words
+per sentence. Same for every seed.
 
 The models of TRAINED run through `train()` as a user runs it: "<model>+recipe" is the
 training recipe (RECIPE: word2vec, bigrams, early stopping on a held-out 10%, plateau
@@ -55,18 +57,19 @@ DATASETS = {
     "imdb": ({"path": "imdb/train.csv.gz"}, {"path": "imdb/test.csv.gz"}, 256,
              {"lama": 0.90, "transformer": 0.817, "bigru": 0.876, "kim_cnn": 0.874}),
 }
-KERAS_MODELS = {
-    "scalable_attention": {"embedding_dim": 64, "fc_units": 64},
-    "dual_axial": {"embedding_dim": 32, "fc_units": 64},
-    "hcan": {"units": 64, "num_heads": 4},
-    "lama": {"embedding_dim": 64, "gru_units": 32, "num_heads": 4, "mlp_units": 64, "use_context": True},
-    "cspan": {"embedding_dim": 64, "num_queries": 16},
-    "transformer": {"units": 64, "num_heads": 4, "feedforward_units": 128},
-    "bigru": {"embedding_dim": 64, "gru_units": 32},
-    "kim_cnn": {"embedding_dim": 64, "filters": 64},
-}
-# Options of ours measured as models of their own: name -> (model, builder arguments).
-VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
+PAPER_MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan")
+KERAS_MODELS = PAPER_MODELS + ("transformer", "bigru", "kim_cnn")
+# Every Keras row uses its model's cpu preset (`ModelSpec.cpu_defaults`: the sizes a default
+# `train()` run uses). Rows that add builder arguments: name -> (model, builder arguments).
+# "lama" is LAMA+ctx, the paper's best; "dual_axial_mean" an option of ours.
+VARIANTS = {"lama": ("lama", {"use_context": True}), "dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
+
+
+def builder_arguments(row):
+    """The model of a row and its builder arguments beyond the model's cpu preset."""
+    return VARIANTS.get(row, (row, {}))
+
+
 # The training recipe, through `train()` as a user runs it (same CPU sizes): word2vec
 # embeddings trained on the training split, hashed bigrams (flat models), at most
 # RECIPE_EPOCHS epochs with early stopping on 10% of the training rows held out
@@ -75,7 +78,6 @@ VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 RECIPE = {"embeddings": "word2vec", "bigram_buckets": 20000, "early_stopping": 2, "lr_schedule": "plateau",
           "clip_norm": 1.0}
 RECIPE_EPOCHS = 10
-PAPER_MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan")
 # Runs through `train()`: name -> (model, train() options, epochs). The recipes above, and class
 # weights on an imbalanced split (R8) beside the same training without them.
 TRAINED = {f"{name}+recipe": (name, RECIPE, RECIPE_EPOCHS) for name in PAPER_MODELS}
@@ -88,7 +90,7 @@ TRAINED.update({f"{name}+w2v_stop_on_accuracy": (name, {**RECIPE, "bigram_bucket
                                                  RECIPE_EPOCHS) for name in PAPER_MODELS})
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
-MODELS = list(KERAS_MODELS) + list(VARIANTS) + list(TRAINED) + ["fasttext", "tfidf_lr"]
+MODELS = list(KERAS_MODELS) + [name for name in VARIANTS if name not in KERAS_MODELS] + list(TRAINED) + ["fasttext", "tfidf_lr"]
 QUICK = {"datasets": ["trec"], "models": ["scalable_attention", "fasttext", "tfidf_lr"], "seeds": [0], "epochs": 1}
 
 
@@ -112,6 +114,7 @@ def run_train(model_name, data_files, length, seed, options, epochs):
     from keras_textattn.models import get_spec
     from keras_textattn.training import train
 
+    model_name, model_kwargs = builder_arguments(model_name)
     spec = get_spec(model_name)
     words = 24
     if spec.is_hierarchical():
@@ -121,7 +124,7 @@ def run_train(model_name, data_files, length, seed, options, epochs):
         shape = {"sequence_length": length}
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=KERAS_MODELS[model_name],
+        metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=model_kwargs,
                         max_tokens=20000, epochs=epochs, seed=seed, verbose=0, **shape, **options)
         seconds = time.perf_counter() - start
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
@@ -145,7 +148,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None):
     from keras_textattn.models import get_spec
     from keras_textattn.text import TextEncoder
 
-    model_name, options = VARIANTS.get(model_name, (model_name, {}))
+    model_name, options = builder_arguments(model_name)
     spec = get_spec(model_name)
     keras.utils.set_random_seed(seed)
     words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
@@ -155,7 +158,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None):
     start = time.perf_counter()
     encoder.adapt(dataset["train"])
     model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                       **KERAS_MODELS[model_name], **options)
+                       **spec.preset_arguments("cpu"), **options)
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
     # The whole training split shuffled (make_batches with its row count), as `train()` does;
     # --shuffle-buffer 10000 repeats the runs before that (a buffer over IMDB's label-sorted file).

@@ -166,25 +166,27 @@ def end_to_end(data_dir, models, texts_count, quick):
     import tensorflow as tf
 
     sys.path.insert(0, str(HERE))
-    from accuracy import KERAS_MODELS
+    from accuracy import builder_arguments
 
     from keras_textattn import export
     from keras_textattn.datasets import LocalFile
     from keras_textattn.datasets.loading import read_labelled_texts
-    from keras_textattn.models import build_model
-    from keras_textattn.text import TextEncoder
-    from keras_textattn.training import save_run
     from keras_textattn.models import get_spec
+    from keras_textattn.run_folder import save_run
+    from keras_textattn.text import TextEncoder
 
     train_texts, train_labels, _ = read_labelled_texts(LocalFile(data_dir / "ag_news" / "train_sample_5k.csv.gz"))
     texts = train_texts[:texts_count]
     labels = np.array([int(label) for label in train_labels[:texts_count]])
     for name in models:
-        encoder = TextEncoder(**get_spec(name).encoder_options(None, max_tokens=20000, sequence_length=24 if get_spec(name).is_hierarchical() else 64,
-                                                max_sentences=3, bigram_buckets=20000 if get_spec(name).bigrams else 0))
+        model_name, options = builder_arguments(name)
+        spec = get_spec(model_name)
+        encoder = TextEncoder(**spec.encoder_options(None, max_tokens=20000, max_sentences=3,
+                                                     sequence_length=24 if spec.is_hierarchical() else 64,
+                                                     bigram_buckets=20000 if spec.bigrams else 0))
         encoder.adapt(train_texts)
-        model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **get_spec(name).shape_arguments(encoder),
-                            **KERAS_MODELS[name])
+        model = spec.build(4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
+                           **spec.preset_arguments("cpu"), **options)
         model.compile("adam", "sparse_categorical_crossentropy")
         encoded = encoder(tf.constant(texts))
         ids = [e.numpy() for e in encoded] if isinstance(encoded, tuple) else encoded.numpy()

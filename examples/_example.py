@@ -1,7 +1,9 @@
 """What the example scripts share: their command-line flags and the whole path they run.
 
-Each example passes the paper's settings; `--small` shrinks the model and the text
-length so that a run finishes in minutes on a 2-core CPU. One command goes from data to
+Each example trains with the paper's sizes and recipe (`preset="paper"`) and the settings
+it passes; `--small` uses the cpu preset instead (each model's `ModelSpec.cpu_defaults`,
+the sizes BENCHMARKS.md measures) and shorter texts, so that a run finishes in minutes on
+a 2-core CPU. One command goes from data to
 a served artifact: an optional keras-tuner search (`--tune CONFIG`, whose best
 hyperparameters the run then trains with), training with a `tf.distribute` strategy
 (`--distribute`), and an export for TF Serving and LiteRT (`--export DIR`).
@@ -22,7 +24,7 @@ def parse_args(description, default_output):
     parser.add_argument("--output", default=default_output, help="the run folder")
     parser.add_argument("--epochs", type=int, help="default: the example's (also each search trial's, when given)")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--small", action="store_true", help="CPU-sized model and texts")
+    parser.add_argument("--small", action="store_true", help="CPU-sized model (--preset cpu) and texts")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)")
     parser.add_argument("--tune", metavar="CONFIG", help="search hyperparameters first with this tuner config "
                         "(e.g. tuner_configs/lama.yaml) in OUTPUT-search/, then train with the best")
@@ -37,15 +39,16 @@ def parse_args(description, default_output):
     return parser.parse_args()
 
 
-def run(args, model, model_kwargs, small_kwargs, data, epochs, **train_kwargs):
-    """Search (with --tune), train, export (with --export), and print where everything is."""
+def run(args, model, model_kwargs, data, epochs, **train_kwargs):
+    """Search (with --tune), train, export (with --export), and print where everything is.
+    `model_kwargs`: the builder arguments of the example's variant (sizes come from the preset)."""
     if args.cpu_devices:
         from keras_textattn.training import configure_cpu_devices
 
         configure_cpu_devices(args.cpu_devices)  # first: before TensorFlow sets up its devices
     from keras_textattn.training import train
 
-    model_kwargs = {**model_kwargs, **(small_kwargs if args.small else {})}
+    model_kwargs = dict(model_kwargs)
     if args.tune:
         model_kwargs.update(_search(args, model, data, train_kwargs))
     metrics = train(
@@ -53,6 +56,7 @@ def run(args, model, model_kwargs, small_kwargs, data, epochs, **train_kwargs):
         data=data,
         output=args.output,
         model_kwargs=model_kwargs,
+        preset="cpu" if args.small else "paper",
         epochs=args.epochs or epochs,
         batch_size=args.batch_size,
         distribute=args.distribute,

@@ -17,7 +17,6 @@ if __name__ == "__main__":
         "cspan",
         # embedding 300, Bi-LSTM 150 per direction, 16 queries
         {"configuration": "base"},
-        {"embedding_dim": 64, "num_queries": 4},
         data,
         epochs=5,
         sequence_length=256,

@@ -16,7 +16,6 @@ if __name__ == "__main__":
         args,
         "dual_axial",
         {"variant": "dual_axial"},
-        {"embedding_dim": 32, "fc_units": 64},
         data,
         epochs=5,
         sequence_length=128,

@@ -15,8 +15,7 @@ if __name__ == "__main__":
     run(
         args,
         "hcan",
-        {"units": 512, "num_heads": 8},  # paper: size 512, 8 heads
-        {"units": 64, "num_heads": 4},
+        {},  # paper: size 512, 8 heads, word2vec embeddings
         args.data or "yelp_polarity_reviews",
         epochs=3,
         test_data=args.test_data,

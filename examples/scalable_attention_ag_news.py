@@ -15,9 +15,7 @@ if __name__ == "__main__":
     run(
         args,
         "scalable_attention",
-        # one softplus sublayer (section 3.2)
-        {"embedding_dim": 100},
-        {"embedding_dim": 64, "fc_units": 64},
+        {},  # embedding 100, one softplus sublayer (section 3.2)
         data,
         epochs=5,
         sequence_length=128,

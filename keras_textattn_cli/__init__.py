@@ -127,7 +127,7 @@ def _parser():
     text.add_argument("--freeze-embeddings", action="store_true", help="keep the initial word vectors fixed")
     fit = train.add_argument_group("training")
     fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
-                     help="cpu (trains in minutes on 2 cores; only hcan differs: 64 wide, 4 heads) or paper "
+                     help="cpu (sizes that train in minutes on 2 cores, those BENCHMARKS.md measures) or paper "
                           "(the papers' sizes, and their recipes where not given: lama word2vec + early stopping 5, "
                           "hcan word2vec, cspan step:20,25)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],

@@ -41,3 +41,14 @@ def test_throughput_quick(shared_data, tmp_path):
     assert row["model"] == "scalable_attention" and row["tflite_dynamic_bytes"] < row["tflite_float32_bytes"]
     assert (tmp_path / "throughput.png").read_bytes()[:4] == b"\x89PNG"
     assert "| LAMA | 128 |" in (tmp_path / "throughput.md").read_text()
+
+
+def test_presets_quick():
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "presets.py"), "--quick"], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [row[0].strip() for row in rows[1:]] == ["scalable_attention", "kim_cnn"]
+    for row in rows[1:]:
+        paper_parameters, cpu_parameters = (int(cell.replace(",", "")) for cell in row[1:3])
+        assert cpu_parameters < paper_parameters and float(row[5].strip(" x")) > 0

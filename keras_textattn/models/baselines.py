@@ -92,8 +92,10 @@ def build_kim_cnn_classifier(
     return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
+# cpu presets (IMDB, 2 cores, minutes an epoch: TE 2.8 instead of 22.4; Kim's CNN 0.5 instead of 2.8).
 SPECS = (
-    ModelSpec("transformer", build_transformer_classifier),
-    ModelSpec("bigru", build_bigru_classifier),
-    ModelSpec("kim_cnn", build_kim_cnn_classifier),
+    ModelSpec("transformer", build_transformer_classifier,
+              cpu_defaults={"units": 64, "num_heads": 4, "feedforward_units": 128}),
+    ModelSpec("bigru", build_bigru_classifier, cpu_defaults={"embedding_dim": 64, "gru_units": 32}),
+    ModelSpec("kim_cnn", build_kim_cnn_classifier, cpu_defaults={"embedding_dim": 64, "filters": 64}),
 )

@@ -23,7 +23,8 @@ class ModelSpec:
         hierarchical: the model reads `(sentences, words)` ids; a builder argument
             of that name (HCAN's flat variant) overrides it.
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
-            minutes on 2 cores); the "paper" preset is the builder's own defaults.
+            minutes on 2 cores, and those `benchmarks/accuracy.py` measures); the
+            "paper" preset is the builder's own defaults.
         paper_training: `train()` arguments of the paper's recipe (e.g. LAMA's word2vec
             embeddings and early stopping with patience 5), the defaults of the "paper"
             preset for those a user leaves unset.

@@ -253,8 +253,8 @@ def train(
             (metrics.json: `skipped`).
         model_kwargs: passed to the builder (e.g. `{"num_heads": 4}`); they win over
             the preset's.
-        preset: "cpu" (sizes that train in minutes on 2 cores where the paper's do
-            not: HCAN 64 wide with 4 heads; see each model's `ModelSpec`) or "paper"
+        preset: "cpu" (sizes that train in minutes on 2 cores, each model's
+            `ModelSpec.cpu_defaults`: those BENCHMARKS.md measures) or "paper"
             (the builders' defaults, the papers' sizes, and for the arguments left
             None the paper's training recipe, `ModelSpec.paper_training`: LAMA word2vec
             and early stopping 5, HCAN word2vec, CSPAN "step:20,25").
