@@ -238,12 +238,13 @@ def report(results):
     lines = ["| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper "
              "| macro F1 |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for dataset in DATASETS:
-        for model in MODELS:
+        measured = {r["model"] for r in results if r["dataset"] == dataset}
+        for model in MODELS + sorted(measured - set(MODELS)):
             rows = [r for r in results if r["dataset"] == dataset and r["model"] == model]
             if not rows:
                 continue
             accuracy = np.array([r["accuracy"] for r in rows])
-            paper = DATASETS[dataset][3].get(model)
+            paper = None if "@" in model else DATASETS[dataset][3].get(model)
             spread = f" ± {accuracy.std():.3f}" if len(rows) > 1 else ""
             macro_f1 = f"{np.mean([r['macro_f1'] for r in rows]):.3f}" if all("macro_f1" in r for r in rows) else ""
             lines.append(
@@ -265,6 +266,8 @@ def main(argv=None):
     parser.add_argument("--shuffle-buffer", type=int, help="our models: shuffle in a buffer of this many rows "
                                                            "(default: the whole training split)")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
+    parser.add_argument("--length", type=int, help="cut texts to this many tokens instead of the dataset's "
+                        "length in DATASETS; rows are recorded as '<model>@<length>'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     args = parser.parse_args(argv)
     if args.report:
@@ -276,12 +279,13 @@ def main(argv=None):
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
+    suffix = f"@{args.length}" if args.length else ""
     for dataset_name in args.datasets:
-        todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m, s) not in done]
+        todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
             continue
         dataset = load(args.data_dir, dataset_name)
-        length = DATASETS[dataset_name][2]
+        length = args.length or DATASETS[dataset_name][2]
         for model_name, seed in todo:
             if model_name in TRAINED:
                 model, options, epochs = TRAINED[model_name]
@@ -294,9 +298,9 @@ def main(argv=None):
                 result = run_tfidf(dataset, seed, length)
             else:
                 result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer)
-            result.update(dataset=dataset_name, model=model_name, seed=seed,
+            result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
-            print(f"{dataset_name:8s} {model_name:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
+            print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
                   f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters", flush=True)
             with open(args.results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(result) + "\n")
