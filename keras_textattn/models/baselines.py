@@ -95,7 +95,7 @@ def build_kim_cnn_classifier(
 # cpu presets (IMDB, 2 cores, minutes an epoch: TE 2.8 instead of 22.4; Kim's CNN 0.5 instead of 2.8).
 SPECS = (
     ModelSpec("transformer", build_transformer_classifier,
-              cpu_defaults={"units": 64, "num_heads": 4, "feedforward_units": 128}),
+              cpu_defaults={"units": 64, "num_heads": 4, "feedforward_units": 128}, embedding_size_argument="units"),
     ModelSpec("bigru", build_bigru_classifier, cpu_defaults={"embedding_dim": 64, "gru_units": 32}),
     ModelSpec("kim_cnn", build_kim_cnn_classifier, cpu_defaults={"embedding_dim": 64, "filters": 64}),
 )

@@ -99,4 +99,4 @@ def build_hcan_classifier(
 
 # Sec. 4: word embeddings from word2vec trained on the dataset.
 SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, cpu_defaults={"units": 64, "num_heads": 4},
-                 paper_training={"embeddings": "word2vec"})
+                 embedding_size_argument="units", paper_training={"embeddings": "word2vec"})

@@ -25,6 +25,8 @@ class ModelSpec:
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
             minutes on 2 cores, and those `benchmarks/accuracy.py` measures); the
             "paper" preset is the builder's own defaults.
+        embedding_size_argument: the builder argument that sets the token embedding's
+            size (what a vectors file's dimension must match).
         paper_training: `train()` arguments of the paper's recipe (e.g. LAMA's word2vec
             embeddings and early stopping with patience 5), the defaults of the "paper"
             preset for those a user leaves unset.
@@ -35,6 +37,7 @@ class ModelSpec:
     bigrams: bool = False
     hierarchical: bool = False
     cpu_defaults: dict = dataclasses.field(default_factory=dict)
+    embedding_size_argument: str = "embedding_dim"
     paper_training: dict = dataclasses.field(default_factory=dict)
 
     def builder_arguments(self):

@@ -630,8 +630,9 @@ def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):
     else:
         vectors, found = read_vectors(source, vocabulary)
         if found != dimension:
-            raise RunError(f"{source} has {found}-dimensional vectors; the {classifier.name} embedding has {dimension} "
-                           "(set its size to match, e.g. --set embedding_dim=" f"{found}, or --set units={found} for hcan)")
+            size = get_spec(arguments["model"]).embedding_size_argument
+            raise RunError(f"{source} has {found}-dimensional vectors; the {arguments['model']} embedding has "
+                           f"{dimension} (set its size to match: --set {size}={found})")
     matrix, coverage = embedding_matrix(vocabulary, vectors, dimension, seed=arguments["seed"])
     layer.embeddings.assign(matrix)
     layer.trainable = not arguments["freeze_embeddings"]

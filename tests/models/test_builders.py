@@ -96,6 +96,7 @@ def test_specs_describe_their_builders():
     for name, spec in SPECS.items():
         assert spec.name == name and "vocabulary_size" in spec.builder_arguments()
         assert set(spec.cpu_defaults) <= set(spec.builder_arguments()), name
+        assert spec.embedding_size_argument in spec.builder_arguments(), name
         assert set(spec.shape_arguments(_encoder(name))) <= set(spec.builder_arguments()), name
     hcan = get_spec("hcan")
     assert hcan.encoder_options({"hierarchical": False}, sequence_length=6).get("hierarchical") is None

@@ -54,7 +54,7 @@ def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
                  "--embeddings", str(path)])
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(error) == 1
-    assert "has 3-dimensional vectors; the lama embedding has 64 (set its size to match, e.g. --set embedding_dim=3" in error[0]
+    assert "has 3-dimensional vectors; the lama embedding has 64 (set its size to match: --set embedding_dim=3)" in error[0]
     assert not os.path.exists(tmp_path / "run")
 
 
