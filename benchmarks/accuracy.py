@@ -255,6 +255,50 @@ def report(results):
     return "\n".join(lines)
 
 
+def plot_time_to_accuracy(results, dataset, path):
+    """A PNG of test accuracy (mean over seeds, bars: the spread) against training seconds
+    (log scale) of every row measured on `dataset`; fastText and TF-IDF + LR also as
+    horizontal lines, the marks to reach. Returns the models at or above fastText's accuracy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = {}
+    for row in results:
+        if row["dataset"] == dataset:
+            points.setdefault(row["model"], []).append((row["train_seconds"], row["accuracy"]))
+    if not points:
+        raise SystemExit(f"nothing measured on {dataset} in the results file")
+    figure, axes = plt.subplots(figsize=(10, 6))
+    # Labels alternate above and below their points, in order of time, so neighbours do not overlap.
+    for index, (model, measured) in enumerate(sorted(points.items(), key=lambda item: np.mean(item[1], axis=0)[0])):
+        seconds, accuracy = np.mean(measured, axis=0)
+        spread = np.std([a for _, a in measured])
+        simple = model.split("@")[0] in ("fasttext", "tfidf_lr", "tfidf_lr_cut")
+        axes.errorbar(seconds, accuracy, yerr=spread, marker="s" if simple else "o", capsize=3,
+                      color="black" if simple else None, linestyle="none")
+        axes.annotate(model, (seconds, accuracy), textcoords="offset points", xytext=(5, 4 if index % 2 else -12),
+                      fontsize=8)
+    for model, style in (("fasttext", ":"), ("tfidf_lr", "--")):
+        if model in points:
+            axes.axhline(np.mean([a for _, a in points[model]]), color="grey", linestyle=style, linewidth=1,
+                         label=f"{model} {np.mean([a for _, a in points[model]]):.3f}")
+    axes.set_xscale("log")
+    axes.set_xlabel("training seconds (2 CPU cores; encoder and word2vec included)")
+    axes.set_ylabel("test accuracy (mean over seeds; bars: sd)")
+    axes.set_title(f"{dataset}: test accuracy against training time")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    if "fasttext" not in points:
+        return []
+    mark = np.mean([a for _, a in points["fasttext"]])
+    return sorted(m for m, measured in points.items() if m != "fasttext" and np.mean([a for _, a in measured]) >= mark)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
@@ -269,9 +313,15 @@ def main(argv=None):
     parser.add_argument("--length", type=int, help="cut texts to this many tokens instead of the dataset's "
                         "length in DATASETS; rows are recorded as '<model>@<length>'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
+    parser.add_argument("--plot", metavar="PNG", help="draw test accuracy against training seconds on the first of "
+                        "--datasets from the results file, say which rows reach fastText's accuracy, and stop")
     args = parser.parse_args(argv)
     if args.report:
         print(report(read_results(args.results)))
+        return 0
+    if args.plot:
+        reached = plot_time_to_accuracy(read_results(args.results), args.datasets[0], args.plot)
+        print(f"Wrote {args.plot}; at or above fastText's accuracy on {args.datasets[0]}: {', '.join(reached) or 'none'}")
         return 0
     if args.quick:
         args.datasets, args.models, args.seeds, args.epochs = QUICK["datasets"], QUICK["models"], QUICK["seeds"], QUICK["epochs"]

@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
+
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -21,6 +23,21 @@ def test_accuracy_quick(shared_data, tmp_path):
     # A second run finds everything done and only reports (the resume path).
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and len(results.read_text().splitlines()) == len(rows)
+    # The time-to-accuracy plot, looked at as a picture: drawn (not blank), with a point per row.
+    plot = tmp_path / "trec.png"
+    drawn = subprocess.run([*command, "--datasets", "trec", "--plot", str(plot)], capture_output=True, text=True,
+                           timeout=300)
+    assert drawn.returncode == 0, drawn.stderr[-3000:]
+    reached = {r["model"] for r in rows if r["accuracy"] >= next(r["accuracy"] for r in rows if r["model"] == "fasttext")}
+    assert drawn.stdout.strip().endswith(", ".join(sorted(reached - {"fasttext"})) or "none")
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(plot)[..., :3]
+    assert pixels.shape[:2] == (720, 1200)
+    ink = pixels.min(axis=-1) < 0.5  # dark enough to read: axes, labels, the black baseline markers
+    assert 0.005 < ink.mean() < 0.2
+    colours = {tuple(np.round(p, 1)) for p in pixels.reshape(-1, 3)[::7]}
+    assert len(colours) > 10  # not one colour: the model points are drawn in colour
 
 
 def test_throughput_quick(shared_data, tmp_path):
