@@ -21,7 +21,7 @@ def _cover(counts, limits, multiple=1):
     return int(min(max(math.ceil(value / multiple) * multiple, limits[0]), limits[1]))
 
 
-def choose_lengths(texts, hierarchical=False):
+def choose_lengths(texts, hierarchical=False, longest=TOKENS[1]):
     """The sequence shape that covers 95% of `texts` whole.
 
     Args:
@@ -29,9 +29,11 @@ def choose_lengths(texts, hierarchical=False):
             training split); its first 2,000 texts are read.
         hierarchical: also choose sentences per text (words per sentence is then
             the sequence length), as HCAN reads texts.
+        longest: the most tokens per text chosen (flat texts; a model's
+            `ModelSpec.longest_text`).
 
     Returns:
-        `{"sequence_length": tokens per text (a multiple of 8, 8 to 256)}`; when
+        `{"sequence_length": tokens per text (a multiple of 8, 8 to `longest`)}`; when
         hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30).
     """
     if isinstance(texts.element_spec, tuple):
@@ -39,17 +41,17 @@ def choose_lengths(texts, hierarchical=False):
     counter = TextEncoder(hierarchical=hierarchical)
     counts = [counter.count_tokens(batch) for batch in texts.take(SAMPLE).batch(1024).prefetch(tf.data.AUTOTUNE)]
     if not hierarchical:
-        return {"sequence_length": _cover(np.concatenate([[]] + counts), TOKENS, multiple=8)}
+        return {"sequence_length": _cover(np.concatenate([[]] + counts), (TOKENS[0], longest), multiple=8)}
     sentences = np.concatenate([[]] + [c[0] for c in counts])
     words = np.concatenate([[]] + [c[1] for c in counts])
     return {"sequence_length": _cover(words, WORDS_PER_SENTENCE, multiple=8), "max_sentences": _cover(sentences, SENTENCES)}
 
 
-def choose_open_lengths(options, texts):
+def choose_open_lengths(options, texts, longest=TOKENS[1]):
     """The `TextEncoder` lengths that `options` (its arguments) leaves None, chosen from
-    `texts` by `choose_lengths`: `{}` when every length is given."""
+    `texts` by `choose_lengths` (at most `longest` tokens): `{}` when every length is given."""
     hierarchical = options.get("hierarchical", False)
     if options.get("sequence_length") is not None and (not hierarchical or options.get("max_sentences") is not None):
         return {}
-    chosen = choose_lengths(texts, hierarchical=hierarchical)
+    chosen = choose_lengths(texts, hierarchical=hierarchical, longest=longest)
     return {name: value for name, value in chosen.items() if options.get(name) is None}

@@ -429,7 +429,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, argument
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
             "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets")
             if arguments[k] is not None})
-        chosen = choose_open_lengths(options, dataset["train"])
+        chosen = choose_open_lengths(options, dataset["train"], longest=spec.longest_text)
         if chosen and verbose:
             print("Chosen from the training texts (95th percentile; give --sequence-length"
                   f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "

@@ -207,8 +207,9 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     if os.path.exists(encoder_path):
         encoder = load_encoder(encoder_path)
     else:
-        options = get_spec(config.model).encoder_options(config.fixed, **config.encoder)
-        encoder = TextEncoder(**options, **choose_open_lengths(options, dataset["train"]))
+        spec = get_spec(config.model)
+        options = spec.encoder_options(config.fixed, **config.encoder)
+        encoder = TextEncoder(**options, **choose_open_lengths(options, dataset["train"], longest=spec.longest_text))
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
+from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_lengths
 from keras_textattn.text import choose_open_lengths
@@ -41,6 +42,17 @@ def test_lengths_cover_95_percent_of_real_texts(shared_data):
     huge = tf.data.Dataset.from_tensor_slices(["word " * 5000 + ". "] * 3)
     assert choose_lengths(huge, hierarchical=True) == {"sequence_length": 64, "max_sentences": 1}
     assert choose_lengths(huge) == {"sequence_length": 256}
+    assert choose_lengths(huge, longest=1024) == {"sequence_length": 1024}
+
+
+def test_each_model_takes_long_texts_up_to_its_longest():
+    """Scalable attention (linear in length) reads reviews of 600 tokens whole; models whose cost
+    grows faster are cut at 256 tokens."""
+    reviews = tf.data.Dataset.from_tensor_slices(["word " * 600] * 20)
+    for name, expected in (("scalable_attention", 600), ("lama", 256), ("transformer", 256)):
+        spec = get_spec(name)
+        assert choose_open_lengths(spec.encoder_options(), reviews, longest=spec.longest_text) == {
+            "sequence_length": expected}, name
 
 
 @pytest.mark.parametrize("empty", [[], [""]])
