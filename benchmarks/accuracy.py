@@ -88,6 +88,9 @@ TRAINED.update({f"{name}+w2v": (name, {"embeddings": "word2vec", "lr_schedule": 
 # The recipe without bigrams, early stopping on validation accuracy instead of loss (BENCHMARKS.md).
 TRAINED.update({f"{name}+w2v_stop_on_accuracy": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy"},
                                                  RECIPE_EPOCHS) for name in PAPER_MODELS})
+# The same with the word2vec vectors frozen (fewer weights to overfit IMDB's movies with).
+TRAINED.update({f"{name}+w2v_frozen": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
+                                              "freeze_embeddings": True}, RECIPE_EPOCHS) for name in PAPER_MODELS})
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
