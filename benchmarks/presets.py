@@ -61,8 +61,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         vars(args).update(QUICK)
-    print(f"| model | paper parameters | cpu parameters | paper ex/s | cpu ex/s | cpu / paper | "
-          f"IMDB epoch, paper (min) | IMDB epoch, cpu (min) |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | paper parameters | cpu parameters | paper ex/s | cpu ex/s | cpu / paper | "
+          "IMDB epoch, paper (min) | IMDB epoch, cpu (min) |\n|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.models:
         (paper, paper_parameters), (cpu, cpu_parameters) = (
             examples_per_second(SPECS[name], preset, args.length, args.batch_size, args.steps, args.seconds)
