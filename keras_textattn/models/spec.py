@@ -26,7 +26,8 @@ class ModelSpec:
             minutes on 2 cores, and those `benchmarks/accuracy.py` measures); the
             "paper" preset is the builder's own defaults.
         longest_text: the most tokens per text `train` and `tune` choose from the
-            training texts when no `sequence_length` is given (longer texts are cut).
+            training texts when no `sequence_length` is given (longer texts are cut);
+            None: `choose_lengths`' limit (256).
         embedding_size_argument: the builder argument that sets the token embedding's
             size (what a vectors file's dimension must match).
         paper_training: `train()` arguments of the paper's recipe (e.g. LAMA's word2vec
@@ -39,7 +40,7 @@ class ModelSpec:
     bigrams: bool = False
     hierarchical: bool = False
     cpu_defaults: dict = dataclasses.field(default_factory=dict)
-    longest_text: int = 256
+    longest_text: int = None
     embedding_size_argument: str = "embedding_dim"
     paper_training: dict = dataclasses.field(default_factory=dict)
 

@@ -21,7 +21,7 @@ def _cover(counts, limits, multiple=1):
     return int(min(max(math.ceil(value / multiple) * multiple, limits[0]), limits[1]))
 
 
-def choose_lengths(texts, hierarchical=False, longest=TOKENS[1]):
+def choose_lengths(texts, hierarchical=False, longest=None):
     """The sequence shape that covers 95% of `texts` whole.
 
     Args:
@@ -30,7 +30,7 @@ def choose_lengths(texts, hierarchical=False, longest=TOKENS[1]):
         hierarchical: also choose sentences per text (words per sentence is then
             the sequence length), as HCAN reads texts.
         longest: the most tokens per text chosen (flat texts; a model's
-            `ModelSpec.longest_text`).
+            `ModelSpec.longest_text`); None: 256.
 
     Returns:
         `{"sequence_length": tokens per text (a multiple of 8, 8 to `longest`)}`; when
@@ -41,13 +41,13 @@ def choose_lengths(texts, hierarchical=False, longest=TOKENS[1]):
     counter = TextEncoder(hierarchical=hierarchical)
     counts = [counter.count_tokens(batch) for batch in texts.take(SAMPLE).batch(1024).prefetch(tf.data.AUTOTUNE)]
     if not hierarchical:
-        return {"sequence_length": _cover(np.concatenate([[]] + counts), (TOKENS[0], longest), multiple=8)}
+        return {"sequence_length": _cover(np.concatenate([[]] + counts), (TOKENS[0], longest or TOKENS[1]), multiple=8)}
     sentences = np.concatenate([[]] + [c[0] for c in counts])
     words = np.concatenate([[]] + [c[1] for c in counts])
     return {"sequence_length": _cover(words, WORDS_PER_SENTENCE, multiple=8), "max_sentences": _cover(sentences, SENTENCES)}
 
 
-def choose_open_lengths(options, texts, longest=TOKENS[1]):
+def choose_open_lengths(options, texts, longest=None):
     """The `TextEncoder` lengths that `options` (its arguments) leaves None, chosen from
     `texts` by `choose_lengths` (at most `longest` tokens): `{}` when every length is given."""
     hierarchical = options.get("hierarchical", False)
