@@ -47,6 +47,6 @@ def build_cspan_classifier(
 
 # Sec. 3.1: the learning rate divided by 10 at epochs 20 and 25 (GloVe 6B 300-d embeddings need
 # the file: --embeddings glove.6B.300d.txt).
-# cpu preset: embedding 64 (IMDB: 5.6 min an epoch on 2 cores; the paper's 300, 10.6).
+# cpu preset: embedding 64 (4x the training speed of the paper's 300 on 2 cores: benchmarks/presets.py).
 SPEC = ModelSpec("cspan", build_cspan_classifier, cpu_defaults={"embedding_dim": 64},
                  paper_training={"lr_schedule": "step:20,25"})

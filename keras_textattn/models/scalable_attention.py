@@ -44,8 +44,8 @@ def build_scalable_attention_classifier(
     return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
-# cpu preset: embedding 64, FC 64. The paper's sizes train as fast on 2 cores; these are kept so
-# that every model's default run is the configuration BENCHMARKS.md reports.
+# cpu preset: embedding 64, FC 64. The paper's sizes train about as fast on 2 cores
+# (benchmarks/presets.py); these are kept so that a default run has the sizes BENCHMARKS.md reports.
 # Texts up to 1,024 tokens: its cost is linear in length (IMDB at 768 tokens instead of 256:
 # test accuracy 0.860 instead of 0.842, 1.5x the training time; BENCHMARKS.md).
 SPEC = ModelSpec("scalable_attention", build_scalable_attention_classifier,

@@ -111,7 +111,7 @@ def test_specs_describe_their_builders():
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_cpu_preset_is_smaller_than_the_papers_sizes(name):
-    """`train()`'s default preset shrinks every model (the papers' sizes take up to 8x longer
+    """`train()`'s default preset shrinks every model (the papers' sizes take up to 16x longer
     an epoch on 2 cores: benchmarks/presets.py), and the paper preset is the builder's defaults."""
     spec = get_spec(name)
     shape = spec.shape_arguments(_encoder(name))
