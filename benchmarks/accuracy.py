@@ -258,6 +258,36 @@ def report(results):
     return "\n".join(lines)
 
 
+def _label_points(figure, axes, means):
+    """Name each point beside it, at the first of eight places (right or left, above or below)
+    where the name covers no other point, no name placed before it nor the legend, and stays
+    inside the axes."""
+    from matplotlib.transforms import Bbox
+
+    renderer = figure.canvas.get_renderer()
+    inside, placed = axes.get_window_extent(renderer), [axes.get_legend().get_window_extent(renderer)]
+    pad = 6  # pixels around a point that a name must keep clear of
+    for x, y in axes.transData.transform(list(means.values())):
+        placed.append(Bbox([[x - pad, y - pad], [x + pad, y + pad]]))
+    places = [(dx, dy, "left" if dx > 0 else "right") for dy in (4, -12, 14, -22) for dx in (6, -6)]
+    for model, (seconds, accuracy) in sorted(means.items(), key=lambda item: -item[1][1]):
+        fitting = None  # the first place inside the axes, if every one covers something
+        for dx, dy, align in places:
+            label = axes.annotate(model, (seconds, accuracy), textcoords="offset points", xytext=(dx, dy), ha=align,
+                                  fontsize=8)
+            box = label.get_window_extent(renderer)
+            label.remove()
+            if inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1:
+                fitting = fitting or (dx, dy, align)
+                if not any(box.overlaps(other) for other in placed):
+                    fitting = (dx, dy, align)
+                    break
+        dx, dy, align = fitting or places[0]
+        label = axes.annotate(model, (seconds, accuracy), textcoords="offset points", xytext=(dx, dy), ha=align,
+                              fontsize=8)
+        placed.append(label.get_window_extent(renderer))
+
+
 def plot_time_to_accuracy(results, dataset, path):
     """A PNG of test accuracy (mean over seeds, bars: the spread) against training seconds
     (log scale) of every row measured on `dataset`; fastText and TF-IDF + LR also as
@@ -274,26 +304,24 @@ def plot_time_to_accuracy(results, dataset, path):
     if not points:
         raise SystemExit(f"nothing measured on {dataset} in the results file")
     figure, axes = plt.subplots(figsize=(10, 6))
-    # Labels alternate above and below their points, in order of time, so neighbours do not overlap.
-    for index, (model, measured) in enumerate(sorted(points.items(), key=lambda item: np.mean(item[1], axis=0)[0])):
-        seconds, accuracy = np.mean(measured, axis=0)
-        spread = np.std([a for _, a in measured])
+    means = {model: np.mean(measured, axis=0) for model, measured in points.items()}
+    for model, (seconds, accuracy) in means.items():
         simple = model.split("@")[0] in ("fasttext", "tfidf_lr", "tfidf_lr_cut")
-        axes.errorbar(seconds, accuracy, yerr=spread, marker="s" if simple else "o", capsize=3,
-                      color="black" if simple else None, linestyle="none")
-        axes.annotate(model, (seconds, accuracy), textcoords="offset points", xytext=(5, 4 if index % 2 else -12),
-                      fontsize=8)
+        axes.errorbar(seconds, accuracy, yerr=np.std([a for _, a in points[model]]), marker="s" if simple else "o",
+                      capsize=3, color="black" if simple else None, linestyle="none")
     for model, style in (("fasttext", ":"), ("tfidf_lr", "--")):
         if model in points:
-            axes.axhline(np.mean([a for _, a in points[model]]), color="grey", linestyle=style, linewidth=1,
-                         label=f"{model} {np.mean([a for _, a in points[model]]):.3f}")
+            axes.axhline(means[model][1], color="grey", linestyle=style, linewidth=1,
+                         label=f"{model} {means[model][1]:.3f}")
     axes.set_xscale("log")
+    axes.margins(x=0.1, y=0.08)
     axes.set_xlabel("training seconds (2 CPU cores; encoder and word2vec included)")
     axes.set_ylabel("test accuracy (mean over seeds; bars: sd)")
     axes.set_title(f"{dataset}: test accuracy against training time")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(loc="lower right")
+    axes.legend(loc="lower left")
     figure.tight_layout()
+    _label_points(figure, axes, means)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     if "fasttext" not in points:
