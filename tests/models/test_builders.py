@@ -111,9 +111,11 @@ def test_specs_describe_their_builders():
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_cpu_preset_is_smaller_than_the_papers_sizes(name):
-    """`train()`'s default preset shrinks every model (the papers' sizes take up to 16x longer
-    an epoch on 2 cores: benchmarks/presets.py), and the paper preset is the builder's defaults."""
+    """`train()`'s default preset shrinks every model that has one (today all: the papers' sizes
+    take up to 16x longer an epoch on 2 cores, benchmarks/presets.py), and the paper preset is
+    the builder's defaults."""
     spec = get_spec(name)
     shape = spec.shape_arguments(_encoder(name))
     paper, cpu = (spec.build(2, vocabulary_size=500, **shape, **spec.preset_arguments(preset)) for preset in ("paper", "cpu"))
-    assert cpu.count_params() < paper.count_params() == spec.build(2, vocabulary_size=500, **shape).count_params()
+    assert paper.count_params() == spec.build(2, vocabulary_size=500, **shape).count_params()
+    assert cpu.count_params() < paper.count_params() if spec.cpu_defaults else cpu.count_params() == paper.count_params()
