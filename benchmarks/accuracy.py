@@ -202,7 +202,7 @@ def first_tokens(texts, length):
     `length` of them, joined by spaces."""
     from keras_textattn.text import TextEncoder
 
-    encoder = TextEncoder(sequence_length=length)
+    encoder = TextEncoder()
     cut = []
     for start in range(0, len(texts), 1024):
         tokens = encoder.tokenize(texts[start:start + 1024])[:, :length].to_list()
@@ -324,10 +324,10 @@ def plot_time_to_accuracy(results, dataset, path):
     _label_points(figure, axes, means)
     figure.savefig(path, dpi=120)
     plt.close(figure)
-    if "fasttext" not in points:
+    if "fasttext" not in means:
         return []
-    mark = np.mean([a for _, a in points["fasttext"]])
-    return sorted(m for m, measured in points.items() if m != "fasttext" and np.mean([a for _, a in measured]) >= mark)
+    return sorted(model for model, (_, accuracy) in means.items()
+                  if model != "fasttext" and accuracy >= means["fasttext"][1])
 
 
 def main(argv=None):
