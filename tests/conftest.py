@@ -76,13 +76,14 @@ def _ag_news_run(folder, model, epochs, **kwargs):
 # (test accuracy >= 0.80, read from their metrics.json): one training serves both.
 @pytest.fixture(scope="session")
 def lama_run(tmp_path_factory, shared_data):
-    """LAMA at its cpu preset trained 2 epochs on AG News (test accuracy about 0.86), shared by the
-    explain and export tests."""
-    return _ag_news_run(tmp_path_factory.mktemp("lama"), "lama", 2, sequence_length=64)
+    """LAMA at its cpu preset trained one epoch on AG News (test accuracy 0.856; 0.86 after two),
+    shared by the explain and export tests."""
+    return _ag_news_run(tmp_path_factory.mktemp("lama"), "lama", 1, sequence_length=64)
 
 
 @pytest.fixture(scope="session")
 def hcan_run(tmp_path_factory, shared_data):
-    """Hierarchical HCAN trained 3 epochs on AG News (test accuracy about 0.83; 0.81 after two)."""
-    return _ag_news_run(tmp_path_factory.mktemp("hcan"), "hcan", 3, sequence_length=24, max_sentences=6,
-                        model_kwargs={"units": 32, "num_heads": 4})
+    """Hierarchical HCAN trained two epochs on AG News at twice Adam's default rate (test accuracy
+    0.826, in 2/3 of the time of three epochs at 1e-3, 0.835; one epoch at 4e-3: 0.694)."""
+    return _ag_news_run(tmp_path_factory.mktemp("hcan"), "hcan", 2, sequence_length=24, max_sentences=6,
+                        model_kwargs={"units": 32, "num_heads": 4}, learning_rate=2e-3)
