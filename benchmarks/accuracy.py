@@ -20,8 +20,9 @@ per sentence. Same for every seed.
 
 The models of TRAINED run through `train()` as a user runs it: "<model>+recipe" is the
 training recipe (RECIPE: word2vec, bigrams, early stopping on a held-out 10%, plateau
-schedule, clipping), and "scalable_attention+balanced" / "+unweighted" measure class
-weights (macro F1 on the test set is recorded beside accuracy):
+schedule, clipping), "<model>+paper" the papers' sizes and their own recipes (`preset="paper"`),
+and "scalable_attention+balanced" / "+unweighted" measure class weights (macro F1 on the test
+set is recorded beside accuracy):
 
     python benchmarks/accuracy.py --datasets sst2 --models lama+recipe --seeds 0 1 2
     python benchmarks/accuracy.py --datasets r8 --models scalable_attention+unweighted scalable_attention+balanced
@@ -91,6 +92,9 @@ TRAINED.update({f"{name}+w2v_stop_on_accuracy": (name, {**RECIPE, "bigram_bucket
 # The same with the word2vec vectors frozen (fewer weights to overfit IMDB's movies with).
 TRAINED.update({f"{name}+w2v_frozen": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
                                               "freeze_embeddings": True}, RECIPE_EPOCHS) for name in PAPER_MODELS})
+# The papers' sizes and their own recipes (`train(preset="paper")`; LAMA: word2vec, early stopping
+# with patience 5), at most RECIPE_EPOCHS epochs.
+TRAINED.update({f"{name}+paper": (name, {"preset": "paper"}, RECIPE_EPOCHS) for name in PAPER_MODELS})
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
