@@ -1,6 +1,7 @@
 """Each benchmark script runs in its smallest mode, so the scripts never rot (CI runs this)."""
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -69,3 +70,14 @@ def test_presets_quick():
     for row in rows[1:]:
         paper_parameters, cpu_parameters = (int(cell.replace(",", "")) for cell in row[1:3])
         assert cpu_parameters < paper_parameters and float(row[5].strip(" x")) > 0
+
+
+def test_full_length_quick(shared_data):
+    """Both steps on TREC: the ids file (every training and test text, word2vec vectors) and a trained row."""
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "full_length.py"), "--quick"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "KERAS_TEXTATTN_DATA": str(shared_data)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "trec.npz: 5452 / 500 texts of 32 ids" in run.stdout
+    row = json.loads(run.stdout.strip().splitlines()[-1])
+    assert row["model"] == "scalable_attention+paper_w2v@32" and row["loss_on"] == "logits"
+    assert 1 / 6 < row["accuracy"] <= 1 and row["epochs_trained"] == 1

@@ -13,6 +13,7 @@ from keras_textattn.models import dual_axial
 from keras_textattn.models import hcan
 from keras_textattn.models import lama
 from keras_textattn.models import scalable_attention
+from keras_textattn.models._inputs import logits_model
 from keras_textattn.models.baselines import build_bigru_classifier
 from keras_textattn.models.baselines import build_kim_cnn_classifier
 from keras_textattn.models.baselines import build_transformer_classifier
@@ -44,7 +45,7 @@ def build_model(name, num_classes, **kwargs):
 
 
 __all__ = [
-    "BUILDERS", "PRESETS", "SPECS", "ModelSpec", "build_model", "get_spec",
+    "BUILDERS", "PRESETS", "SPECS", "ModelSpec", "build_model", "get_spec", "logits_model",
     "build_bigru_classifier", "build_cspan_classifier", "build_dual_axial_classifier", "build_hcan_classifier",
     "build_kim_cnn_classifier", "build_lama_classifier", "build_scalable_attention_classifier",
     "build_transformer_classifier",

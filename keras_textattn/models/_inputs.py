@@ -81,7 +81,24 @@ def padding_mask(ids):
 
 
 def classifier_head(features, num_classes, name="probabilities"):
-    """The softmax output every paper's classifier ends with (float32 under mixed precision)."""
+    """The softmax output every paper's classifier ends with: a Dense layer "logits" and its
+    softmax `name`, both float32 under mixed precision. Two layers, so that `logits_model`
+    can train on the logits (see there)."""
     if not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"`num_classes` must be an int >= 2. Received: num_classes={num_classes!r}")
-    return keras.layers.Dense(num_classes, activation="softmax", dtype="float32", name=name)(features)
+    logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")(features)
+    return keras.layers.Softmax(dtype="float32", name=name)(logits)
+
+
+def logits_model(model):
+    """`model` (a builder's classifier) without its final softmax, sharing its weights.
+
+    Train it with `SparseCategoricalCrossentropy(from_logits=True)` on JAX and PyTorch.
+    The classifiers output probabilities (the papers' softmax); TensorFlow's cross-entropy
+    reads the logits behind a softmax, the other backends' clip the probabilities, so a
+    prediction that saturates (probability 1.0 in float32) has a zero gradient there and
+    the model stops learning for good: measured on IMDB at 1,024 tokens, CSPAN at the paper's
+    sizes on JAX stayed at chance for 2 of 3 seeds (BENCHMARKS.md). Training the logits
+    model updates `model`, which keeps serving probabilities.
+    """
+    return keras.Model(model.inputs, model.get_layer("logits").output, name=f"{model.name}_logits")
