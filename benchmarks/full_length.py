@@ -111,7 +111,7 @@ def fit(ids_file, models, seeds, epochs, batch_size, learning_rate, patience, re
             validation = history.history["val_accuracy"]
             result = {"dataset": str(data["dataset"]), "model": f"{row}+paper_w2v@{length}", "seed": seed,
                       "accuracy": float(accuracy), "validation_accuracy": float(max(validation)),
-                      "best_epoch": int(np.argmax(validation)) + 1, "epochs_trained": len(validation),
+                      "best_epoch": int(np.argmax(validation)), "epochs_trained": len(validation),
                       "train_seconds": seconds, "parameters": int(model.count_params()), "device": device,
                       "batch_size": batch_size, "loss_on": "logits"}
             print(json.dumps(result), flush=True)
