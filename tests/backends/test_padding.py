@@ -5,7 +5,8 @@ the padding mask must reach each attention and pooling layer. After the predicti
 on padded ids, the padding id's embedding row is replaced by large random values and
 the ids of other inputs at padded steps (the hashed bigram ids, which every flat model
 reads when asked and dual-axial by default) are scrambled;
-the predictions must not move.
+the predictions must not move. Each model's `logits_model` gives the same predictions
+before the softmax.
 """
 
 import keras
@@ -14,6 +15,7 @@ import pytest
 
 from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
+from keras_textattn.models import logits_model
 from tests.small_models import SMALL
 
 LENGTH, SENTENCES, VOCABULARY, BUCKETS = 8, 3, 40, 16
@@ -76,3 +78,6 @@ def test_predictions_do_not_depend_on_padding(name, kwargs):
 
     assert np.isfinite(before).all()
     np.testing.assert_allclose(after, before, atol=2e-6)
+    # Every builder ends in `classifier_head`: its logits model is the same model before the softmax.
+    logits = logits_model(model).predict(inputs if len(inputs) == 2 else ids, verbose=0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.softmax(logits)), after, atol=1e-6)
