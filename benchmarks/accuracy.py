@@ -41,6 +41,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import numpy as np  # noqa: E402
 
 DEFAULT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+VOCABULARY = 20000  # every row's `max_tokens`, as `train()`'s default
 
 # name: (train file options, test file options, tokens per text, papers' figures)
 DATASETS = {
@@ -134,7 +135,7 @@ def run_train(model_name, data_files, length, seed, options, epochs):
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=model_kwargs,
-                        max_tokens=20000, epochs=epochs, seed=seed, verbose=0, **shape, **options)
+                        max_tokens=VOCABULARY, epochs=epochs, seed=seed, verbose=0, **shape, **options)
         seconds = time.perf_counter() - start
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
@@ -161,7 +162,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None):
     spec = get_spec(model_name)
     keras.utils.set_random_seed(seed)
     words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
-    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=20000, bigram_buckets=20000 if spec.bigrams else 0,
+    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=VOCABULARY, bigram_buckets=20000 if spec.bigrams else 0,
                                                  sequence_length=words if spec.is_hierarchical() else length,
                                                  max_sentences=max(2, length // words)))
     start = time.perf_counter()

@@ -34,10 +34,9 @@ import time
 import numpy as np
 
 from accuracy import DEFAULT_DATA
+from accuracy import VOCABULARY
 from accuracy import builder_arguments
 from accuracy import load
-
-VOCABULARY = 20000  # train()'s and accuracy.py's `max_tokens`
 
 
 def encode(dataset_name, data_dir, length, dimension, output, seed=0):

@@ -65,7 +65,8 @@ def test_predictions_do_not_depend_on_padding(name, kwargs):
         bigrams = rng.integers(1, BUCKETS + 1, ids.shape).astype("int32")
         bigrams[padding] = 0
         inputs.append(bigrams)
-    before = model.predict(inputs if len(inputs) == 2 else ids, verbose=0)
+    feed = inputs if len(inputs) == 2 else ids  # the list: its bigram ids are scrambled in place below
+    before = model.predict(feed, verbose=0)
 
     for layer in model.layers:
         if isinstance(layer, keras.layers.Embedding):
@@ -74,10 +75,10 @@ def test_predictions_do_not_depend_on_padding(name, kwargs):
             layer.embeddings.assign(table)
     if len(inputs) == 2:
         inputs[1] = np.where(padding, rng.integers(1, BUCKETS + 1, ids.shape), inputs[1]).astype("int32")
-    after = model.predict(inputs if len(inputs) == 2 else ids, verbose=0)
+    after = model.predict(feed, verbose=0)
 
     assert np.isfinite(before).all()
     np.testing.assert_allclose(after, before, atol=2e-6)
     # Every builder ends in `classifier_head`: its logits model is the same model before the softmax.
-    logits = logits_model(model).predict(inputs if len(inputs) == 2 else ids, verbose=0)
+    logits = logits_model(model).predict(feed, verbose=0)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.softmax(logits)), after, atol=1e-6)
