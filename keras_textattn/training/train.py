@@ -380,7 +380,8 @@ def train(
         state = _run_state(output, overwrite, arguments)
         keras.utils.set_random_seed(seed)
         run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
-                   resume=state == "resume", arguments=arguments_used, epochs=epochs, distribute=distribute,
+                   resume=state == "resume", given=arguments, arguments=arguments_used, epochs=epochs,
+                   distribute=distribute,
                    checkpoint_every=checkpoint_every, verbose=verbose)
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
@@ -407,16 +408,16 @@ def _removed_if_nothing_trained(output):
         raise
 
 
-def _train_run(model, output, dataset, source, strategy, chief, resume, arguments, epochs, distribute,
+def _train_run(model, output, dataset, source, strategy, chief, resume, given, arguments, epochs, distribute,
                checkpoint_every, verbose):
     """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files.
-    `arguments`: the run's arguments with the preset's recipe filled in."""
+    `given`: the run's arguments as given (run.json, what a resume must repeat); `arguments`: the
+    same with the preset's recipe filled in."""
     os.makedirs(output, exist_ok=True)
     rows = {split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits}
     rows = {split: _count(dataset[split]) if count is None else count for split, count in rows.items()}
     if chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
-        given = {name: value for name, value in arguments.items() if name in RUN_ARGUMENTS}
         write_text(os.path.join(output, "run.json"), json.dumps(given, indent=2, sort_keys=True))
     early_stopping = arguments["early_stopping"]
     batch_size = arguments["batch_size"]
