@@ -23,7 +23,7 @@ def parse_args(description, default_output):
     parser.add_argument("--test-data", help="a local test file (same format as --data unless the example says otherwise)")
     parser.add_argument("--output", default=default_output, help="the run folder")
     parser.add_argument("--epochs", type=int, help="default: the example's (also each search trial's, when given)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, help="global (default: the paper's; 32 where it gives none)")
     parser.add_argument("--small", action="store_true", help="CPU-sized model (--preset cpu) and texts")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)")
     parser.add_argument("--tune", metavar="CONFIG", help="search hyperparameters first with this tuner config "

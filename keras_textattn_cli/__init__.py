@@ -128,8 +128,8 @@ def _parser():
     fit = train.add_argument_group("training")
     fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
                      help="cpu (sizes that train in minutes on 2 cores, those BENCHMARKS.md measures) or paper "
-                          "(the papers' sizes, and their recipes where not given: lama word2vec + early stopping 5, "
-                          "hcan word2vec, cspan step:20,25)")
+                          "(the papers' sizes, and their recipes where not given: lama word2vec, early stopping 5, sgd at "
+                          "0.05 with weight decay 1e-4; hcan word2vec; cspan step:20,25, weight decay 1e-4, batch 64)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
     fit.add_argument("--epochs", type=int, default=3, help="passes over the training data; the most, with early stopping")
@@ -138,8 +138,13 @@ def _parser():
                           "--early-stopping-monitor); keep the best epoch's weights")
     fit.add_argument("--early-stopping-monitor", choices=["loss", "accuracy"],
                      help="what --early-stopping watches on the validation data (default: loss)")
-    fit.add_argument("--batch-size", type=int, default=32, help="global batch size")
-    fit.add_argument("--learning-rate", type=float, default=1e-3, help="Adam's")
+    fit.add_argument("--batch-size", type=int,
+                     help="global batch size (default: the paper's with --preset paper, else 32)")
+    fit.add_argument("--optimizer", choices=["adam", "sgd"],
+                     help="adam (default) or sgd (momentum 0.9); --preset paper: lama sgd")
+    fit.add_argument("--learning-rate", type=float,
+                     help="default: the paper's with --preset paper, else 1e-3 (adam) or 0.01 (sgd)")
+    fit.add_argument("--weight-decay", type=float, help="decoupled weight decay (default: the paper's, else none)")
     fit.add_argument("--lr-schedule", metavar="SCHEDULE",
                      help="constant (default), cosine, plateau (halve when the validation loss does not improve), "
                           "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)")
@@ -297,7 +302,9 @@ def _train(args):
         early_stopping=args.early_stopping,
         early_stopping_monitor=args.early_stopping_monitor,
         batch_size=args.batch_size,
+        optimizer=args.optimizer,
         learning_rate=args.learning_rate,
+        weight_decay=args.weight_decay,
         lr_schedule=args.lr_schedule,
         clip_norm=args.clip_norm,
         class_weight=args.class_weight,

@@ -54,9 +54,9 @@ from keras_textattn.training.schedules import schedule_callbacks
 RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header",
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
                  "sequence_length", "max_sentences", "bigram_buckets", "embeddings", "freeze_embeddings",
-                 "batch_size", "learning_rate", "lr_schedule", "clip_norm", "class_weight", "early_stopping",
-                 "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows",
-                 "adapt_rows")
+                 "batch_size", "optimizer", "learning_rate", "weight_decay", "lr_schedule", "clip_norm", "class_weight",
+                 "early_stopping", "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream",
+                 "skip_bad_rows", "adapt_rows")
 
 
 def configure_cpu_devices(count):
@@ -186,6 +186,27 @@ def _run_state(output, overwrite, arguments):
     return "resume"
 
 
+OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one
+
+
+def _with_fallbacks(arguments):
+    """The training arguments a run uses when neither the user nor the paper's recipe set them."""
+    optimizer = arguments["optimizer"] or "adam"
+    return {**arguments, "optimizer": optimizer,
+            "learning_rate": arguments["learning_rate"] or OPTIMIZERS[optimizer],
+            "batch_size": arguments["batch_size"] or 32,
+            "weight_decay": arguments["weight_decay"] or 0.0}
+
+
+def _optimizer(arguments):
+    """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping."""
+    options = dict(learning_rate=arguments["learning_rate"], weight_decay=arguments["weight_decay"] or None,
+                   global_clipnorm=arguments["clip_norm"])
+    if arguments["optimizer"] == "sgd":
+        return keras.optimizers.SGD(momentum=0.9, **options)
+    return keras.optimizers.Adam(**options)
+
+
 def _check_positive(**values):
     for name, value in values.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
@@ -220,8 +241,10 @@ def train(
     epochs=3,
     early_stopping=None,
     early_stopping_monitor=None,
-    batch_size=32,
-    learning_rate=1e-3,
+    batch_size=None,
+    optimizer=None,
+    learning_rate=None,
+    weight_decay=None,
     lr_schedule=None,
     clip_norm=None,
     class_weight=None,
@@ -256,8 +279,9 @@ def train(
         preset: "cpu" (sizes that train in minutes on 2 cores, each model's
             `ModelSpec.cpu_defaults`: those BENCHMARKS.md measures) or "paper"
             (the builders' defaults, the papers' sizes, and for the arguments left
-            None the paper's training recipe, `ModelSpec.paper_training`: LAMA word2vec
-            and early stopping 5, HCAN word2vec, CSPAN "step:20,25").
+            None the paper's training recipe, `ModelSpec.paper_training`: LAMA word2vec,
+            early stopping 5, SGD at 0.05 with weight decay 1e-4; HCAN word2vec; CSPAN
+            "step:20,25", weight decay 1e-4, batches of 64).
         adapt_rows: the vocabulary is counted on a seeded sample of at most this many
             training rows (all of them when there are fewer).
         max_tokens, min_frequency, sequence_length: of the encoder; HCAN uses
@@ -281,10 +305,17 @@ def train(
         early_stopping_monitor: "loss" (None: the validation loss) or "accuracy" (the validation
             accuracy: on small sentence data the loss turns up epochs before the accuracy
             stops improving; BENCHMARKS.md, SST-2).
-        batch_size (global), learning_rate (Adam's), validation_fraction, seed.
+        batch_size: global; None: the paper's (preset "paper"), else 32.
+        optimizer: "adam" (None) or "sgd" (momentum 0.9, the LAMA paper's); learning_rate:
+            None is the paper's, else 1e-3 for Adam and 0.01 for SGD; weight_decay: Keras's
+            decoupled decay (each step shrinks the weights by rate x decay; None: the paper's,
+            else none). The L2 form (PyTorch's `weight_decay`; CSPAN's framework) adds decay x
+            weight to the gradient instead, which momentum 0.9 amplifies ~10x and Adam rescales:
+            our choice keeps the decay independent of the gradient statistics (AdamW's argument).
+        validation_fraction, seed.
         lr_schedule: "constant" (None), "cosine", "plateau" or "step:E1,E2,..."
             (`keras_textattn.training.schedules`); resumable.
-        clip_norm: clip the gradients to this global norm (Adam's `global_clipnorm`).
+        clip_norm: clip the gradients to this global norm (the optimizer's `global_clipnorm`).
         class_weight: "balanced" (each class weighs n / (classes * its count in the
             training split), as scikit-learn's) or `{class name: weight}` (others 1):
             Keras's `class_weight`, the loss of each example scaled by its class's
@@ -320,8 +351,13 @@ def train(
     if early_stopping_monitor not in (None, "loss", "accuracy"):
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; "
                        f"got {early_stopping_monitor!r}")
-    if not all(isinstance(v, int) for v in (epochs, batch_size)):
+    if not all(isinstance(v, int) for v in (epochs, 32 if batch_size is None else batch_size)):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
+    if optimizer not in (None, *OPTIMIZERS):
+        raise RunError(f"optimizer (--optimizer) must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
+    if weight_decay is not None and (isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float))
+                                     or not 0 <= weight_decay < 1):
+        raise RunError(f"weight-decay must be a number in [0, 1); got {weight_decay!r}")
     model_kwargs = dict(model_kwargs or {})
     spec = SPECS[model]
     if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
@@ -342,7 +378,7 @@ def train(
     arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
     recipe = {name: value for name, value in spec.training_defaults(preset).items() if arguments[name] is None}
-    arguments_used = {**arguments, **recipe}
+    arguments_used = _with_fallbacks({**arguments, **recipe})
     several_workers = distribute in ("multi-worker", "ray")
     if arguments_used["early_stopping"] is not None and several_workers:
         raise RunError(f"early stopping (--early-stopping) is not available with --distribute {distribute}")
@@ -447,7 +483,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"])
         embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
         classifier.compile(
-            optimizer=keras.optimizers.Adam(arguments["learning_rate"], global_clipnorm=arguments["clip_norm"]),
+            optimizer=_optimizer(arguments),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
         )
@@ -530,6 +566,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         "resumed_from_epoch": resumed_from_epoch,
         "early_stopping": early_stopping,
         "early_stopping_monitor": monitor if early_stopping else None,
+        "optimizer": arguments["optimizer"],
+        "learning_rate": arguments["learning_rate"],
+        "weight_decay": arguments["weight_decay"],
         "lr_schedule": arguments["lr_schedule"] or "constant",
         "clip_norm": arguments["clip_norm"],
         "embeddings": embeddings,

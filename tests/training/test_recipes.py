@@ -61,22 +61,28 @@ def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
 
 
 def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
-    """`preset="paper"`: LAMA's word2vec embeddings (trained on the training split only) and early
-    stopping with patience 5, unless given; run.json keeps only what was given, so an unfinished
-    paper run resumes when its command is repeated."""
+    """`preset="paper"`: LAMA's word2vec embeddings (trained on the training split only), early
+    stopping with patience 5 and SGD (momentum 0.9, 0.05, weight decay 1e-4), unless given; run.json
+    keeps only what was given, so an unfinished paper run resumes when its command is repeated."""
     run = tmp_path / "run"
     arguments = dict(preset="paper", sequence_length=24, verbose=0,
                      model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
     metrics = train("lama", sst2_dev, str(run), epochs=1, **arguments)
     assert metrics["embeddings"]["source"] == "word2vec" and 0.05 < metrics["embeddings"]["coverage"] < 1
     assert metrics["early_stopping"] == 5 and metrics["best_epoch"] == 0
+    assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"], metrics["batch_size"]) == (
+        "sgd", 0.05, 1e-4, 32)
+    optimizer = keras.models.load_model(run / "model.keras").optimizer
+    assert isinstance(optimizer, keras.optimizers.SGD) and optimizer.momentum == 0.9
+    assert optimizer.weight_decay == 1e-4 and np.isclose(float(optimizer.learning_rate), 0.05)
     stored = json.loads((run / "run.json").read_text())
     assert stored["early_stopping"] is None and stored["embeddings"] is None and stored["preset"] == "paper"
     (run / FINISHED_MARKER).unlink()  # as if killed after its first epoch's backup
     resumed = train("lama", sst2_dev, str(run), epochs=2, **arguments)
     assert len(resumed["history"]["loss"]) == 2 and resumed["early_stopping"] == 5
     assert get_spec("lama").training_defaults("cpu") == {}
-    assert get_spec("cspan").training_defaults("paper") == {"lr_schedule": "step:20,25"}
+    assert get_spec("cspan").training_defaults("paper") == {"lr_schedule": "step:20,25", "weight_decay": 1e-4,
+                                                            "batch_size": 64}
 
 
 def test_step_schedule_and_clipping(sst2_dev, tmp_path):

@@ -61,6 +61,8 @@ def sst2(shared_data):
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
         (["--lr-schedule", "step:25,20"], "unknown learning-rate schedule 'step:25,20' (--lr-schedule)"),
         (["--clip-norm", "0"], "clip-norm must be a positive number; got 0"),
+        (["--weight-decay", "1.5"], "weight-decay must be a number in [0, 1); got 1.5"),
+        (["--learning-rate", "-1"], "learning-rate must be a positive number; got -1.0"),
         # TFDS names with a config or a version are names, not missing files.
         (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
         (["--data", "imdb_reviews", "--validation-data", "dev.csv"], "a validation file (--validation-data) goes with a "
@@ -88,8 +90,8 @@ def test_help_shows_the_defaults(capsys):
         main(["train", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0
-    for default in ("the most, with early stopping (default: 3)", "global batch size (default: 32)", "(default: 0.001)",
-                    "(default: cpu)"):
+    for default in ("the most, with early stopping (default: 3)", "global batch size (default: the paper's with "
+                    "--preset paper, else 32)", "else 1e-3 (adam) or 0.01 (sgd)", "(default: cpu)"):
         assert default in shown, default
 
 
@@ -156,13 +158,18 @@ def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
 
 
 def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
-    """SST-2's own dev file validates; then every training row trains (none is held out)."""
+    """SST-2's own dev file validates; then every training row trains (none is held out). The
+    optimizer options reach the saved model and metrics.json."""
     output = tmp_path / "run"
     assert main(["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
-                 "--validation-data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1"]) == 0
+                 "--validation-data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1",
+                 "--optimizer", "sgd", "--weight-decay", "0.001"]) == 0
     metrics = _metrics(output)
     assert metrics["rows"] == {"train": 1821, "validation": 872}
     assert metrics["data"]["validation"].endswith("dev.csv.gz")
+    assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"]) == ("sgd", 0.01, 0.001)
+    optimizer = keras.models.load_model(output / "model.keras").optimizer
+    assert isinstance(optimizer, keras.optimizers.SGD) and optimizer.weight_decay == 0.001
 
 
 def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tmp_path):
