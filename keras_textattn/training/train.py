@@ -177,7 +177,8 @@ def _run_state(output, overwrite, arguments):
         return "overwrite"
     stored_path = os.path.join(output, "run.json")
     if os.path.exists(stored_path):
-        stored = read_json(stored_path)
+        # run.json written before the optimizer options: those runs trained with Adam and no weight decay.
+        stored = {"optimizer": "adam", "weight_decay": 0.0, **read_json(stored_path)}
         changed = [f"{name} {stored.get(name)!r} -> {arguments[name]!r}" for name in RUN_ARGUMENTS
                    if stored.get(name) != arguments[name]]
         if changed:
@@ -351,7 +352,7 @@ def train(
     if early_stopping_monitor not in (None, "loss", "accuracy"):
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; "
                        f"got {early_stopping_monitor!r}")
-    if not all(isinstance(v, int) for v in (epochs, 32 if batch_size is None else batch_size)):
+    if not isinstance(epochs, int) or not isinstance(batch_size, (int, type(None))):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
     if optimizer not in (None, *OPTIMIZERS):
         raise RunError(f"optimizer (--optimizer) must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
@@ -417,8 +418,7 @@ def train(
         keras.utils.set_random_seed(seed)
         run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
                    resume=state == "resume", given=arguments, arguments=arguments_used, epochs=epochs,
-                   distribute=distribute,
-                   checkpoint_every=checkpoint_every, verbose=verbose)
+                   distribute=distribute, checkpoint_every=checkpoint_every, verbose=verbose)
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
             with replace_aside(output):
