@@ -100,8 +100,11 @@ PAPER_EPOCHS = {"lama": 30, "cspan": 30}
 TRAINED.update({f"{name}+paper": (name, {"preset": "paper"}, PAPER_EPOCHS.get(name, RECIPE_EPOCHS))
                 for name in PAPER_MODELS})
 # LAMA's paper recipe before it had the paper's optimizer (SGD): Adam at 1e-3, no weight decay.
-TRAINED["lama+paper_adam"] = ("lama", {"preset": "paper", "optimizer": "adam", "learning_rate": 1e-3,
-                                       "weight_decay": 0.0}, PAPER_EPOCHS["lama"])
+PAPER_ADAM = {"preset": "paper", "optimizer": "adam", "learning_rate": 1e-3, "weight_decay": 0.0}
+TRAINED["lama+paper_adam"] = ("lama", PAPER_ADAM, PAPER_EPOCHS["lama"])
+# The same, its early stopping (patience 5) watching the validation accuracy instead of the loss.
+TRAINED["lama+paper_adam_stop_on_accuracy"] = ("lama", {**PAPER_ADAM, "early_stopping_monitor": "accuracy"},
+                                               PAPER_EPOCHS["lama"])
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
