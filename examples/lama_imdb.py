@@ -15,7 +15,7 @@ if __name__ == "__main__":
         args,
         "lama",
         # LAMA+ctx: the context is the mean embedding (paper: embedding 100, BiGRU 50, MLP 512,
-        # dropout 0.4, m = 15; word2vec embeddings, early stopping with patience 5).
+        # dropout 0.4, m = 15; word2vec embeddings, early stopping with patience 5, SGD at 0.05).
         {"use_context": True},
         data,
         epochs=5,
