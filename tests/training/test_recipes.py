@@ -82,8 +82,19 @@ def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
     resumed = train("lama", sst2_dev, str(run), epochs=2, **arguments)
     assert len(resumed["history"]["loss"]) == 2 and resumed["early_stopping"] == 5
     assert get_spec("lama").training_defaults("cpu") == {}
-    assert get_spec("cspan").training_defaults("paper") == {"lr_schedule": "step:20,25", "weight_decay": 1e-4,
-                                                            "batch_size": 64}
+
+
+def test_paper_preset_trains_cspan_with_adams_weight_decay(sst2_dev, tmp_path):
+    """CSPAN's paper recipe: Adam at 1e-3 with weight decay 1e-4, batches of 64, the rate divided
+    by 10 at epochs 20 and 25; a given option wins over it."""
+    metrics = train("cspan", sst2_dev, str(tmp_path / "run"), preset="paper", epochs=1, sequence_length=16,
+                    model_kwargs={"embedding_dim": 8, "num_queries": 2}, lr_schedule="cosine", verbose=0)
+    assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"], metrics["batch_size"]) == (
+        "adam", 0.001, 1e-4, 64)
+    assert get_spec("cspan").training_defaults("paper")["lr_schedule"] == "step:20,25"
+    assert metrics["lr_schedule"] == "cosine"  # given, so the recipe's step schedule is not used
+    optimizer = keras.models.load_model(tmp_path / "run" / "model.keras").optimizer
+    assert isinstance(optimizer, keras.optimizers.Adam) and optimizer.weight_decay == 1e-4
 
 
 def test_step_schedule_and_clipping(sst2_dev, tmp_path):
