@@ -105,6 +105,8 @@ TRAINED["lama+paper_adam"] = ("lama", PAPER_ADAM, PAPER_EPOCHS["lama"])
 # The same, its early stopping (patience 5) watching the validation accuracy instead of the loss.
 TRAINED["lama+paper_adam_stop_on_accuracy"] = ("lama", {**PAPER_ADAM, "early_stopping_monitor": "accuracy"},
                                                PAPER_EPOCHS["lama"])
+# The same with LAMA's vocabulary rule (sec. 4: "All words appearing less than 5 times are discarded").
+TRAINED["lama+paper_adam_min5"] = ("lama", {**PAPER_ADAM, "min_frequency": 5}, PAPER_EPOCHS["lama"])
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
@@ -224,23 +226,30 @@ def first_tokens(texts, length):
     return cut
 
 
-def run_tfidf(dataset, seed, length=None):
-    """TF-IDF uni+bigrams + logistic regression on the whole texts, or with `length` on the
-    first `length` tokens (what our models read)."""
+def tfidf_classifier(texts, labels, seed):
+    """TF-IDF uni+bigrams (min_df 2, sublinear tf) + logistic regression (C = 10), fitted."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
 
+    classifier = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+                               LogisticRegression(C=10, max_iter=2000, random_state=seed))
+    return classifier.fit(texts, labels)
+
+
+def run_tfidf(dataset, seed, length=None):
+    """`tfidf_classifier` on the whole texts, or with `length` on the first `length` tokens
+    (what our models read)."""
     train_texts, train_labels = texts_and_labels(dataset["train"])
     test_texts, test_labels = texts_and_labels(dataset["test"])
     if length:
         train_texts, test_texts = first_tokens(train_texts, length), first_tokens(test_texts, length)
     start = time.perf_counter()
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
-    classifier = LogisticRegression(C=10, max_iter=2000, random_state=seed)
-    classifier.fit(vectorizer.fit_transform(train_texts), train_labels)
+    classifier = tfidf_classifier(train_texts, train_labels, seed)
     seconds = time.perf_counter() - start
-    accuracy = float(np.mean(classifier.predict(vectorizer.transform(test_texts)) == test_labels))
-    return {"accuracy": accuracy, "train_seconds": seconds, "parameters": int(classifier.coef_.size + classifier.intercept_.size)}
+    accuracy = float(np.mean(classifier.predict(test_texts) == test_labels))
+    linear = classifier[-1]
+    return {"accuracy": accuracy, "train_seconds": seconds, "parameters": int(linear.coef_.size + linear.intercept_.size)}
 
 
 def read_results(path):

@@ -21,5 +21,5 @@ if __name__ == "__main__":
         test_data=args.test_data,
         max_sentences=15 if args.small else 30,
         sequence_length=30 if args.small else 50,
-        min_frequency=5,  # section 4: words appearing fewer than 5 times are dropped
+        min_frequency=5,  # section 4: word2vec's minimum word frequency of 5; rarer words left out
     )

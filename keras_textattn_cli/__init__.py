@@ -111,7 +111,7 @@ def _parser():
     _data_arguments(train)
     text = train.add_argument_group("text encoder")
     text.add_argument("--max-tokens", type=int, default=20000, help="vocabulary size, padding and unknown included")
-    text.add_argument("--min-frequency", type=int, default=1, help="rarer words are unknown")
+    text.add_argument("--min-frequency", type=int, help="rarer words are unknown (default: 1; the LAMA and HCAN paper presets: 5)")
     text.add_argument("--adapt-rows", type=int, default=200000,
                       help="the vocabulary is counted on a seeded sample of at most this many training rows")
     text.add_argument("--sequence-length", type=int,

@@ -196,7 +196,8 @@ def _with_fallbacks(arguments):
     return {**arguments, "optimizer": optimizer,
             "learning_rate": arguments["learning_rate"] or OPTIMIZERS[optimizer],
             "batch_size": arguments["batch_size"] or 32,
-            "weight_decay": arguments["weight_decay"] or 0.0}
+            "weight_decay": arguments["weight_decay"] or 0.0,
+            "min_frequency": 1 if arguments["min_frequency"] is None else arguments["min_frequency"]}
 
 
 def _optimizer(arguments):
@@ -232,7 +233,7 @@ def train(
     model_kwargs=None,
     preset="cpu",
     max_tokens=20000,
-    min_frequency=1,
+    min_frequency=None,
     adapt_rows=ADAPT_ROWS,
     sequence_length=None,
     max_sentences=None,
@@ -281,11 +282,13 @@ def train(
             `ModelSpec.cpu_defaults`: those BENCHMARKS.md measures) or "paper"
             (the builders' defaults, the papers' sizes, and for the arguments left
             None the paper's training recipe, `ModelSpec.paper_training`: LAMA word2vec,
-            early stopping 5, SGD at 0.05 with weight decay 1e-4; HCAN word2vec; CSPAN
+            words seen fewer than 5 times unknown, early stopping 5, SGD at 0.05 with
+            weight decay 1e-4; HCAN word2vec, words seen fewer than 5 times unknown; CSPAN
             "step:20,25", weight decay 1e-4, batches of 64).
         adapt_rows: the vocabulary is counted on a seeded sample of at most this many
             training rows (all of them when there are fewer).
-        max_tokens, min_frequency, sequence_length: of the encoder; HCAN uses
+        max_tokens, min_frequency, sequence_length: of the encoder (`min_frequency` None: the
+            paper's under preset "paper", LAMA's and HCAN's 5, else 1); HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
             flat model when given them (0: none). `sequence_length` and

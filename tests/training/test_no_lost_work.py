@@ -203,15 +203,15 @@ def test_lock_arguments_and_resume(shared_data, tmp_path, capsys):
     assert "unfinished run started with other arguments" in line
     assert "sequence_length 24 -> 32" in line and "model_kwargs" in line
     assert _snapshot(tmp_path) == before
-    # A run.json from before the optimizer options (Adam, no decay, the rate and batch it trained with)
-    # asks for them, rather than resuming with another optimizer.
+    # A run.json from before the optimizer options (Adam, no decay, the rate and batch it trained with,
+    # the vocabulary's old default) asks for them, rather than resuming with another optimizer.
     stored = (output / "run.json").read_text()
     old = {name: value for name, value in json.loads(stored).items() if name not in ("optimizer", "weight_decay")}
-    (output / "run.json").write_text(json.dumps({**old, "batch_size": 32, "learning_rate": 0.001}))
+    (output / "run.json").write_text(json.dumps({**old, "batch_size": 32, "learning_rate": 0.001, "min_frequency": 1}))
     assert main(["train", *args]) == 2
     line = _one_error_line(capsys)
     for change in ("batch_size 32 -> None", "optimizer 'adam' -> None", "learning_rate 0.001 -> None",
-                   "weight_decay 0.0 -> None"):
+                   "weight_decay 0.0 -> None", "min_frequency 1 -> None"):
         assert change in line
     (output / "run.json").write_text(stored)
     assert main(["train", *args]) == 0  # the same arguments resume it

@@ -61,7 +61,8 @@ def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
 
 
 def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
-    """`preset="paper"`: LAMA's word2vec embeddings (trained on the training split only), early
+    """`preset="paper"`: LAMA's word2vec embeddings (trained on the training split only), a
+    vocabulary of the words seen at least 5 times (each of which word2vec gives a vector), early
     stopping with patience 5 and SGD (momentum 0.9, 0.05, weight decay 1e-4), unless given; run.json
     keeps only what was given, so repeating the command on an unfinished paper run is accepted
     (it was refused for the recipe's values)."""
@@ -69,7 +70,8 @@ def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
     arguments = dict(preset="paper", sequence_length=24, verbose=0,
                      model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
     metrics = train("lama", sst2_dev, str(run), epochs=1, **arguments)
-    assert metrics["embeddings"]["source"] == "word2vec" and 0.05 < metrics["embeddings"]["coverage"] < 1
+    assert metrics["embeddings"]["source"] == "word2vec" and metrics["embeddings"]["coverage"] == 1
+    assert metrics["encoder"]["min_frequency"] == 5 and 100 < load_run(run)[1].vocabulary_size() < 1000
     assert metrics["early_stopping"] == 5 and metrics["best_epoch"] == 0
     assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"], metrics["batch_size"]) == (
         "sgd", 0.05, 1e-4, 32)
@@ -78,6 +80,7 @@ def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
     assert optimizer.weight_decay == 1e-4 and np.isclose(float(optimizer.learning_rate), 0.05)
     stored = json.loads((run / "run.json").read_text())
     assert stored["early_stopping"] is None and stored["embeddings"] is None and stored["preset"] == "paper"
+    assert stored["min_frequency"] is None
     (run / FINISHED_MARKER).unlink()  # unfinished (its backup is gone: it trains again from the start)
     resumed = train("lama", sst2_dev, str(run), epochs=2, **arguments)
     assert len(resumed["history"]["loss"]) == 2 and resumed["early_stopping"] == 5

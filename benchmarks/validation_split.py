@@ -1,0 +1,168 @@
+"""How far a held-out tenth of IMDB's training file overstates test accuracy, carved two ways.
+
+IMDB's test reviews are of other films than its training reviews (Maas et al., 2011), and
+within each label of the training file the ids run film by film: this script measures that
+first (the TF-IDF cosine of reviews with consecutive ids against random pairs). A random 10%
+of the training rows ("random", what `train()` holds out) therefore shares films with the
+other 90%; a contiguous tenth of each label's ids ("id_block") keeps most films on one side,
+as the test split does. For each carve, train on the other 90% and measure the held-out and
+the test accuracy (the official 25,000 test reviews, read once per run):
+
+    python benchmarks/validation_split.py                                   # TF-IDF + LR, scalable attention
+    python benchmarks/validation_split.py --models tfidf_lr --carves 0 1 2 3 4
+
+Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
+3 epochs, texts cut at 256 tokens as in accuracy.py). Results are appended to
+benchmarks/results/validation_split.jsonl; a rerun skips what is there.
+"""
+
+import argparse
+import csv
+import gzip
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from accuracy import DATASETS
+from accuracy import DEFAULT_DATA
+from accuracy import VOCABULARY
+from accuracy import tfidf_classifier
+
+CARVES = ("random", "id_block")
+BLOCKS = 10  # id_block k holds out ids [k * n / 10, (k + 1) * n / 10) of each label
+
+
+def read_imdb(path):
+    """Columns text, label (0 neg, 1 pos) and id of an IMDB split file, in file order."""
+    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return ([row["text"] for row in rows], np.array([int(row["label"] == "pos") for row in rows]),
+            np.array([int(row["id"]) for row in rows]))
+
+
+def neighbour_similarity(texts, labels, ids, seed=0):
+    """Mean TF-IDF cosine of reviews with consecutive ids (same label) and of random pairs."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    similarity = {"consecutive": [], "random": []}
+    for label in (0, 1):
+        order = np.flatnonzero(labels == label)[np.argsort(ids[labels == label])]
+        vectors = TfidfVectorizer(min_df=2, stop_words="english").fit_transform([texts[i] for i in order])
+        shuffled = np.random.default_rng(seed).permutation(len(order))
+        for name, index in (("consecutive", np.arange(len(order))), ("random", shuffled)):
+            pairs = vectors[index[:-1]].multiply(vectors[index[1:]]).sum(axis=1)
+            similarity[name].append(float(np.mean(pairs)))
+    return {name: float(np.mean(values)) for name, values in similarity.items()}
+
+
+def held_out(carve, k, labels, ids):
+    """Boolean mask of the rows carve `k` holds out: 10% of each label."""
+    mask = np.zeros(len(labels), bool)
+    for label in (0, 1):
+        rows = np.flatnonzero(labels == label)
+        if carve == "random":
+            mask[np.random.default_rng(k).permutation(rows)[: len(rows) // BLOCKS]] = True
+        else:
+            rank = np.argsort(np.argsort(ids[rows]))
+            mask[rows[rank * BLOCKS // len(rows) == k]] = True
+    return mask
+
+
+def write_csv(path, texts, labels):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["label", "text"])
+        writer.writerows(zip(np.where(labels == 1, "pos", "neg"), texts))
+
+
+def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens):
+    """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
+    pick = lambda values, rows: [values[i] for i in np.flatnonzero(rows)]  # noqa: E731
+    start = time.perf_counter()
+    if model == "tfidf_lr":
+        classifier = tfidf_classifier(pick(train_texts, ~mask), train_labels[~mask], seed)
+        accuracy = {"validation": float(np.mean(classifier.predict(pick(train_texts, mask)) == train_labels[mask])),
+                    "test": float(np.mean(classifier.predict(test_texts) == test_labels))}
+        return {**accuracy, "seconds": time.perf_counter() - start}
+    from keras_textattn.training import train
+
+    with tempfile.TemporaryDirectory() as folder:
+        files = {name: os.path.join(folder, f"{name}.csv") for name in ("train", "validation")}
+        write_csv(files["train"], pick(train_texts, ~mask), train_labels[~mask])
+        write_csv(files["validation"], pick(train_texts, mask), train_labels[mask])
+        metrics = train(model, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
+                        test_data=test_path, max_tokens=max_tokens,
+                        sequence_length=DATASETS["imdb"][2], epochs=3, seed=seed, verbose=0)
+    return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
+            "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
+
+
+def report(rows):
+    lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for model in dict.fromkeys(row["model"] for row in rows if "model" in row):
+        for carve in CARVES:
+            runs = [row for row in rows if row.get("model") == model and row["carve"] == carve]
+            if runs:
+                validation, test = (np.array([row[key] for row in runs]) for key in ("validation", "test"))
+                lines.append(f"| {model} | {carve} | {validation.mean():.3f} ± {validation.std():.3f} | "
+                             f"{test.mean():.3f} ± {test.std():.3f} | {(validation - test).mean():+.3f} | {len(runs)} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
+    parser.add_argument("--results", default="benchmarks/results/validation_split.jsonl", help="JSON lines, appended")
+    parser.add_argument("--models", nargs="+", default=["tfidf_lr", "scalable_attention"],
+                        help="tfidf_lr or names of keras_textattn.models.SPECS")
+    parser.add_argument("--carves", nargs="+", type=int, default=[0, 4, 8], choices=range(BLOCKS),
+                        help="which carves of each kind: the random seed, and the id tenth")
+    parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
+                        help=f"Keras models: the vocabulary (rows other than {VOCABULARY} are named '<model>@<tokens>')")
+    parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
+    args = parser.parse_args(argv)
+    rows = []
+    if os.path.exists(args.results):
+        with open(args.results, encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+    if args.report:
+        print(report(rows))
+        return 0
+    if not (args.data_dir / "imdb" / "train.csv.gz").is_file():
+        parser.error(f"no IMDB at {args.data_dir / 'imdb'}; pass --data-dir or set KERAS_TEXTATTN_DATA")
+    texts, labels, ids = read_imdb(args.data_dir / "imdb" / "train.csv.gz")
+    test_path = str(args.data_dir / "imdb" / "test.csv.gz")
+    test_texts, test_labels, _ = read_imdb(test_path)
+    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
+    if not any("similarity" in row for row in rows):
+        similarity = neighbour_similarity(texts, labels, ids)
+        print(f"TF-IDF cosine of consecutive ids {similarity['consecutive']:.3f}, of random pairs {similarity['random']:.3f}")
+        rows.append({"similarity": similarity})
+        with open(args.results, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(rows[-1]) + "\n")
+    done = {(row["model"], row["carve"], row["k"]) for row in rows if "model" in row}
+    for model in args.models:
+        row_name = model if model == "tfidf_lr" or args.max_tokens == VOCABULARY else f"{model}@{args.max_tokens}"
+        for carve in CARVES:
+            for k in args.carves:
+                if (row_name, carve, k) in done:
+                    continue
+                result = run(model, texts, labels, held_out(carve, k, labels, ids), test_texts, test_labels, test_path,
+                             seed=k, max_tokens=args.max_tokens)
+                rows.append({"model": row_name, "carve": carve, "k": k, **result})
+                print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
+                      f"{result['seconds']:.0f} s", flush=True)
+                with open(args.results, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(rows[-1]) + "\n")
+    print(report(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
