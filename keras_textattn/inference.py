@@ -176,7 +176,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     check_output(os.fspath(output), overwrite, source=run)
     classifier = Classifier(run)
     names = classifier.label_names
-    texts, labels, _ = read_labelled_texts(LocalFile(data, text_column=text_column, label_column=label_column,
+    texts, labels, _, _ = read_labelled_texts(LocalFile(data, text_column=text_column, label_column=label_column,
                                                      header=header, label_offset=label_offset))
     truth = _label_ids(labels, names, data)
     probabilities = np.concatenate([classifier.probabilities(texts[i:i + batch_size])

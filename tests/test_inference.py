@@ -24,7 +24,7 @@ from tests.conftest import ag_news_files
 def test_rows(shared_data):
     """The first 600 rows of AG News's official test file (label ids 0-3, after the file's offset)."""
     file = ag_news_files()["test"]
-    texts, labels, _ = read_labelled_texts(file)
+    texts, labels, _, _ = read_labelled_texts(file)
     return texts[:600], [int(label) for label in labels[:600]]
 
 

@@ -51,6 +51,12 @@ class LocalFile:
             local CSV / TSV file is read into memory, where a quoted field may span lines
             (streamed files need one row per line). JSONL rows are objects and TFRecord
             records `tf.train.Example`s: `text_column` / `label_column` are their keys.
+        group_column: a column whose rows belong together (the reviews of one film, the
+            messages of one author): a validation split carved from this file holds out
+            whole groups (about `validation_fraction` of them, chosen by a seeded hash of the
+            value), so that no group is on both sides and the held-out score is not inflated
+            by what the model learns of a group it also trains on (BENCHMARKS.md, IMDB). A row
+            with an empty value is a group of its own. Files read into memory only.
     """
 
     path: str
@@ -60,6 +66,7 @@ class LocalFile:
     delimiter: str = None
     label_offset: int = 0
     stream: bool = None
+    group_column: object = None
 
     def text_columns(self):
         """`text_column` as a list."""
@@ -136,8 +143,8 @@ def load_dataset(
             to `LocalFile` or path.
         splits: the splits to return. A `"validation"` split that the source lacks
             is carved from `"train"`: `validation_fraction` of it, chosen by a seeded
-            hash of the row index, so the same seed always gives the same rows; those
-            rows then leave `"train"`.
+            hash of the row index (of the group, with `LocalFile.group_column`), so the
+            same seed always gives the same rows; those rows then leave `"train"`.
         text_column: TFDS only: the text feature, or a list joined with a space.
             Default: the feature named "text" if any, else every text feature
             (e.g. `["description", "title"]`).
@@ -169,6 +176,13 @@ def load_dataset(
     if carve and "validation" not in data.splits:
         data.splits["train"], data.splits["validation"] = split_by_index(data.splits["train"], validation_fraction, seed)
     data.splits = {name: data.splits[name] for name in splits}
+    empty = [name for name in splits if (data.rows or {}).get(name) == 0]
+    if empty:
+        carved = f"the validation carve (about {validation_fraction:.0%} of the training rows, or of their groups) "
+        raise DataError(f"the {empty[0]} split has no rows: {carved if carve else ''}left "
+                        f"{data.rows.get('train', 0)} rows to train on and {data.rows.get('validation', 0)} to validate "
+                        "on; give more rows, another validation fraction (--validation-fraction) or a validation file "
+                        "(--validation-data)")
     return data
 
 
@@ -202,16 +216,21 @@ def is_local_path(source):
 
 
 def resolve_source(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
-                   validation_data=None, stream=None):
+                   validation_data=None, stream=None, group_column=None):
     """The `load_dataset` arguments for a run's data: `(source, splits, tfds_text_column)`.
 
     `data` is a TFDS name, a local file (then `test_data` and `validation_data` are
-    files in the same format, read with the same column options), a `LocalFile`, or a
-    dict of split name to `LocalFile`. A validation split is always asked for (carved
-    from train when the source has none).
+    files in the same format, read with the same column options; `group_column` is the
+    training file's, see `LocalFile`), a `LocalFile`, or a dict of split name to
+    `LocalFile`. A validation split is always asked for (carved from train when the
+    source has none).
     """
     if data is None:
         raise DataError("no data: give a TFDS name or a CSV/TSV file")
+    if group_column is not None and (validation_data is not None or not isinstance(data, (str, os.PathLike))
+                                     or not is_local_path(os.fspath(data))):
+        raise DataError("a group column (--group-column) decides which rows of a local training file (--data) are "
+                        "held out for validation; it goes with neither a validation file nor a TFDS name")
     if isinstance(data, LocalFile):
         data = {"train": data}
     if isinstance(data, dict):
@@ -227,7 +246,7 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
         options["text_column"] = text_column
     if label_column is not None:
         options["label_column"] = label_column
-    source = {"train": LocalFile(data, **options)}
+    source = {"train": LocalFile(data, **options, group_column=group_column)}
     if test_data:
         source["test"] = LocalFile(os.fspath(test_data), **options)
     if validation_data:
@@ -237,12 +256,12 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
 
 def load_labelled_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
                        label_names=None, data_dir=None, validation_fraction=0.1, seed=0, validation_data=None,
-                       stream=None, skip_bad_rows=False):
+                       stream=None, skip_bad_rows=False, group_column=None):
     """`(dataset, source)`: the splits of a run (train, the validation file or a seeded
     validation carve, test if there is one) from `train()`'s data arguments (see
-    `resolve_source`; `stream`: see `LocalFile`)."""
+    `resolve_source`; `stream`, `group_column`: see `LocalFile`)."""
     source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset,
-                                                      validation_data, stream)
+                                                      validation_data, stream, group_column)
     dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
                            text_column=tfds_text_column, label_names=label_names, skip_bad_rows=skip_bad_rows)
     return dataset, source
@@ -334,6 +353,11 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
     if any(file.streamed for file in files.values()):
         from keras_textattn.datasets.streaming import load_streamed
 
+        grouped = [file.path for file in files.values() if file.group_column is not None]
+        if grouped:
+            raise DataError(f"{grouped[0]}: a group column (--group-column) is for a file read into memory; streamed "
+                            "data is carved row by row (give a validation file of other groups instead)")
+
         return load_streamed(files, splits if carve else wanted, label_names, validation_fraction if carve else None, seed,
                              skip_bad_rows)
     if skip_bad_rows:
@@ -344,7 +368,7 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
     label_names, label_ids = label_ids_for(rows[reference][1], label_names, files[reference])
     datasets = {}
     for split in dict.fromkeys([reference] + wanted):
-        texts, labels, row_numbers = rows[split]
+        texts, labels, row_numbers, groups = rows[split]
         for label, row_number in zip(labels, row_numbers):
             if label not in label_ids:
                 raise DataError(
@@ -353,7 +377,8 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
                 )
         texts, ids = np.array(texts, dtype=object), np.array([label_ids[label] for label in labels], "int32")
         if split == reference and carve and "validation" not in files:
-            keys = [f"{os.path.basename(os.fspath(files[split].path))}:{row}" for row in row_numbers]
+            name = os.path.basename(os.fspath(files[split].path))
+            keys = [f"group:{group}" if group else f"{name}:{row}" for row, group in zip(row_numbers, groups)]
             held = held_out(tf.constant(keys), validation_fraction, seed).numpy()
             datasets["validation"] = _pairs(texts[held], ids[held])
             texts, ids = texts[~held], ids[~held]
@@ -414,13 +439,15 @@ def read_labelled_texts(file):
     """Read a `LocalFile`.
 
     Returns:
-        `(texts, labels, row_numbers)`: texts and stripped labels as str, and each
-        row's 1-based line number in the file, for error messages.
+        `(texts, labels, row_numbers, groups)`: texts and stripped labels as str, each
+        row's 1-based line number in the file, for error messages, and each row's stripped
+        value of `file.group_column` ("" for every row without one).
     """
     with _csv_table(file) as table:
         text_index = [table.index(c) for c in file.text_columns()]
         label_index = table.index(file.label_column)
-        texts, labels, row_numbers = [], [], []
+        group_index = None if file.group_column is None else table.index(file.group_column)
+        texts, labels, row_numbers, groups = [], [], [], []
         for line, record in table.rows:
             try:
                 label = checked_label(record[label_index], file.label_column, file.label_offset)
@@ -429,9 +456,10 @@ def read_labelled_texts(file):
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
             row_numbers.append(line)
+            groups.append("" if group_index is None else record[group_index].strip())
     if not texts:
         raise DataError(f"{table.path}: no data rows")
-    return texts, labels, row_numbers
+    return texts, labels, row_numbers, groups
 
 
 def checked_label(label, column, offset=0):

@@ -184,7 +184,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         config: a path to a tuner config (or a loaded `TuningConfig`).
         data: as for `keras_textattn.training.train`; `data_options`: its
             `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
-            `label_names`, `data_dir` and `validation_fraction`.
+            `label_names`, `data_dir`, `group_column` and `validation_fraction`.
         tuner: "random", "bayesian" or "hyperband".
         max_trials, epochs: override the config's.
         class_weight: "balanced" or `{class name: weight}`, as for `train`.

@@ -1,3 +1,4 @@
+import collections
 import gzip
 
 import numpy as np
@@ -7,6 +8,7 @@ import tensorflow_datasets as tfds
 
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
+from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.text import TextEncoder
 
@@ -76,6 +78,50 @@ def test_validation_carved_deterministically(shared_data):
     assert sorted(train + validation) == sorted(everything)  # a partition of the file
     assert 0.08 < len(validation) / len(everything) < 0.12
     assert first.label_names == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+
+
+def test_validation_carve_holds_out_whole_groups(shared_data):
+    """With `group_column`, no group has rows on both sides of the carve. IMDB's `id` names one
+    negative and one positive review in its training file: each pair stays together."""
+    file = LocalFile(str(shared_data / "imdb" / "train.csv.gz"), group_column="id")
+    data = load_dataset(file, splits=("train", "validation"), seed=3)
+    texts = {}
+    for split in ("train", "validation"):
+        for text, _ in _rows(data[split]):
+            texts[text] = split
+    with gzip.open(file.path, "rt", encoding="utf-8", newline="") as handle:
+        import csv
+
+        rows = list(csv.DictReader(handle))
+    repeated = {text for text, count in collections.Counter(row["text"] for row in rows).items() if count > 1}
+    sides = {}
+    for row in rows:
+        if row["text"] not in repeated:  # 92 texts occur twice, under different ids
+            sides.setdefault(row["id"], set()).add(texts[row["text"]])
+    assert all(len(side) == 1 for side in sides.values())  # fails for the row carve: ~18% of pairs split
+    held = sum(side == {"validation"} for side in sides.values())
+    assert 0.08 < held / len(sides) < 0.12 and data.rows["validation"] == 2 * held
+    again = load_dataset(file, splits=("train", "validation"), seed=3)
+    assert _rows(again["validation"]) == _rows(data["validation"])
+
+
+def test_group_column_blank_rows_and_misuse(tmp_path, shared_data):
+    rows = "".join(f"{i % 2},text {i},{'' if i % 3 else 'g'}\n" for i in range(300))
+    path = _write(tmp_path / "grouped.csv", "label,text,group\n" + rows)
+    data = load_dataset(LocalFile(path, group_column="group"), splits=("train", "validation"), seed=1)
+    sides = {split: {text for text, _ in _rows(data[split])} for split in ("train", "validation")}
+    grouped = {f"text {i}" for i in range(0, 300, 3)}  # one group "g": all on one side
+    assert grouped <= sides["train"] or grouped <= sides["validation"]
+    assert 10 < len(sides["validation"] - grouped) < 40  # 200 blank rows: each a group of its own
+    with pytest.raises(ValueError, match="no column 'film'"):
+        load_dataset(LocalFile(path, group_column="film"), splits=("train", "validation"))
+    with pytest.raises(ValueError, match="group column .* is for a file read into memory"):
+        load_dataset(LocalFile(path, group_column="group", stream=True), splits=("train", "validation"))
+    with pytest.raises(ValueError, match="group column .* goes with neither a validation file nor a TFDS name"):
+        load_labelled_data(path, validation_data=path, group_column="group")
+    one_group = _write(tmp_path / "one_group.csv", "label,text,group\n" + "".join(f"{i % 2},t {i},g\n" for i in range(50)))
+    with pytest.raises(ValueError, match=r"split has no rows: the validation carve .* left (50|0) rows to train on"):
+        load_dataset(LocalFile(one_group, group_column="group"), splits=("train", "validation"))
 
 
 # --------------------------------------------------------------------- TFDS

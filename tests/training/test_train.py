@@ -161,9 +161,10 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     """SST-2's own dev file validates; then every training row trains (none is held out). The
     optimizer options reach the saved model and metrics.json."""
     output = tmp_path / "run"
-    assert main(["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
-                 "--validation-data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1",
-                 "--optimizer", "sgd", "--weight-decay", "0.001"]) == 0
+    args = ["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
+            "--validation-data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1"]
+    assert main([*args, "--group-column", "text"]) == 2 and not output.exists()  # no carve to group
+    assert main([*args, "--optimizer", "sgd", "--weight-decay", "0.001"]) == 0
     metrics = _metrics(output)
     assert metrics["rows"] == {"train": 1821, "validation": 872}
     assert metrics["data"]["validation"].endswith("dev.csv.gz")
