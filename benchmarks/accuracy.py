@@ -129,7 +129,7 @@ def load(data_dir, name):
     return load_dataset(files(data_dir, name), ("train", "test"))  # no validation split: fixed epochs, no selection
 
 
-def run_train(model_name, data_files, length, seed, options, epochs):
+def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1, training
     seconds (word2vec, the encoder and every epoch) and the epochs it took."""
     from keras_textattn.models import get_spec
@@ -146,7 +146,7 @@ def run_train(model_name, data_files, length, seed, options, epochs):
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=model_kwargs,
-                        max_tokens=VOCABULARY, epochs=epochs, seed=seed, verbose=0, **shape, **options)
+                        max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0, **shape, **options)
         seconds = time.perf_counter() - start
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
@@ -162,7 +162,7 @@ def texts_and_labels(split):
     return texts, np.array(labels)
 
 
-def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None):
+def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY):
     import keras
 
     from keras_textattn.datasets import make_batches
@@ -173,7 +173,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None):
     spec = get_spec(model_name)
     keras.utils.set_random_seed(seed)
     words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
-    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=VOCABULARY, bigram_buckets=20000 if spec.bigrams else 0,
+    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=max_tokens, bigram_buckets=20000 if spec.bigrams else 0,
                                                  sequence_length=words if spec.is_hierarchical() else length,
                                                  max_sentences=max(2, length // words)))
     start = time.perf_counter()
@@ -366,6 +366,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     parser.add_argument("--length", type=int, help="cut texts to this many tokens instead of the dataset's "
                         "length in DATASETS; rows are recorded as '<model>@<length>'")
+    parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
+                        help="our models' vocabulary; rows of another size are recorded as '<model>@v<tokens>'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--plot", metavar="PNG", help="draw test accuracy against training seconds on the first of "
                         "--datasets from the results file, say which rows reach fastText's accuracy, and stop")
@@ -379,11 +381,13 @@ def main(argv=None):
         return 0
     if args.quick:
         args.datasets, args.models, args.seeds, args.epochs = QUICK["datasets"], QUICK["models"], QUICK["seeds"], QUICK["epochs"]
+    if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
+        parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
-    suffix = f"@{args.length}" if args.length else ""
+    suffix = (f"@{args.length}" if args.length else "") + (f"@v{args.max_tokens}" if args.max_tokens != VOCABULARY else "")
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
@@ -393,7 +397,7 @@ def main(argv=None):
         for model_name, seed in todo:
             if model_name in TRAINED:
                 model, options, epochs = TRAINED[model_name]
-                result = run_train(model, files(args.data_dir, dataset_name), length, seed, options, epochs)
+                result = run_train(model, files(args.data_dir, dataset_name), length, seed, options, epochs, args.max_tokens)
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":
@@ -401,7 +405,7 @@ def main(argv=None):
             elif model_name == "tfidf_lr_cut":
                 result = run_tfidf(dataset, seed, length)
             else:
-                result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer)
+                result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
             print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "

@@ -105,7 +105,11 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
 def report(rows):
     lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for model in dict.fromkeys(row["model"] for row in rows if "model" in row):
+    def vocabulary(model):  # "scalable_attention@v5000" -> ("scalable_attention", 5000)
+        name, _, size = model.partition("@v")
+        return name, int(size or VOCABULARY)
+
+    for model in sorted({row["model"] for row in rows if "model" in row}, key=vocabulary):
         for carve in CARVES:
             runs = [row for row in rows if row.get("model") == model and row["carve"] == carve]
             if runs:
@@ -124,7 +128,7 @@ def main(argv=None):
     parser.add_argument("--carves", nargs="+", type=int, default=[0, 4, 8], choices=range(BLOCKS),
                         help="which carves of each kind: the random seed, and the id tenth")
     parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
-                        help=f"Keras models: the vocabulary (rows other than {VOCABULARY} are named '<model>@<tokens>')")
+                        help=f"Keras models: the vocabulary (rows other than {VOCABULARY} are named '<model>@v<tokens>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     args = parser.parse_args(argv)
     rows = []
@@ -148,7 +152,7 @@ def main(argv=None):
             handle.write(json.dumps(rows[-1]) + "\n")
     done = {(row["model"], row["carve"], row["k"]) for row in rows if "model" in row}
     for model in args.models:
-        row_name = model if model == "tfidf_lr" or args.max_tokens == VOCABULARY else f"{model}@{args.max_tokens}"
+        row_name = model if model == "tfidf_lr" or args.max_tokens == VOCABULARY else f"{model}@v{args.max_tokens}"
         for carve in CARVES:
             for k in args.carves:
                 if (row_name, carve, k) in done:
