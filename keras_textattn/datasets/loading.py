@@ -177,12 +177,13 @@ def load_dataset(
         data.splits["train"], data.splits["validation"] = split_by_index(data.splits["train"], validation_fraction, seed)
     data.splits = {name: data.splits[name] for name in splits}
     empty = [name for name in splits if (data.rows or {}).get(name) == 0]
+    if empty and carve and empty[0] in ("train", "validation"):
+        raise DataError(f"the {empty[0]} split has no rows: the validation carve (about {validation_fraction:.0%} of "
+                        f"the training rows, or of their groups) left {data.rows['train']} rows to train on and "
+                        f"{data.rows['validation']} to validate on; give more rows, another validation fraction "
+                        "(--validation-fraction) or a validation file (--validation-data)")
     if empty:
-        carved = f"the validation carve (about {validation_fraction:.0%} of the training rows, or of their groups) "
-        raise DataError(f"the {empty[0]} split has no rows: {carved if carve else ''}left "
-                        f"{data.rows.get('train', 0)} rows to train on and {data.rows.get('validation', 0)} to validate "
-                        "on; give more rows, another validation fraction (--validation-fraction) or a validation file "
-                        "(--validation-data)")
+        raise DataError(f"the {empty[0]} split has no rows")
     return data
 
 
@@ -227,8 +228,9 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
     """
     if data is None:
         raise DataError("no data: give a TFDS name or a CSV/TSV file")
-    if group_column is not None and (validation_data is not None or not isinstance(data, (str, os.PathLike))
-                                     or not is_local_path(os.fspath(data))):
+    if group_column is not None and isinstance(data, (LocalFile, dict)):
+        raise DataError("give the group column of LocalFile data as LocalFile(..., group_column=...)")
+    if group_column is not None and (validation_data is not None or not is_local_path(os.fspath(data))):
         raise DataError("a group column (--group-column) decides which rows of a local training file (--data) are "
                         "held out for validation; it goes with neither a validation file nor a TFDS name")
     if isinstance(data, LocalFile):

@@ -98,8 +98,9 @@ def build_hcan_classifier(
 
 
 # Sec. 4: word embeddings from word2vec trained on the dataset "using a minimum word frequency of 5": rarer
-# words have no vector, and we leave them out of the vocabulary (min_frequency 5; our reading). Not taken from sec. 4.3: Adam at 2e-5 with
-# one document per step (no batching); at our batches of 32 that rate barely moves. cpu preset: 64 wide,
-# 4 heads (16x the training speed of the paper's 512 and 8 on 2 cores: benchmarks/presets.py).
+# words have no vector, and we leave them out of the vocabulary (min_frequency 5; our reading). Not taken
+# from sec. 4.3: Adam at 2e-5 with one document per step (no batching); at our batches of 32 that rate
+# barely moves. cpu preset: 64 wide, 4 heads (16x the training speed of the paper's 512 and 8 on 2 cores:
+# benchmarks/presets.py).
 SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, cpu_defaults={"units": 64, "num_heads": 4},
                  embedding_size_argument="units", paper_training={"embeddings": "word2vec", "min_frequency": 5})
