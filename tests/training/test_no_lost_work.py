@@ -304,6 +304,7 @@ def _bad_files(folder):
         (["--batch-size", "0"], "batch-size must be a positive number; got 0"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number"),
         (["--checkpoint-every", "0"], "checkpoint-every must be a positive number"),
+        (["--validation-fraction", "0.001"], "the validation split has no rows: the validation carve"),  # crashed in Keras
     ],
 )
 def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys, extra, message):
