@@ -9,7 +9,9 @@ as the test split does. For each carve, train on the other 90% and measure the h
 the test accuracy (the official 25,000 test reviews, read once per run):
 
     python benchmarks/validation_split.py                                   # TF-IDF + LR, scalable attention
-    python benchmarks/validation_split.py --models tfidf_lr --carves 0 1 2 3 4
+    python benchmarks/validation_split.py --models tfidf_lr --carves 0 1 2 3 4 5 6 7 8 9
+    python benchmarks/validation_split.py --models scalable_attention --max-tokens 5000   # rows "...@v5000"
+    python benchmarks/validation_split.py --quick      # TF-IDF, one carve of each kind, 2,000 reviews per label
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
 3 epochs, texts cut at 256 tokens as in accuracy.py). Results are appended to
@@ -35,12 +37,16 @@ from accuracy import tfidf_classifier
 
 CARVES = ("random", "id_block")
 BLOCKS = 10  # id_block k holds out ids [k * n / 10, (k + 1) * n / 10) of each label
+QUICK = {"models": ["tfidf_lr"], "carves": [0], "per_label": 2000}
 
 
-def read_imdb(path):
-    """Columns text, label (0 neg, 1 pos) and id of an IMDB split file, in file order."""
+def read_imdb(path, per_label=None):
+    """Columns text, label (0 neg, 1 pos) and id of an IMDB split file, in file order (sorted by
+    label, then id); `per_label`: only each label's first reviews."""
     with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
+    if per_label:
+        rows = [row for row in rows if int(row["id"]) < per_label]
     return ([row["text"] for row in rows], np.array([int(row["label"] == "pos") for row in rows]),
             np.array([int(row["id"]) for row in rows]))
 
@@ -106,7 +112,7 @@ def report(rows):
     lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     def vocabulary(model):  # "scalable_attention@v5000" -> ("scalable_attention", 5000)
-        name, _, size = model.partition("@v")
+        name, _, size = model.removesuffix("@quick").partition("@v")
         return name, int(size or VOCABULARY)
 
     for model in sorted({row["model"] for row in rows if "model" in row}, key=vocabulary):
@@ -130,7 +136,11 @@ def main(argv=None):
     parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
                         help=f"Keras models: the vocabulary (rows other than {VOCABULARY} are named '<model>@v<tokens>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
+    parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
+    per_label = None
+    if args.quick:
+        args.models, args.carves, per_label = QUICK["models"], QUICK["carves"], QUICK["per_label"]
     rows = []
     if os.path.exists(args.results):
         with open(args.results, encoding="utf-8") as handle:
@@ -140,9 +150,9 @@ def main(argv=None):
         return 0
     if not (args.data_dir / "imdb" / "train.csv.gz").is_file():
         parser.error(f"no IMDB at {args.data_dir / 'imdb'}; pass --data-dir or set KERAS_TEXTATTN_DATA")
-    texts, labels, ids = read_imdb(args.data_dir / "imdb" / "train.csv.gz")
+    texts, labels, ids = read_imdb(args.data_dir / "imdb" / "train.csv.gz", per_label)
     test_path = str(args.data_dir / "imdb" / "test.csv.gz")
-    test_texts, test_labels, _ = read_imdb(test_path)
+    test_texts, test_labels, _ = read_imdb(test_path, per_label)
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     if not any("similarity" in row for row in rows):
         similarity = neighbour_similarity(texts, labels, ids)
@@ -153,6 +163,7 @@ def main(argv=None):
     done = {(row["model"], row["carve"], row["k"]) for row in rows if "model" in row}
     for model in args.models:
         row_name = model if model == "tfidf_lr" or args.max_tokens == VOCABULARY else f"{model}@v{args.max_tokens}"
+        row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in CARVES:
             for k in args.carves:
                 if (row_name, carve, k) in done:

@@ -81,3 +81,27 @@ def test_full_length_quick(shared_data):
     row = json.loads(run.stdout.strip().splitlines()[-1])
     assert row["model"] == "scalable_attention+paper_w2v@32" and row["loss_on"] == "logits"
     assert 1 / 6 < row["accuracy"] <= 1 and row["epochs_trained"] == 1
+
+
+def test_validation_split_quick(shared_data, tmp_path):
+    """IMDB's ids run film by film (consecutive reviews are more alike than random pairs), and each
+    carve holds out a tenth of each label: at random, or a contiguous block of ids."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from validation_split import held_out
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    labels, ids = np.repeat([0, 1], 100), np.tile(np.arange(100), 2)
+    block = held_out("id_block", 3, labels, ids)
+    assert sorted(ids[block & (labels == 1)]) == list(range(30, 40)) and block.sum() == 20
+    assert held_out("random", 0, labels, ids).sum() == 20 and (held_out("random", 0, labels, ids) != block).any()
+    results = tmp_path / "validation_split.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "validation_split.py"), "--quick", "--results", str(results),
+               "--data-dir", str(shared_data)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    similarity, *rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert similarity["similarity"]["consecutive"] > 2 * similarity["similarity"]["random"]
+    assert [(row["model"], row["carve"]) for row in rows] == [("tfidf_lr@quick", "random"), ("tfidf_lr@quick", "id_block")]
+    assert all(0.7 < row["validation"] <= 1 and 0.7 < row["test"] <= 1 for row in rows)
+    assert "| tfidf_lr@quick | id_block |" in run.stdout
