@@ -175,7 +175,7 @@ def end_to_end(data_dir, models, texts_count, quick):
     from keras_textattn.run_folder import save_run
     from keras_textattn.text import TextEncoder
 
-    train_texts, train_labels, _ = read_labelled_texts(LocalFile(data_dir / "ag_news" / "train_sample_5k.csv.gz"))
+    train_texts, train_labels, _, _ = read_labelled_texts(LocalFile(data_dir / "ag_news" / "train_sample_5k.csv.gz"))
     texts = train_texts[:texts_count]
     labels = np.array([int(label) for label in train_labels[:texts_count]])
     for name in models:
