@@ -20,7 +20,6 @@ benchmarks/results/validation_split.jsonl; a rerun skips what is there.
 
 import argparse
 import csv
-import gzip
 import json
 import os
 import pathlib
@@ -41,14 +40,15 @@ QUICK = {"models": ["tfidf_lr"], "carves": [0], "per_label": 2000}
 
 
 def read_imdb(path, per_label=None):
-    """Columns text, label (0 neg, 1 pos) and id of an IMDB split file, in file order (sorted by
+    """Arrays text, label (0 neg, 1 pos) and id of an IMDB split file, in file order (sorted by
     label, then id); `per_label`: only each label's first reviews."""
-    with gzip.open(path, "rt", encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if per_label:
-        rows = [row for row in rows if int(row["id"]) < per_label]
-    return ([row["text"] for row in rows], np.array([int(row["label"] == "pos") for row in rows]),
-            np.array([int(row["id"]) for row in rows]))
+    from keras_textattn.datasets import LocalFile
+    from keras_textattn.datasets.loading import read_labelled_texts
+
+    texts, labels, _, ids = read_labelled_texts(LocalFile(str(path), group_column="id"))
+    texts, labels, ids = np.array(texts, dtype=object), (np.array(labels) == "pos").astype(int), np.array(ids, int)
+    kept = ids < per_label if per_label else slice(None)
+    return texts[kept], labels[kept], ids[kept]
 
 
 def neighbour_similarity(texts, labels, ids, seed=0):
@@ -58,7 +58,7 @@ def neighbour_similarity(texts, labels, ids, seed=0):
     similarity = {"consecutive": [], "random": []}
     for label in (0, 1):
         order = np.flatnonzero(labels == label)[np.argsort(ids[labels == label])]
-        vectors = TfidfVectorizer(min_df=2, stop_words="english").fit_transform([texts[i] for i in order])
+        vectors = TfidfVectorizer(min_df=2, stop_words="english").fit_transform(texts[order])
         shuffled = np.random.default_rng(seed).permutation(len(order))
         for name, index in (("consecutive", np.arange(len(order))), ("random", shuffled)):
             pairs = vectors[index[:-1]].multiply(vectors[index[1:]]).sum(axis=1)
@@ -88,19 +88,18 @@ def write_csv(path, texts, labels):
 
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens):
     """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
-    pick = lambda values, rows: [values[i] for i in np.flatnonzero(rows)]  # noqa: E731
     start = time.perf_counter()
     if model == "tfidf_lr":
-        classifier = tfidf_classifier(pick(train_texts, ~mask), train_labels[~mask], seed)
-        accuracy = {"validation": float(np.mean(classifier.predict(pick(train_texts, mask)) == train_labels[mask])),
+        classifier = tfidf_classifier(train_texts[~mask], train_labels[~mask], seed)
+        accuracy = {"validation": float(np.mean(classifier.predict(train_texts[mask]) == train_labels[mask])),
                     "test": float(np.mean(classifier.predict(test_texts) == test_labels))}
         return {**accuracy, "seconds": time.perf_counter() - start}
     from keras_textattn.training import train
 
     with tempfile.TemporaryDirectory() as folder:
         files = {name: os.path.join(folder, f"{name}.csv") for name in ("train", "validation")}
-        write_csv(files["train"], pick(train_texts, ~mask), train_labels[~mask])
-        write_csv(files["validation"], pick(train_texts, mask), train_labels[mask])
+        write_csv(files["train"], train_texts[~mask], train_labels[~mask])
+        write_csv(files["validation"], train_texts[mask], train_labels[mask])
         metrics = train(model, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
                         test_data=test_path, max_tokens=max_tokens,
                         sequence_length=DATASETS["imdb"][2], epochs=3, seed=seed, verbose=0)

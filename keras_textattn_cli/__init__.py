@@ -61,8 +61,9 @@ def _data_arguments(parser):
     data.add_argument("--validation-data", help="a validation file in the same format as --data "
                                                 "(default: --validation-fraction of the training rows)")
     _file_format_arguments(data, labels=True)
-    data.add_argument("--group-column", type=_column, help="a column of --data whose rows belong together (e.g. a film's reviews): "
-                                             "the validation carve holds out whole groups")
+    data.add_argument("--group-column", type=_column,
+                      help="a column of --data whose rows belong together (e.g. a film's reviews): the validation "
+                           "carve holds out whole groups")
     data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1 "
                                             "(without it, integer labels are the class names \"0\", \"1\", ...)")
     data.add_argument("--data-dir", help="TFDS data folder")
@@ -114,7 +115,8 @@ def _parser():
     _data_arguments(train)
     text = train.add_argument_group("text encoder")
     text.add_argument("--max-tokens", type=int, default=20000, help="vocabulary size, padding and unknown included")
-    text.add_argument("--min-frequency", type=int, help="rarer words are unknown (default: 1; the LAMA and HCAN paper presets: 5)")
+    text.add_argument("--min-frequency", type=int,
+                      help="rarer words are unknown (default: 1; the LAMA and HCAN paper presets: 5)")
     text.add_argument("--adapt-rows", type=int, default=200000,
                       help="the vocabulary is counted on a seeded sample of at most this many training rows")
     text.add_argument("--sequence-length", type=int,
@@ -131,9 +133,9 @@ def _parser():
     fit = train.add_argument_group("training")
     fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
                      help="cpu (sizes that train in minutes on 2 cores, those BENCHMARKS.md measures) or paper "
-                          "(the papers' sizes, and their recipes where not given: lama word2vec, min frequency 5, early stopping 5, "
-                          "sgd at 0.05 with weight decay 1e-4; hcan word2vec, min frequency 5; cspan step:20,25, weight "
-                          "decay 1e-4, batch 64)")
+                          "(the papers' sizes, and their recipes where not given: lama word2vec, min frequency 5, "
+                          "early stopping 5, sgd at 0.05 with weight decay 1e-4; hcan word2vec, min frequency 5; cspan "
+                          "step:20,25, weight decay 1e-4, batch 64)")
     fit.add_argument("--set", dest="model_kwargs", type=_model_setting, action="append", default=[],
                      metavar="KEY=VALUE", help="a model builder argument, e.g. --set num_heads=4")
     fit.add_argument("--epochs", type=int, default=3, help="passes over the training data; the most, with early stopping")

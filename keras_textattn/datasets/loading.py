@@ -177,13 +177,14 @@ def load_dataset(
         data.splits["train"], data.splits["validation"] = split_by_index(data.splits["train"], validation_fraction, seed)
     data.splits = {name: data.splits[name] for name in splits}
     empty = [name for name in splits if (data.rows or {}).get(name) == 0]
-    if empty and carve and empty[0] in ("train", "validation"):
-        raise DataError(f"the {empty[0]} split has no rows: the validation carve (about {validation_fraction:.0%} of "
-                        f"the training rows, or of their groups) left {data.rows['train']} rows to train on and "
-                        f"{data.rows['validation']} to validate on; give more rows, another validation fraction "
-                        "(--validation-fraction) or a validation file (--validation-data)")
     if empty:
-        raise DataError(f"the {empty[0]} split has no rows")
+        reason = ""
+        if carve and empty[0] in ("train", "validation"):
+            reason = (f": the validation carve (about {validation_fraction:.0%} of the training rows, or of their "
+                      f"groups) left {data.rows['train']} rows to train on and {data.rows['validation']} to validate "
+                      "on; give more rows, another validation fraction (--validation-fraction) or a validation file "
+                      "(--validation-data)")
+        raise DataError(f"the {empty[0]} split has no rows{reason}")
     return data
 
 

@@ -65,9 +65,9 @@ def build_lama_classifier(
 
 
 # Sec. 4: word2vec trained on the corpus (100-d), "all words appearing less than 5 times are discarded"
-# (the vocabulary's min_frequency 5, and word2vec's min count), early stopping with patience 5, "minibatch stochastic
-# gradient descent with momentum and weight decay" (momentum 0.9, weight decay 1e-4, learning rate 0.05,
-# batch 32; Eq. 18's regularisation is an option, `regularization`, off as in LAMA+ctx).
+# (the vocabulary's min_frequency 5, and word2vec's min count), early stopping with patience 5,
+# "minibatch stochastic gradient descent with momentum and weight decay" (momentum 0.9, weight decay 1e-4,
+# learning rate 0.05, batch 32; Eq. 18's regularisation is an option, `regularization`, off as in LAMA+ctx).
 # cpu preset: embedding 64, BiGRU 32, 4 heads, MLP 64: about as fast as the paper's sizes on 2 cores (the
 # BiGRU's steps dominate; benchmarks/presets.py), kept so a default run has the sizes BENCHMARKS.md reports.
 SPEC = ModelSpec("lama", build_lama_classifier,
