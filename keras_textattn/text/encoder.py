@@ -261,6 +261,23 @@ class TextEncoder(keras.layers.Layer):
         self.lookup.set_vocabulary(os.fspath(path))
         self._adapted = True
 
+    def cut_vocabulary(self, max_tokens):
+        """A new encoder with the same settings that keeps only the first `max_tokens` ids
+        (padding and OOV included) of this one's vocabulary: every token with a higher id
+        becomes OOV. The vocabulary is sorted by frequency (ties by bytes), so the copy
+        encodes exactly as an encoder adapted with `max_tokens` on the same texts would;
+        that is how a hyperparameter search tries several vocabularies while adapting once.
+        A `max_tokens` above the vocabulary's size keeps all of it."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 3:
+            raise ValueError("TextEncoder.cut_vocabulary: `max_tokens` counts padding and OOV, so it must be an "
+                             f"integer of at least 3. Received: max_tokens={max_tokens!r}")
+        if not self._adapted:
+            raise ValueError("TextEncoder has no vocabulary to cut: call `adapt(texts)` or `set_vocabulary(...)` first.")
+        config = {name: value for name, value in self.get_config().items() if name != "name"}  # a name of its own
+        cut = type(self).from_config({**config, "max_tokens": max_tokens})
+        cut.set_vocabulary(self.get_vocabulary()[2:max_tokens])
+        return cut
+
     def get_vocabulary(self):
         """All tokens by id: `["", "[UNK]", most frequent, ...]`."""
         return [str(token) for token in self.lookup.get_vocabulary()]

@@ -22,6 +22,8 @@ KEYS = {
     "boolean": {"type", "default"},
 }
 TRAINING_HYPERPARAMETERS = ("learning_rate",)
+# Searched by cutting the one adapted vocabulary (`TextEncoder.cut_vocabulary`): see `tune`.
+ENCODER_HYPERPARAMETERS = ("max_tokens",)
 
 
 class ConfigError(UserError):
@@ -47,6 +49,14 @@ class TuningConfig:
     @property
     def direction(self):
         return "max" if "accuracy" in self.objective else "min"
+
+    def largest_vocabulary(self):
+        """The largest `max_tokens` the search can try (the encoder is adapted with it), or
+        None when the vocabulary is not searched."""
+        spec = self.hyperparameters.get("max_tokens")
+        if spec is None:
+            return None
+        return max(spec["values"]) if spec["type"] == "choice" else spec["max"]
 
 
 def _is(value, kind):
@@ -109,22 +119,25 @@ def load_config(path):
 
     builder_arguments = [p for p in inspect.signature(BUILDERS[model]).parameters
                          if p not in ("num_classes", "vocabulary_size", "encoder", "name")]
-    allowed_names = ", ".join(builder_arguments + list(TRAINING_HYPERPARAMETERS))
+    searchable = builder_arguments + list(TRAINING_HYPERPARAMETERS)
     fixed = raw.get("fixed") or {}
     if not isinstance(fixed, dict):
-        fail("fixed", "expected a mapping of builder arguments to values", allowed_names)
+        fail("fixed", "expected a mapping of builder arguments to values", ", ".join(searchable))
     for name in fixed:
-        if name not in builder_arguments and name not in TRAINING_HYPERPARAMETERS:
-            fail(f"fixed.{name}", f"not an argument of the {model} builder", allowed_names)
+        if name in ENCODER_HYPERPARAMETERS:
+            fail(f"fixed.{name}", f"a fixed {name} is set under `encoder`")
+        if name not in searchable:
+            fail(f"fixed.{name}", f"not an argument of the {model} builder", ", ".join(searchable))
     config.fixed = dict(fixed)
 
     spaces = raw["hyperparameters"]
     if not isinstance(spaces, dict) or not spaces:
         fail("hyperparameters", "expected a non-empty mapping of name to search space")
+    searchable += list(ENCODER_HYPERPARAMETERS)
     for name, spec in spaces.items():
         key = f"hyperparameters.{name}"
-        if name not in builder_arguments and name not in TRAINING_HYPERPARAMETERS:
-            fail(key, f"not an argument of the {model} builder", allowed_names)
+        if name not in searchable:
+            fail(key, f"not an argument of the {model} builder", ", ".join(searchable))
         if name in fixed:
             fail(key, "also given under `fixed`")
         if not isinstance(spec, dict):
@@ -166,5 +179,20 @@ def load_config(path):
                 fail(f"{key}.default", f"{default!r} is not one of the choices", ", ".join(map(str, values)))
         elif not isinstance(default, bool):
             fail(f"{key}.default", f"expected true or false, got {default!r}")
+        if name in ENCODER_HYPERPARAMETERS:
+            _check_encoder_hyperparameter(fail, key, name, spec, config.encoder)
     config.hyperparameters = dict(spaces)
     return config
+
+
+def _check_encoder_hyperparameter(fail, key, name, spec, encoder):
+    """`max_tokens`: whole numbers of at least 3 (padding and OOV count), and not also set
+    under `encoder` (the encoder is adapted with the largest value searched)."""
+    if spec["type"] not in ("int", "choice"):
+        fail(f"{key}.type", f"{name} is searched as int or choice, not {spec['type']}")
+    values = spec["values"] if spec["type"] == "choice" else [spec["min"], spec["max"]]
+    if not all(_is(value, int) and value >= 3 for value in values):
+        fail(key, f"{name} counts padding and OOV: expected integers of at least 3, got {values!r}")
+    if name in encoder:
+        fail(f"encoder.{name}", "also searched under `hyperparameters`; the encoder is adapted with the largest "
+                                "value searched, so remove it here")

@@ -10,6 +10,7 @@ import time
 
 import keras
 import keras_tuner
+import tensorflow as tf
 
 from keras_textattn import _backend
 from keras_textattn._files import write_atomically
@@ -28,8 +29,10 @@ from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
+from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
+from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import load_config
-
+from keras_textattn.vocabulary import OOV_ID
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -37,7 +40,10 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
 
     The encoder is fitted once, outside the search: every trial builds on its
     vocabulary size and sequence shape. `learning_rate` is the Adam learning rate;
-    every other hyperparameter is a builder argument.
+    `max_tokens` keeps that many of the encoder's most frequent ids (padding and OOV
+    included) and reads the others as OOV, which is what an encoder adapted with
+    `max_tokens` would give (`TextEncoder.cut_vocabulary`); every other hyperparameter
+    is a builder argument.
     """
 
     def __init__(self, config, num_classes, encoder):
@@ -66,13 +72,34 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
                 values[name] = hp.Boolean(name, default=spec["default"])
         return values
 
+    def vocabulary_size(self, hp):
+        """The trial's vocabulary: its `max_tokens`, at most the encoder's."""
+        searched = hp.values.get("max_tokens") if "max_tokens" in self.config.hyperparameters else None
+        return min(searched or self.encoder.vocabulary_size(), self.encoder.vocabulary_size())
+
     def build(self, hp):
         arguments = {**self.config.fixed, **self.declare(hp)}
         learning_rate = arguments.pop("learning_rate", 1e-3)
-        model = build_model(self.config.model, self.num_classes, vocabulary_size=self.encoder.vocabulary_size(),
+        arguments.pop("max_tokens", None)
+        model = build_model(self.config.model, self.num_classes, vocabulary_size=self.vocabulary_size(hp),
                             **get_spec(self.config.model).shape_arguments(self.encoder), **arguments)
         model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
         return model
+
+    def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
+        """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV."""
+        size = self.vocabulary_size(hp)
+        if size < self.encoder.vocabulary_size():
+            x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size), labels))
+                                  for batches in (x, validation_data))
+        return model.fit(x, *args, validation_data=validation_data, **kwargs)
+
+
+def _cut(ids, size):
+    """Batched encoder output (token ids, or token and bigram ids) with token ids >= `size` made OOV."""
+    if isinstance(ids, tuple):
+        return (_cut(ids[0], size), ids[1])  # bigram ids are hashed, not looked up: no vocabulary to cut
+    return tf.where(ids >= size, tf.constant(OOV_ID, ids.dtype), ids)
 
 
 class _TimedTrials:
@@ -209,6 +236,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     else:
         spec = get_spec(config.model)
         options = spec.encoder_options(config.fixed, **config.encoder)
+        if config.largest_vocabulary():
+            options["max_tokens"] = config.largest_vocabulary()
         encoder = TextEncoder(**options, **choose_open_lengths(options, dataset["train"], longest=spec.longest_text))
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
@@ -231,13 +260,18 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         raise RunError(f"no trial of the search in {directory} finished; see the trial errors above")
     _write_tables(directory, rows)
     best_model = search.get_best_models(1)[0]
-    best_hp = hypermodel.declare(search.get_best_hyperparameters(1)[0])
+    best_hp = search.get_best_hyperparameters(1)[0]
+    encoder = encoder.cut_vocabulary(hypermodel.vocabulary_size(best_hp))  # as the best trial read its texts
+    best = {**config.fixed, **hypermodel.declare(best_hp)}
+    builder_arguments = {name: value for name, value in best.items()
+                         if name not in TRAINING_HYPERPARAMETERS + ENCODER_HYPERPARAMETERS}
     accuracy = {}
     for split in dataset.splits:
         results = best_model.evaluate(make_batches(dataset[split], encoder, config.batch_size, cache=False), verbose=0,
                                       return_dict=True)
         accuracy[split] = float(results["accuracy"])
-    metrics = {"model": config.model, "model_kwargs": {**config.fixed, **best_hp}, "accuracy": accuracy,
+    metrics = {"model": config.model, "model_kwargs": builder_arguments, "hyperparameters": best,
+               "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
                "class_weight": weights_by_name}

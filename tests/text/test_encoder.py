@@ -192,6 +192,32 @@ def test_real_data_vocabulary_and_coverage(shared_data):
     assert (real == 1).mean() < 0.1  # fewer than 10% of test tokens are out of vocabulary
 
 
+def test_cut_vocabulary_encodes_as_adapting_with_fewer_tokens(shared_data):
+    """What a search over `max_tokens` relies on: the cut encoder equals one adapted with that many
+    tokens on the same texts (ids, vocabulary, settings), and equals reading larger ids as OOV."""
+    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        train = [row["text"] for row in csv.DictReader(handle)]
+    test = train[:500] + ["zzqx never seen words", ""]
+    full = TextEncoder(max_tokens=20000, sequence_length=40, bigram_buckets=50)
+    full.adapt(train)
+    for max_tokens in (3, 1000, 5000):
+        cut = full.cut_vocabulary(max_tokens)
+        adapted = TextEncoder(max_tokens=max_tokens, sequence_length=40, bigram_buckets=50)
+        adapted.adapt(train)
+        assert cut.get_vocabulary() == adapted.get_vocabulary()
+        assert {**cut.get_config(), "name": None} == {**adapted.get_config(), "name": None}
+        (cut_ids, cut_bigrams), (ids, bigrams) = cut(test), adapted(test)
+        np.testing.assert_array_equal(cut_ids, ids)
+        np.testing.assert_array_equal(cut_bigrams, bigrams)
+        np.testing.assert_array_equal(cut_ids, np.where(np.asarray(full(test)[0]) >= max_tokens, 1, full(test)[0]))
+        assert (np.asarray(ids) >= 2).any() and (np.asarray(ids) == 1).any()  # real words and OOV both present
+    assert full.cut_vocabulary(10**6).get_vocabulary() == full.get_vocabulary()  # more than it has: all of it
+    with pytest.raises(ValueError, match="at least 3. Received: max_tokens=2"):
+        full.cut_vocabulary(2)
+    with pytest.raises(ValueError, match="no vocabulary to cut"):
+        TextEncoder().cut_vocabulary(100)
+
+
 _ENCODER = None
 
 

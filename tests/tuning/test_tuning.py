@@ -71,14 +71,29 @@ def test_shipped_configs_default_to_the_papers_values():
          r"tiny.yaml: hyperparameters.heads: not an argument of the scalable_attention builder; allowed: sequence_length"),
         ("  learning_rate: {type: float, min: 0.0, max: 0.1, sampling: log, default: 0.01}\n",
          r"tiny.yaml: hyperparameters.learning_rate.min: log sampling needs min > 0"),
+        ("  max_tokens: {type: choice, values: [500, 5000], default: 500}\n",
+         r"tiny.yaml: encoder.max_tokens: also searched under `hyperparameters`; the encoder is adapted with the "
+         r"largest value searched, so remove it here"),
+        ("  max_tokens: {type: float, min: 500, max: 5000, default: 500}\n",
+         r"tiny.yaml: hyperparameters.max_tokens.type: max_tokens is searched as int or choice, not float"),
+        ("  max_tokens: {type: choice, values: [2, 5000], default: 5000}\n",
+         r"tiny.yaml: hyperparameters.max_tokens: max_tokens counts padding and OOV: expected integers of at least 3"),
     ],
 )
 def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
     text = TINY + change if change.startswith("  ") else change + TINY
+    if "encoder.max_tokens" not in message:
+        text = text.replace("max_tokens: 3000, ", "")
     if change.startswith("  fc_units"):
         text = TINY.replace("  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n", change)
     tiny_config.write_text(text)
     with pytest.raises(ConfigError, match=message):
+        load_config(tiny_config)
+
+
+def test_fixed_vocabulary_belongs_under_encoder(tiny_config):
+    tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, max_tokens: 500}"))
+    with pytest.raises(ConfigError, match=r"tiny.yaml: fixed.max_tokens: a fixed max_tokens is set under `encoder`"):
         load_config(tiny_config)
 
 
@@ -112,6 +127,31 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     assert metrics["model_kwargs"]["hidden_units"] == json.loads(rows[0]["hidden_units"])
     weights = metrics["class_weight"]
     assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
+
+
+def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path):
+    """`max_tokens` as a hyperparameter: the encoder is adapted once with the largest value, each trial
+    reads the ids beyond its own vocabulary as OOV (a 3-token trial would fail on larger ids), and the
+    best run folder carries the encoder cut to the best trial's vocabulary, scoring what the table says."""
+    tiny_config.write_text(TINY.replace("max_tokens: 3000, ", "").replace(
+        "  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}\n"
+        "  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n",
+        "  max_tokens: {type: choice, values: [3, 2000], default: 2000}\n").replace("max_trials: 3", "max_trials: 2"))
+    data = str(shared_data / "trec" / "train.csv.gz")
+    rows = tune(tiny_config, data, tmp_path / "search", verbose=0)
+    assert [row["max_tokens"] for row in rows] == [2000, 3]  # both ran; all words beat none
+    assert rows[0]["score"] > rows[1]["score"] + 0.2
+    searched = keras.models.load_model(tmp_path / "search" / "encoder.keras").layers[-1]
+    assert searched.vocabulary_size() == 2000
+
+    model, encoder, _ = load_run(tmp_path / "search" / "best")
+    assert encoder.vocabulary_size() == 2000 and encoder.get_vocabulary() == searched.get_vocabulary()
+    validation = load_labelled_data(data, validation_fraction=0.1, seed=0)[0]["validation"]
+    _, accuracy = model.evaluate(make_batches(validation, encoder, 64), verbose=0)
+    np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
+    metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    assert metrics["hyperparameters"]["max_tokens"] == 2000 and "max_tokens" not in metrics["model_kwargs"]
+    assert metrics["encoder"]["max_tokens"] == 2000
 
 
 def test_killed_search_resumes_without_repeating_finished_trials(tiny_config, shared_data, tmp_path):
