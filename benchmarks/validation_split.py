@@ -11,11 +11,15 @@ the test accuracy (the official 25,000 test reviews, read once per run):
     python benchmarks/validation_split.py                                   # TF-IDF + LR, scalable attention
     python benchmarks/validation_split.py --models tfidf_lr --carves 0 1 2 3 4 5 6 7 8 9
     python benchmarks/validation_split.py --models scalable_attention --max-tokens 5000   # rows "...@v5000"
+    python benchmarks/validation_split.py --models scalable_attention --max-tokens 2000 --length 768 --epochs 6 \
+        --kinds id_block
     python benchmarks/validation_split.py --quick      # TF-IDF, one carve of each kind, 2,000 reviews per label
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
-3 epochs, texts cut at 256 tokens as in accuracy.py). Results are appended to
-benchmarks/results/validation_split.jsonl; a rerun skips what is there.
+3 epochs, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs` and `--bigram-buckets`
+change that and name the row, e.g. "scalable_attention@768@v2000@e6"; each row keeps the held-out
+accuracy after every epoch). Results are appended to benchmarks/results/validation_split.jsonl;
+a rerun skips what is there.
 """
 
 import argparse
@@ -86,7 +90,8 @@ def write_csv(path, texts, labels):
         writer.writerows(zip(np.where(labels == 1, "pos", "neg"), texts))
 
 
-def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens):
+def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
+        length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None):
     """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
     start = time.perf_counter()
     if model == "tfidf_lr":
@@ -101,26 +106,31 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
         write_csv(files["train"], train_texts[~mask], train_labels[~mask])
         write_csv(files["validation"], train_texts[mask], train_labels[mask])
         metrics = train(model, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
-                        test_data=test_path, max_tokens=max_tokens,
-                        sequence_length=DATASETS["imdb"][2], epochs=3, seed=seed, verbose=0)
+                        test_data=test_path, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
+                        bigram_buckets=bigram_buckets, seed=seed, verbose=0)
     return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
             "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
 
 
 def report(rows):
-    lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
-    def vocabulary(model):  # "scalable_attention@v5000" -> ("scalable_attention", 5000)
-        name, _, size = model.removesuffix("@quick").partition("@v")
-        return name, int(size or VOCABULARY)
+    lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs | held-out by epoch |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    def vocabulary(model):  # "scalable_attention@768@v5000@e6" -> ("scalable_attention@768", 5000, "@e6")
+        name, _, rest = model.removesuffix("@quick").partition("@v")
+        size, _, more = rest.partition("@")
+        return name, int(size or VOCABULARY), more
 
     for model in sorted({row["model"] for row in rows if "model" in row}, key=vocabulary):
         for carve in CARVES:
             runs = [row for row in rows if row.get("model") == model and row["carve"] == carve]
             if runs:
                 validation, test = (np.array([row[key] for row in runs]) for key in ("validation", "test"))
+                by_epoch = [row.get("validation_by_epoch") for row in runs]
+                by_epoch = (" / ".join(f"{a:.3f}" for a in np.mean(by_epoch, axis=0))
+                            if all(by_epoch) and len({len(e) for e in by_epoch}) == 1 else "")
                 lines.append(f"| {model} | {carve} | {validation.mean():.3f} ± {validation.std():.3f} | "
-                             f"{test.mean():.3f} ± {test.std():.3f} | {(validation - test).mean():+.3f} | {len(runs)} |")
+                             f"{test.mean():.3f} ± {test.std():.3f} | {(validation - test).mean():+.3f} | {len(runs)} "
+                             f"| {by_epoch} |")
     return "\n".join(lines)
 
 
@@ -132,8 +142,12 @@ def main(argv=None):
                         help="tfidf_lr or names of keras_textattn.models.SPECS")
     parser.add_argument("--carves", nargs="+", type=int, default=[0, 4, 8], choices=range(BLOCKS),
                         help="which carves of each kind: the random seed, and the id tenth")
+    parser.add_argument("--kinds", nargs="+", choices=CARVES, default=list(CARVES), help="which kinds of carve")
     parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
                         help=f"Keras models: the vocabulary (rows other than {VOCABULARY} are named '<model>@v<tokens>')")
+    parser.add_argument("--length", type=int, default=DATASETS["imdb"][2], help="Keras models: tokens per review")
+    parser.add_argument("--epochs", type=int, default=3, help="Keras models: epochs")
+    parser.add_argument("--bigram-buckets", type=int, help="Keras models: hashed bigrams (default: the model's)")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
@@ -161,14 +175,20 @@ def main(argv=None):
             handle.write(json.dumps(rows[-1]) + "\n")
     done = {(row["model"], row["carve"], row["k"]) for row in rows if "model" in row}
     for model in args.models:
-        row_name = model if model == "tfidf_lr" or args.max_tokens == VOCABULARY else f"{model}@v{args.max_tokens}"
+        row_name = model
+        if model != "tfidf_lr":
+            row_name += f"@{args.length}" if args.length != DATASETS["imdb"][2] else ""
+            row_name += f"@v{args.max_tokens}" if args.max_tokens != VOCABULARY else ""
+            row_name += f"@e{args.epochs}" if args.epochs != 3 else ""
+            row_name += f"@b{args.bigram_buckets}" if args.bigram_buckets is not None else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
-        for carve in CARVES:
+        for carve in args.kinds:
             for k in args.carves:
                 if (row_name, carve, k) in done:
                     continue
                 result = run(model, texts, labels, held_out(carve, k, labels, ids), test_texts, test_labels, test_path,
-                             seed=k, max_tokens=args.max_tokens)
+                             seed=k, max_tokens=args.max_tokens, length=args.length, epochs=args.epochs,
+                             bigram_buckets=args.bigram_buckets)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
                 print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
                       f"{result['seconds']:.0f} s", flush=True)

@@ -251,7 +251,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache)
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
-                  class_weight=class_weights)
+                  class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
     if os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief":
         return []  # a worker: the chief writes the results
 

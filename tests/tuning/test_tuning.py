@@ -129,7 +129,7 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
 
 
-def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path):
+def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn):
     """`max_tokens` as a hyperparameter: the encoder is adapted once with the largest value, each trial
     reads the ids beyond its own vocabulary as OOV (a 3-token trial would fail on larger ids), and the
     best run folder carries the encoder cut to the best trial's vocabulary, scoring what the table says."""
@@ -140,6 +140,7 @@ def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path):
     data = str(shared_data / "trec" / "train.csv.gz")
     rows = tune(tiny_config, data, tmp_path / "search", verbose=0)
     assert [row["max_tokens"] for row in rows] == [2000, 3]  # both ran; all words beat none
+    assert not [w for w in recwarn if "shuffle" in str(w.message)]  # make_batches shuffles; Keras is not asked to
     assert rows[0]["score"] > rows[1]["score"] + 0.2
     searched = keras.models.load_model(tmp_path / "search" / "encoder.keras").layers[-1]
     assert searched.vocabulary_size() == 2000
