@@ -10,8 +10,9 @@ The rules (see `TextEncoder`):
 2. Hierarchical models only: split into sentences at runs of `.`, `!`, `?`
    (dropped); sentences without tokens are dropped.
 3. Split into tokens, scanning left to right: an HTML tag `<...>` (at most 200
-   characters, no `<` or `>` inside; when `strip_html`) and whitespace are
-   dropped; a run of letters, digits, combining marks and `_` is a word; any other
+   characters, no `<` or `>` inside; when `strip_html`) and whitespace (Unicode
+   separators, ASCII whitespace, U+000B, U+001C-U+001E and U+0085) are dropped;
+   a run of letters, digits, combining marks and `_` is a word; any other
    character is a token of its own.
 4. Each token: Unicode normalisation (`normalization`, NFKC by default), then case
    folding (`lowercase`).
@@ -38,11 +39,13 @@ from keras_textattn.vocabulary import PAD_ID
 
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _SENTENCE_END = re.compile(r"[.!?]+")
-_ASCII_SPACE = frozenset("\t\n\f\r \x00")
+# Besides Unicode separators (category Z): ASCII whitespace, NUL, and the other characters
+# str.splitlines breaks lines at (vertical tab, file/group/record separators, NEL).
+_SPACE = frozenset("\t\n\v\f\r \x00\x1c\x1d\x1e\x85")
 
 
 def _is_space(character):
-    return character in _ASCII_SPACE or unicodedata.category(character).startswith("Z")
+    return character in _SPACE or unicodedata.category(character).startswith("Z")
 
 
 def _is_word(character):
@@ -61,7 +64,7 @@ class ClientTokenizer:
         with open(os.path.join(folder, "encoder.json"), encoding="utf-8") as handle:
             self.config = json.load(handle)
         with open(os.path.join(folder, "vocabulary.txt"), encoding="utf-8", newline="\n") as handle:
-            tokens = handle.read().split("\n")[:-1]  # "\n" only: tokens may contain other line breaks
+            tokens = handle.read().split("\n")[:-1]  # one token per line (no token holds a line break)
         self.ids = {token: index for index, token in enumerate(tokens) if index >= 2}
 
     def tokens(self, text):

@@ -22,8 +22,12 @@ OOV_TOKEN = "[UNK]"
 # A word is a run of letters, digits, combining marks or "_"; every other
 # non-space character is a token of its own; HTML tags and (Unicode) spaces
 # separate tokens and are dropped. RE2's \w and \s are ASCII-only, hence \p{..}.
+# Spaces also include the other characters Python's str.splitlines breaks lines at
+# (vertical tab, the file/group/record separators, NEL: IMDB's reviews hold U+0085):
+# a vocabulary is saved one token per line and read back with splitlines (Keras's
+# StringLookup asset), so a token holding one would make the saved encoder unloadable.
 _WORD_CHARS = r"\pL\pN\pM_"
-_SPACE = r"\s\p{Z}"
+_SPACE = r"\s\p{Z}\x0b\x1c-\x1e\x{85}"
 _PUNCTUATION = rf"[^{_WORD_CHARS}{_SPACE}]"
 _HTML_TAG = r"<[^<>]{0,200}>"
 _SENTENCE_END = r"[.!?]+"
@@ -249,6 +253,10 @@ class TextEncoder(keras.layers.Layer):
         """Use `vocabulary` (tokens, most frequent first, without padding and OOV)."""
         if not vocabulary:
             raise ValueError("TextEncoder: the vocabulary is empty; adapt on texts that contain tokens.")
+        unsaveable = [token for token in vocabulary if not isinstance(token, str) or token.splitlines() != [token]]
+        if unsaveable:
+            raise ValueError("TextEncoder: vocabulary tokens must be non-empty strings without line breaks (a "
+                             f"vocabulary is saved one token per line). Received: {unsaveable[:3]!r}")
         self.lookup.set_vocabulary(list(vocabulary))
         self._adapted = True
 

@@ -174,7 +174,8 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
     """The plain-Python reference for TFLite clients equals the in-graph encoder on real texts."""
     texts = ag_news_test_texts(2000)
     texts += read_labelled_texts(LocalFile(shared_data / "imdb" / "test.csv.gz"))[0][:300]  # HTML, long texts
-    texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line"]
+    texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line",
+              "nel\x85line\x0bvt\x1cfs\x1dgs\x1ers \x85 end"]
     cases = texts + [text.decode("utf-8", "replace") for text in HOSTILE_TEXTS[:4]]
     for options in ({"sequence_length": 64}, {"sequence_length": 12, "hierarchical": True, "max_sentences": 5},
                     {"sequence_length": 40, "bigram_buckets": 1000}):

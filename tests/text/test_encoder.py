@@ -192,6 +192,31 @@ def test_real_data_vocabulary_and_coverage(shared_data):
     assert (real == 1).mean() < 0.1  # fewer than 10% of test tokens are out of vocabulary
 
 
+LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # every character str.splitlines breaks at, but "\n"
+
+
+def test_line_breaking_characters_separate_tokens_and_the_encoder_saves(shared_data, tmp_path):
+    """IMDB's reviews hold U+0085 (NEL). As a token it broke the saved vocabulary (Keras reads it back with
+    str.splitlines): a run trained on IMDB could not be loaded. Such characters now separate tokens."""
+    with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        reviews = [row["text"] for row in csv.DictReader(handle) if "\x85" in row["text"]]
+    assert len(reviews) > 100
+    texts = reviews + [f"good{c}bad {c} end" for c in LINE_BREAKS]
+    encoder = TextEncoder(max_tokens=20000, sequence_length=50)
+    encoder.adapt(texts)
+    assert all(token.splitlines() == [token] for token in encoder.get_vocabulary()[1:])
+    tokens = encoder.tokenize([f"good{c}bad {c} end" for c in LINE_BREAKS]).to_list()
+    assert all(row == [b"good", b"bad", b"end"] for row in tokens)
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, encoder(inputs))
+    model.save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras")
+    np.testing.assert_array_equal(restored(tf.constant(texts)), model(tf.constant(texts)))
+    for vocabulary in (["fine", "a\x85b"], ["fine", ""], ["fine", b"bytes"]):
+        with pytest.raises(ValueError, match="non-empty strings without line breaks"):
+            encoder.set_vocabulary(vocabulary)
+
+
 def test_cut_vocabulary_encodes_as_adapting_with_fewer_tokens(shared_data):
     """What a search over `max_tokens` relies on: the cut encoder equals one adapted with that many
     tokens on the same texts (ids, vocabulary, settings), and equals reading larger ids as OOV."""

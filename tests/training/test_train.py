@@ -173,6 +173,25 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     assert isinstance(optimizer, keras.optimizers.SGD) and optimizer.weight_decay == 0.001
 
 
+def test_a_run_on_reviews_holding_line_separators_loads_and_labels(shared_data, tmp_path):
+    """IMDB's reviews hold U+0085 (NEL). It used to be a token, and a vocabulary with it cannot be
+    read back (Keras splits the saved vocabulary with str.splitlines): the finished run folder of
+    `train --data imdb/train.csv.gz` could not be loaded, exported or asked for labels."""
+    import csv
+
+    from keras_textattn.inference import predict
+
+    with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if "\x85" in row["text"]]
+    path = tmp_path / "nel.csv"
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([("label", "text")] + [(row["label"], row["text"]) for row in rows])
+    output = tmp_path / "run"
+    assert main(["train", *SMALL_SCALABLE, "--data", str(path), "--output", str(output), "--epochs", "1"]) == 0
+    labelled = predict(output, [rows[0]["text"], "a\x85b \x85"])
+    assert [sorted(result) for result in labelled] == [["label", "probability", "top"]] * 2
+
+
 def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tmp_path):
     """A learning rate high enough to overfit SST-2's test sentences within a few epochs: training
     stops `patience` epochs after the lowest validation loss, and the saved model is that epoch's.
