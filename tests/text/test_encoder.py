@@ -217,6 +217,21 @@ def test_line_breaking_characters_separate_tokens_and_the_encoder_saves(shared_d
             encoder.set_vocabulary(vocabulary)
 
 
+@pytest.mark.parametrize("path", ["imdb/train.csv.gz", "sst2/train.csv.gz", "trec/train.csv.gz", "r8/train.csv.gz",
+                                  "ag_news/train_sample_5k.csv.gz", "mr/all.csv.gz"])
+def test_the_vocabulary_of_every_shared_dataset_saves_and_loads(shared_data, tmp_path, path):
+    """What a run folder of each real dataset holds: the default 20,000-token vocabulary, saved and read back."""
+    with gzip.open(shared_data / path, "rt", encoding="utf-8", newline="") as handle:
+        texts = [row["text"] for row in csv.DictReader(handle)]
+    encoder = TextEncoder(sequence_length=64)
+    encoder.adapt(texts)
+    inputs = keras.Input(shape=(), dtype="string")
+    keras.Model(inputs, encoder(inputs)).save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras").layers[-1]
+    assert restored.get_vocabulary() == encoder.get_vocabulary()
+    np.testing.assert_array_equal(restored(texts[:200]), encoder(texts[:200]))
+
+
 def test_cut_vocabulary_encodes_as_adapting_with_fewer_tokens(shared_data):
     """What a search over `max_tokens` relies on: the cut encoder equals one adapted with that many
     tokens on the same texts (ids, vocabulary, settings), and equals reading larger ids as OOV."""
