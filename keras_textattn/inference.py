@@ -222,7 +222,10 @@ def _label_ids(labels, names, path):
 
 
 def _markdown_cell(text):
-    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+    """`text` as one Markdown table cell: every run of whitespace (line breaks of any kind, U+0085
+    included) one space; HTML, pipes and backslashes as entities; quotes as they are."""
+    text = html.escape(" ".join(str(text).split()), quote=False)
+    return text.replace("|", "&#124;").replace("\\", "&#92;")
 
 
 def _report(result, mistakes, run, data):

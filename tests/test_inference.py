@@ -147,6 +147,19 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
         assert image.size[0] > 300 and len(set(image.convert("RGB").getdata())) > 20  # a heatmap, not a blank
 
 
+def test_report_keeps_one_table_row_per_mistake(lama_run, test_rows, tmp_path):
+    """Texts with line breaks of every kind (IMDB's reviews hold U+0085), pipes, backslashes and HTML:
+    each mistake stays one row of four cells, as a Markdown viewer (or str.splitlines) reads it."""
+    texts, labels = test_rows
+    odd = [f"it's | a\\ b\r\nsecond\x85third\u2028<br />end {text}" for text in texts[:40]]  # before the cut at 300
+    _write_csv(tmp_path / "test.csv", ["label", "text"], zip([(label + 1) % 4 for label in labels[:40]], odd))
+    inference.evaluate(lama_run, str(tmp_path / "test.csv"), str(tmp_path / "report"))
+    lines = (tmp_path / "report" / "report.md").read_text(encoding="utf-8").splitlines()
+    rows = lines[lines.index("| probability | true | predicted | text |") + 2:]
+    assert len(rows) == 20 and all(row.count("|") == 5 for row in rows)
+    assert all(row.split(" | ")[3].startswith("it's &#124; a&#92; b second third &lt;br /&gt;end ") for row in rows)
+
+
 def test_evaluate_refuses_labels_the_model_never_saw(lama_run, tmp_path, capsys):
     _write_csv(tmp_path / "test.csv", ["label", "text"], [["Weather", "rain again"], ["Sports", "goal"]])
     assert main(["evaluate", "--run", str(lama_run), "--data", str(tmp_path / "test.csv"), "--output",
