@@ -360,7 +360,8 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3, help="plain Keras models: epochs (rows other than 3 are "
+                                                                "named '<model>@e<N>')")
     parser.add_argument("--shuffle-buffer", type=int, help="our models: shuffle in a buffer of this many rows "
                                                            "(default: the whole training split)")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
@@ -381,6 +382,9 @@ def main(argv=None):
         return 0
     if args.quick:
         args.datasets, args.models, args.seeds, args.epochs = QUICK["datasets"], QUICK["models"], QUICK["seeds"], QUICK["epochs"]
+    if args.epochs != 3 and not args.quick and set(args.models) & (set(TRAINED) | {"fasttext", "tfidf_lr", "tfidf_lr_cut"}):
+        parser.error("--epochs is for the plain Keras models (rows '<model>@e<N>'); the '+' rows train for their "
+                     "recipe's epochs, fastText and TF-IDF for their own")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if not (args.data_dir / "README.md").is_file():
@@ -388,6 +392,7 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
     suffix = (f"@{args.length}" if args.length else "") + (f"@v{args.max_tokens}" if args.max_tokens != VOCABULARY else "")
+    suffix += f"@e{args.epochs}" if args.epochs != 3 and not args.quick else ""
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
