@@ -115,12 +115,12 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
 def report(rows):
     lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs | held-out by epoch |",
              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
-    def vocabulary(model):  # "scalable_attention@768@v5000@e6" -> ("scalable_attention@768", 5000, "@e6")
+    def order(model):  # by vocabulary within a name: "scalable_attention@768@v5000@e6" -> ("scalable_attention@768", 5000, "e6")
         name, _, rest = model.removesuffix("@quick").partition("@v")
         size, _, more = rest.partition("@")
         return name, int(size or VOCABULARY), more
 
-    for model in sorted({row["model"] for row in rows if "model" in row}, key=vocabulary):
+    for model in sorted({row["model"] for row in rows if "model" in row}, key=order):
         for carve in CARVES:
             runs = [row for row in rows if row.get("model") == model and row["carve"] == carve]
             if runs:
