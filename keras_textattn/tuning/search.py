@@ -238,7 +238,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         options = spec.encoder_options(config.fixed, **config.encoder)
         if config.largest_vocabulary():
             options["max_tokens"] = config.largest_vocabulary()
-        encoder = TextEncoder(**options, **choose_open_lengths(options, dataset["train"], longest=spec.longest_text))
+        encoder = TextEncoder(**{**options, **choose_open_lengths(options, dataset["train"], longest=spec.longest_text)})
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)
