@@ -67,6 +67,12 @@ KERAS_MODELS = PAPER_MODELS + ("transformer", "bigru", "kim_cnn")
 VARIANTS = {"lama": ("lama", {"use_context": True}), "dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 
 
+def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3):
+    """What a row's name adds for settings other than the defaults: "@768@v2000@e2"."""
+    return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
+            + (f"@e{epochs}" if epochs != 3 else ""))
+
+
 def builder_arguments(row):
     """The model of a row and its builder arguments beyond the model's cpu preset."""
     return VARIANTS.get(row, (row, {}))
@@ -391,8 +397,7 @@ def main(argv=None):
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
-    suffix = (f"@{args.length}" if args.length else "") + (f"@v{args.max_tokens}" if args.max_tokens != VOCABULARY else "")
-    suffix += f"@e{args.epochs}" if args.epochs != 3 and not args.quick else ""
+    suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs)
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:

@@ -36,6 +36,7 @@ import numpy as np
 from accuracy import DATASETS
 from accuracy import DEFAULT_DATA
 from accuracy import VOCABULARY
+from accuracy import row_suffix
 from accuracy import tfidf_classifier
 
 CARVES = ("random", "id_block")
@@ -177,9 +178,7 @@ def main(argv=None):
     for model in args.models:
         row_name = model
         if model != "tfidf_lr":
-            row_name += f"@{args.length}" if args.length != DATASETS["imdb"][2] else ""
-            row_name += f"@v{args.max_tokens}" if args.max_tokens != VOCABULARY else ""
-            row_name += f"@e{args.epochs}" if args.epochs != 3 else ""
+            row_name += row_suffix(args.length if args.length != DATASETS["imdb"][2] else None, args.max_tokens, args.epochs)
             row_name += f"@b{args.bigram_buckets}" if args.bigram_buckets is not None else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:

@@ -73,16 +73,15 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         return values
 
     def vocabulary_size(self, hp):
-        """The trial's vocabulary: its `max_tokens`, at most the encoder's."""
-        searched = hp.values.get("max_tokens") if "max_tokens" in self.config.hyperparameters else None
-        return min(searched or self.encoder.vocabulary_size(), self.encoder.vocabulary_size())
+        """The trial's vocabulary: its `max_tokens` when searched, at most the encoder's."""
+        full = self.encoder.vocabulary_size()
+        return min(hp.values.get("max_tokens") or full, full)
 
     def build(self, hp):
-        arguments = {**self.config.fixed, **self.declare(hp)}
-        learning_rate = arguments.pop("learning_rate", 1e-3)
-        arguments.pop("max_tokens", None)
+        values = {**self.config.fixed, **self.declare(hp)}
         model = build_model(self.config.model, self.num_classes, vocabulary_size=self.vocabulary_size(hp),
-                            **get_spec(self.config.model).shape_arguments(self.encoder), **arguments)
+                            **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
+        learning_rate = values.get("learning_rate", 1e-3)
         model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
         return model
 
@@ -93,6 +92,12 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size), labels))
                                   for batches in (x, validation_data))
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
+
+
+def _builder_arguments(values):
+    """The hyperparameter values that are builder arguments (not training or encoder settings)."""
+    return {name: value for name, value in values.items()
+            if name not in TRAINING_HYPERPARAMETERS + ENCODER_HYPERPARAMETERS}
 
 
 def _cut(ids, size):
@@ -235,9 +240,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         encoder = load_encoder(encoder_path)
     else:
         spec = get_spec(config.model)
-        options = spec.encoder_options(config.fixed, **config.encoder)
-        if config.largest_vocabulary():
-            options["max_tokens"] = config.largest_vocabulary()
+        largest = config.largest_vocabulary()
+        options = spec.encoder_options(config.fixed, **config.encoder, **({"max_tokens": largest} if largest else {}))
         encoder = TextEncoder(**{**options, **choose_open_lengths(options, dataset["train"], longest=spec.longest_text)})
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
@@ -261,16 +265,16 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     _write_tables(directory, rows)
     best_model = search.get_best_models(1)[0]
     best_hp = search.get_best_hyperparameters(1)[0]
-    encoder = encoder.cut_vocabulary(hypermodel.vocabulary_size(best_hp))  # as the best trial read its texts
+    best_vocabulary = hypermodel.vocabulary_size(best_hp)
+    if best_vocabulary < encoder.vocabulary_size():
+        encoder = encoder.cut_vocabulary(best_vocabulary)  # as the best trial read its texts
     best = {**config.fixed, **hypermodel.declare(best_hp)}
-    builder_arguments = {name: value for name, value in best.items()
-                         if name not in TRAINING_HYPERPARAMETERS + ENCODER_HYPERPARAMETERS}
     accuracy = {}
     for split in dataset.splits:
         results = best_model.evaluate(make_batches(dataset[split], encoder, config.batch_size, cache=False), verbose=0,
                                       return_dict=True)
         accuracy[split] = float(results["accuracy"])
-    metrics = {"model": config.model, "model_kwargs": builder_arguments, "hyperparameters": best,
+    metrics = {"model": config.model, "model_kwargs": _builder_arguments(best), "hyperparameters": best,
                "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
