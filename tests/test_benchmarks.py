@@ -105,3 +105,26 @@ def test_validation_split_quick(shared_data, tmp_path):
     assert [(row["model"], row["carve"]) for row in rows] == [("tfidf_lr@quick", "random"), ("tfidf_lr@quick", "id_block")]
     assert all(0.7 < row["validation"] <= 1 and 0.7 < row["test"] <= 1 for row in rows)
     assert "| tfidf_lr@quick | id_block |" in run.stdout
+
+
+def test_time_to_accuracy_plot_rows():
+    """The plot names each point: per model its plain row and its most accurate row of 3 or more
+    seeds (a lucky single seed is not shown as the model's best); TF-IDF on cut texts is left out."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from accuracy import plotted_rows
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    points = {
+        "lama": [(10, 0.85)] * 3, "lama@768@v2000": [(30, 0.88), (30, 0.89), (30, 0.87)],
+        "lama+paper": [(20, 0.86)] * 3, "lama+recipe@768": [(40, 0.95)],  # one seed: not the best
+        "dual_axial": [(5, 0.80)] * 3, "dual_axial_mean": [(5, 0.82)] * 3,  # an option of dual_axial
+        "scalable_attention": [(1, 0.84)] * 3, "scalable_attention+w2v": [(2, 0.83)] * 3,
+        "cspan@v2000": [(3, 0.85)],  # neither a plain row nor 3 seeds: its most accurate row
+        "fasttext": [(1, 0.888)] * 3, "tfidf_lr": [(1, 0.907)], "tfidf_lr_cut@768": [(1, 0.907)],
+    }
+    assert plotted_rows(points) == {
+        "lama": ["lama", "lama@768@v2000"], "dual_axial": ["dual_axial", "dual_axial_mean"],
+        "scalable_attention": ["scalable_attention"], "cspan": ["cspan@v2000"], "fasttext": ["fasttext"],
+        "tfidf_lr": ["tfidf_lr"],
+    }
