@@ -32,7 +32,9 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     `bigram_ids` for the dual-axial model), output `probabilities` `(1, classes)`.
     A batch size of one is what a device needs, and it lets the converter turn
     the recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) into builtin ops, which
-    fails for a dynamic batch. Tokenise with `ClientTokenizer` (or its port).
+    fails for a dynamic batch. Tokenise with `ClientTokenizer` (or its port). A run
+    trained under a mixed-precision policy is converted computing in float32 (its
+    weights are float32 already; `computing_in_float32`) and verified against that.
 
     Args:
         run: a finished run folder of `keras_textattn.training.train`.
@@ -48,6 +50,7 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
     check_output(output, overwrite, source=run)  # before the slow part
     model, encoder, label_names = load_run(run)
+    model = computing_in_float32(model)
     report = {}
 
     def write(folder):
@@ -61,6 +64,31 @@ def tflite(run, output, *, quantization=None, overwrite=False):
 
     write_folder_atomically(output, write, overwrite)
     return {"path": os.path.abspath(output), **report}
+
+
+def computing_in_float32(model):
+    """`model`, or, when it was built under a mixed-precision policy (`mixed_float16`,
+    `mixed_bfloat16`), the same model computing in float32 with the same weights (mixed
+    precision keeps every weight in float32, so none is rounded). TFLite's builtin ops do
+    not take float16 activations, and its own `quantization` is the way to smaller models."""
+
+    def float32(value, key=None):
+        if key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy":
+            name = value["config"]["name"]
+            return "float32" if name.startswith("mixed_") else value
+        if isinstance(value, dict):
+            return {k: float32(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [float32(v) for v in value]
+        return value
+
+    config = model.get_config()
+    converted = float32(config)
+    if converted == config:
+        return model
+    copy = model.__class__.from_config(converted)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def write_tokenizer_files(folder, encoder, inputs=None):

@@ -250,6 +250,32 @@ def test_every_variant_converts_to_tflite(name, options, shared_data, tmp_path):
 
 
 @pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
+def test_mixed_precision_runs_export(name, options, shared_data, tmp_path):
+    """A model built under mixed_float16 (as a GPU user trains) converts to TFLite computing in
+    float32 with its own weights (TFLite's builtins take no float16 activations; the converter
+    used to refuse it), and serves as a SavedModel computing as it was trained."""
+    texts = ag_news_test_texts(400)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        encoder, model = small_run(name, options, texts, tmp_path / "run")
+    finally:
+        keras.config.set_dtype_policy(previous)
+    assert model.get_layer("embedding").dtype_policy.name == "mixed_float16"  # the reloaded run is mixed
+    lite = export.tflite(tmp_path / "run", tmp_path / "tflite")
+    assert lite["max_abs_difference"] <= 1e-4 and lite["texts"] > 30
+    ids = [keras.ops.convert_to_numpy(x) for x in keras.tree.flatten(encoder(tf.constant(texts[:50])))]
+    runner = Interpreter(model_path=str(tmp_path / "tflite" / "model.tflite")).get_signature_runner()
+    names = [tensor.name for tensor in model.inputs]
+    lite_probabilities = np.concatenate(
+        [runner(**{n: x[i : i + 1] for n, x in zip(names, ids)})["probabilities"] for i in range(50)])
+    mixed = keras.ops.convert_to_numpy(model(ids if len(ids) > 1 else ids[0]))
+    np.testing.assert_allclose(lite_probabilities, mixed, atol=2e-3)  # float16's rounding, no more
+    served = export.saved_model(tmp_path / "run", tmp_path / "saved_model")
+    assert served["max_abs_difference"] <= 1e-5
+
+
+@pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
 def test_every_paper_model_serves_raw_text(name, options, shared_data, tmp_path):
     texts = ag_news_test_texts(400)
     encoder, model = small_run(name, options, texts, tmp_path / "run")
