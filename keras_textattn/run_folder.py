@@ -117,7 +117,7 @@ def _load_keras_file(path):
     if not zipfile.is_zipfile(path):
         raise RunError(f"{path} is damaged: not a complete .keras file (was its writing interrupted?)")
     try:
-        return keras.models.load_model(path, safe_mode=True)
+        return keras.models.load_model(path, safe_mode=True, compile=False)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise RunError(f"{path} could not be loaded: {first}") from None
@@ -143,7 +143,9 @@ def save_run(folder, model, encoder, label_names, metrics):
 def load_run(folder):
     """`(model, encoder, label_names)` of a finished run folder.
 
-    Both `.keras` files load in Keras's safe mode (no code is deserialised). The parts
+    Both `.keras` files load in Keras's safe mode (no code is deserialised), uncompiled:
+    what inference and export need (compile the model to train or evaluate it further;
+    the optimizer of a mixed_float16 run would not load back anyway). The parts
     are checked against each other: labels.json must be a list of as many names as the
     model has outputs, and the encoder's vocabulary must fit the model's embedding.
     Any mismatch or damaged file raises a `RunError` naming the file.

@@ -155,6 +155,8 @@ def _parser():
                      help="constant (default), cosine, plateau (halve when the validation loss does not improve), "
                           "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)")
     fit.add_argument("--clip-norm", type=float, help="clip the gradients to this global norm")
+    fit.add_argument("--dtype-policy", choices=["float32", "mixed_float16", "mixed_bfloat16"],
+                     help="mixed precision for GPUs and TPUs (16-bit compute, float32 weights; default: float32)")
     fit.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON",
                      help="weigh each class's loss: balanced (inverse class frequency) or a JSON mapping "
                           "of class name to weight, e.g. '{\"spam\": 5}'")
@@ -313,6 +315,7 @@ def _train(args):
         weight_decay=args.weight_decay,
         lr_schedule=args.lr_schedule,
         clip_norm=args.clip_norm,
+        dtype_policy=args.dtype_policy,
         class_weight=args.class_weight,
         validation_fraction=args.validation_fraction,
         seed=args.seed,

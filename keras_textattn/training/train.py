@@ -56,7 +56,7 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "sequence_length", "max_sentences", "bigram_buckets", "embeddings", "freeze_embeddings",
                  "batch_size", "optimizer", "learning_rate", "weight_decay", "lr_schedule", "clip_norm", "class_weight",
                  "early_stopping", "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream",
-                 "skip_bad_rows", "adapt_rows", "group_column")
+                 "skip_bad_rows", "adapt_rows", "group_column", "dtype_policy")
 
 
 def configure_cpu_devices(count):
@@ -188,6 +188,7 @@ def _run_state(output, overwrite, arguments):
 
 
 OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one
+DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def _with_fallbacks(arguments):
@@ -250,6 +251,7 @@ def train(
     weight_decay=None,
     lr_schedule=None,
     clip_norm=None,
+    dtype_policy=None,
     class_weight=None,
     validation_fraction=0.1,
     seed=0,
@@ -327,6 +329,11 @@ def train(
         lr_schedule: "constant" (None), "cosine", "plateau" or "step:E1,E2,..."
             (`keras_textattn.training.schedules`); resumable.
         clip_norm: clip the gradients to this global norm (the optimizer's `global_clipnorm`).
+        dtype_policy: the model's Keras dtype policy: "float32", or "mixed_float16" /
+            "mixed_bfloat16" for GPUs and TPUs (float32 weights, 16-bit compute; with
+            mixed_float16 Keras scales the loss). None: Keras's global policy
+            (`keras.config.dtype_policy()`, float32 unless set). Recorded in metrics.json;
+            TFLite export computes such a model in float32.
         class_weight: "balanced" (each class weighs n / (classes * its count in the
             training split), as scikit-learn's) or `{class name: weight}` (others 1):
             Keras's `class_weight`, the loss of each example scaled by its class's
@@ -364,6 +371,8 @@ def train(
                        f"got {early_stopping_monitor!r}")
     if not isinstance(epochs, int) or not isinstance(batch_size, (int, type(None))):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
+    if dtype_policy not in (None, *DTYPE_POLICIES):
+        raise RunError(f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; got {dtype_policy!r}")
     if optimizer not in (None, *OPTIMIZERS):
         raise RunError(f"optimizer (--optimizer) must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
     if weight_decay is not None and (isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float))
@@ -491,7 +500,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             save_encoder(encoder_path, encoder)
 
     with strategy.scope():
-        classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"])
+        classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"], arguments["dtype_policy"])
         embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
         classifier.compile(
             optimizer=_optimizer(arguments),
@@ -518,7 +527,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
-        trained, classifier = classifier, _build(spec, dataset.num_classes, encoder, model_kwargs, {})
+        trained, classifier = classifier, _build(spec, dataset.num_classes, encoder, model_kwargs, {}, arguments["dtype_policy"])
         classifier.set_weights(trained.get_weights())
         classifier.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     else:
@@ -582,6 +591,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         "weight_decay": arguments["weight_decay"],
         "lr_schedule": arguments["lr_schedule"] or "constant",
         "clip_norm": arguments["clip_norm"],
+        "dtype_policy": classifier.dtype_policy.name,
         "embeddings": embeddings,
         "best_epoch": best.best["epoch"] if best and best.best else None,
         "stopped_early": bool(best and best.stopped),
@@ -643,9 +653,12 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     return history
 
 
-def _build(spec, num_classes, encoder, model_kwargs, given):
-    """The model of `spec` for `encoder`'s ids. A builder's `TypeError` or `ValueError`
-    is the user's mistake when they gave builder arguments (`given`, `--set`)."""
+def _build(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
+    """The model of `spec` for `encoder`'s ids, under `dtype_policy` (None: the global one).
+    A builder's `TypeError` or `ValueError` is the user's mistake when they gave builder
+    arguments (`given`, `--set`)."""
+    global_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype_policy or global_policy)
     try:
         return spec.build(num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
                           **model_kwargs)
@@ -654,6 +667,8 @@ def _build(spec, num_classes, encoder, model_kwargs, given):
             raise
         raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
                        f"{', '.join(spec.builder_arguments())}") from None
+    finally:
+        keras.config.set_dtype_policy(global_policy)
 
 
 def _scores(classifier, rows, batches, num_classes):

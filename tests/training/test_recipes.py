@@ -193,3 +193,30 @@ def test_early_stopping_on_accuracy_keeps_the_most_accurate_epoch(tmp_path):
     top = int(np.argmax(accuracy))
     assert best.best["epoch"] == top and best.best["val_accuracy"] == pytest.approx(accuracy[top])
     assert len(accuracy) == top + 3 or (len(accuracy) == 30 and not best.stopped)
+
+
+def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwarn):
+    """`--dtype-policy mixed_float16` (GPU training): the model computes in float16 with float32
+    weights (Keras scales the loss), learns, leaves Keras's global policy as it was, and the run
+    folder predicts (no warning about the loss-scaled optimizer, which load_run does not load)
+    and converts to TFLite (computing in float32)."""
+    from keras_textattn import export
+    from keras_textattn.inference import predict
+
+    sst2_train = str(shared_data / "sst2" / "train.csv.gz")
+    assert main(["train", "--model", "scalable_attention", "--data", sst2_train, "--output", str(tmp_path / "run"),
+                 "--quiet", "--epochs", "2", "--set", "embedding_dim=8", "--set", "fc_units=8",
+                 "--sequence-length", "24", "--max-tokens", "2000", "--dtype-policy", "mixed_float16"]) == 0
+    assert keras.config.dtype_policy().name == "float32"
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["dtype_policy"] == "mixed_float16" and metrics["accuracy"]["validation"] > 0.7
+    model = load_run(tmp_path / "run")[0]
+    attention = model.get_layer("attention")
+    assert attention.compute_dtype == "float16" and all(w.dtype == "float32" for w in attention.weights)
+    assert [row["label"] for row in predict(tmp_path / "run", ["a masterpiece , moving and funny .",
+                                                                "dull , tedious and badly acted ."])] == ["1", "0"]
+    assert not [w for w in recwarn if "optimizer" in str(w.message)]
+    lite = export.tflite(tmp_path / "run", tmp_path / "tflite")
+    assert lite["max_abs_difference"] <= 1e-4 and lite["argmax_agreement"] == 1
+    with pytest.raises(Exception, match="dtype_policy .* must be one of float32, mixed_float16, mixed_bfloat16"):
+        train("scalable_attention", sst2_dev, str(tmp_path / "bad"), dtype_policy="float16", **SMALL)
