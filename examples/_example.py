@@ -34,6 +34,8 @@ def parse_args(description, default_output):
                              "Ray Train (see README)")
     parser.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
     parser.add_argument("--cpu-devices", type=int, help="split the CPU into N devices (mirrored without GPUs)")
+    parser.add_argument("--dtype-policy", choices=["float32", "mixed_float16", "mixed_bfloat16"],
+                        help="mixed precision for GPUs and TPUs (default: float32)")
     parser.add_argument("--export", metavar="DIR", help="then export the run: DIR/saved_model (TF Serving) and "
                         "DIR/tflite (LiteRT), each verified against the Keras model")
     return parser.parse_args()
@@ -61,6 +63,7 @@ def run(args, model, model_kwargs, data, epochs, **train_kwargs):
         batch_size=args.batch_size,
         distribute=args.distribute,
         workers=args.workers,
+        dtype_policy=args.dtype_policy,
         overwrite=args.overwrite,
         **train_kwargs,
     )

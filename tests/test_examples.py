@@ -25,8 +25,8 @@ def test_example_help(script):
 
 def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     """One command, the whole path the README promises, offline on AG News: a keras-tuner search
-    (one trial), training with MirroredStrategy on two CPU devices with the best hyperparameters,
-    and a verified SavedModel and TFLite export; the SavedModel then labels texts."""
+    (one trial), training with MirroredStrategy on two CPU devices and mixed precision with the best
+    hyperparameters, and a verified SavedModel and TFLite export; the SavedModel then labels texts."""
     output, export = tmp_path / "run", tmp_path / "export"
     script = next(p for p in EXAMPLES if p.stem == "scalable_attention_ag_news")
     config = pathlib.Path(__file__).parents[1] / "tuner_configs" / "scalable_attention.yaml"
@@ -35,7 +35,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
          "--data", str(shared_data / "ag_news" / "train_sample_5k.csv.gz"),
          "--test-data", str(shared_data / "ag_news" / "test.csv.gz"),
          "--tune", str(config), "--tune-trials", "1", "--distribute", "mirrored", "--cpu-devices", "2",
-         "--export", str(export)],
+         "--dtype-policy", "mixed_bfloat16", "--export", str(export)],
         capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -43,7 +43,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     search = json.loads((tmp_path / "run-search" / "best" / "metrics.json").read_text())
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["label_names"] == ["World", "Sports", "Business", "Sci/Tech"]
-    assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored"
+    assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"
     assert all(metrics["model_kwargs"][name] == value for name, value in search["model_kwargs"].items())
     assert metrics["accuracy"]["test"] > 0.7
     assert (export / "tflite" / "model.tflite").is_file()

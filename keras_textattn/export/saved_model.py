@@ -11,6 +11,7 @@ import tensorflow as tf
 from keras_textattn import _backend
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
+from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import RESERVED
@@ -36,7 +37,8 @@ def saved_model(run, output, *, overwrite=False):
     The text encoder runs inside the graph and its vocabulary is the asset
     `assets/vocabulary.txt`; the class names by id are in `assets.extra/labels.json`.
     The export is written to a temporary folder, verified against the Keras model
-    (`verify_saved_model`) and then renamed to `output`.
+    (`verify_saved_model`) and then renamed to `output`. A run trained under a
+    mixed-precision policy is exported computing in float32 (`computing_in_float32`).
 
     Args:
         run: a finished run folder of `keras_textattn.training.train`.
@@ -49,6 +51,7 @@ def saved_model(run, output, *, overwrite=False):
     _backend.require_tensorflow("SavedModel export")
     check_output(output, overwrite, source=run)  # before the slow part
     model, encoder, label_names = load_run(run)
+    model = computing_in_float32(model)
     report = {}
 
     def write(folder):

@@ -13,6 +13,7 @@ import tensorflow as tf
 from keras_textattn import _backend
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
+from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
 from keras_textattn.vocabulary import OOV_ID
@@ -33,8 +34,8 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     A batch size of one is what a device needs, and it lets the converter turn
     the recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) into builtin ops, which
     fails for a dynamic batch. Tokenise with `ClientTokenizer` (or its port). A run
-    trained under a mixed-precision policy is converted computing in float32 (its
-    weights are float32 already; `computing_in_float32`) and verified against that.
+    trained under a mixed-precision policy is exported computing in float32
+    (`computing_in_float32`; TFLite's builtins take no float16 activations).
 
     Args:
         run: a finished run folder of `keras_textattn.training.train`.
@@ -64,31 +65,6 @@ def tflite(run, output, *, quantization=None, overwrite=False):
 
     write_folder_atomically(output, write, overwrite)
     return {"path": os.path.abspath(output), **report}
-
-
-def computing_in_float32(model):
-    """`model`, or, when it was built under a mixed-precision policy (`mixed_float16`,
-    `mixed_bfloat16`), the same model computing in float32 with the same weights (mixed
-    precision keeps every weight in float32, so none is rounded). TFLite's builtin ops do
-    not take float16 activations, and its own `quantization` is the way to smaller models."""
-
-    def float32(value, key=None):
-        if key == "dtype" and isinstance(value, dict) and value.get("class_name") == "DTypePolicy":
-            name = value["config"]["name"]
-            return "float32" if name.startswith("mixed_") else value
-        if isinstance(value, dict):
-            return {k: float32(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [float32(v) for v in value]
-        return value
-
-    config = model.get_config()
-    converted = float32(config)
-    if converted == config:
-        return model
-    copy = model.__class__.from_config(converted)
-    copy.set_weights(model.get_weights())
-    return copy
 
 
 def write_tokenizer_files(folder, encoder, inputs=None):

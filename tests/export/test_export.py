@@ -251,9 +251,9 @@ def test_every_variant_converts_to_tflite(name, options, shared_data, tmp_path):
 
 @pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
 def test_mixed_precision_runs_export(name, options, shared_data, tmp_path):
-    """A model built under mixed_float16 (as a GPU user trains) converts to TFLite computing in
-    float32 with its own weights (TFLite's builtins take no float16 activations; the converter
-    used to refuse it), and serves as a SavedModel computing as it was trained."""
+    """A model built under mixed_float16 (as a GPU user trains) exports computing in float32 with
+    its own weights: to TFLite (whose builtins take no float16 activations; the converter used to
+    refuse it) and as a SavedModel, each within float16's rounding of the trained model."""
     texts = ag_news_test_texts(400)
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("mixed_float16")
@@ -273,6 +273,8 @@ def test_mixed_precision_runs_export(name, options, shared_data, tmp_path):
     np.testing.assert_allclose(lite_probabilities, mixed, atol=2e-3)  # float16's rounding, no more
     served = export.saved_model(tmp_path / "run", tmp_path / "saved_model")
     assert served["max_abs_difference"] <= 1e-5
+    serve = tf.saved_model.load(str(tmp_path / "saved_model")).signatures["serving_default"]
+    np.testing.assert_allclose(serve(text=tf.constant(texts[:50]))["probabilities"].numpy(), mixed, atol=2e-3)
 
 
 @pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
