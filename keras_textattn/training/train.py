@@ -333,7 +333,7 @@ def train(
             "mixed_bfloat16" for GPUs and TPUs (float32 weights, 16-bit compute; with
             mixed_float16 Keras scales the loss). None: Keras's global policy
             (`keras.config.dtype_policy()`, float32 unless set). Recorded in metrics.json;
-            TFLite export computes such a model in float32.
+            the exports compute such a model in float32.
         class_weight: "balanced" (each class weighs n / (classes * its count in the
             training split), as scikit-learn's) or `{class name: weight}` (others 1):
             Keras's `class_weight`, the loss of each example scaled by its class's
@@ -635,7 +635,10 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
             loss = tf.nn.compute_average_loss(loss_function(labels, probabilities), global_batch_size=global_batch_size)
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-        gradients = tape.gradient(loss, model.trainable_variables)
+            # Under mixed_float16 the optimizer is Keras's LossScaleOptimizer: it unscales the
+            # gradients it applies, so they must be of the scaled loss (as `fit` does).
+            scaled_loss = model.optimizer.scale_loss(loss)
+        gradients = tape.gradient(scaled_loss, model.trainable_variables)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss
 
