@@ -21,6 +21,15 @@ def _cover(counts, limits, multiple=1):
     return int(min(max(math.ceil(value / multiple) * multiple, limits[0]), limits[1]))
 
 
+def _token_counts(texts, hierarchical=False):
+    """`TextEncoder.count_tokens` of the first `SAMPLE` of `texts` (strings or `(text, label)`
+    pairs), by batch."""
+    if isinstance(texts.element_spec, tuple):
+        texts = texts.map(lambda text, *_: text)
+    counter = TextEncoder(hierarchical=hierarchical)
+    return [counter.count_tokens(batch) for batch in texts.take(SAMPLE).batch(1024).prefetch(tf.data.AUTOTUNE)]
+
+
 def choose_lengths(texts, hierarchical=False, longest=None):
     """The sequence shape that covers 95% of `texts` whole.
 
@@ -36,10 +45,7 @@ def choose_lengths(texts, hierarchical=False, longest=None):
         `{"sequence_length": tokens per text (a multiple of 8, 8 to `longest`)}`; when
         hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30).
     """
-    if isinstance(texts.element_spec, tuple):
-        texts = texts.map(lambda text, *_: text)
-    counter = TextEncoder(hierarchical=hierarchical)
-    counts = [counter.count_tokens(batch) for batch in texts.take(SAMPLE).batch(1024).prefetch(tf.data.AUTOTUNE)]
+    counts = _token_counts(texts, hierarchical)
     if not hierarchical:
         return {"sequence_length": _cover(np.concatenate([[]] + counts), (TOKENS[0], longest or TOKENS[1]), multiple=8)}
     sentences = np.concatenate([[]] + [c[0] for c in counts])
@@ -55,3 +61,13 @@ def choose_open_lengths(options, texts, longest=None):
         return {}
     chosen = choose_lengths(texts, hierarchical=hierarchical, longest=longest)
     return {name: value for name, value in chosen.items() if options.get(name) is None}
+
+
+def texts_cut(texts, sequence_length):
+    """`(share, tokens)`: the share of `texts` (flat; the first 2,000) longer than
+    `sequence_length` tokens, and the length that would hold 95% of them whole (a
+    multiple of 8), for a run to say what its length leaves out."""
+    counts = np.concatenate([[]] + _token_counts(texts))
+    if not len(counts):
+        return 0.0, TOKENS[0]
+    return float(np.mean(counts > sequence_length)), _cover(counts, (TOKENS[0], math.inf), multiple=8)

@@ -60,3 +60,30 @@ def test_no_tokens_gives_the_smallest_shape(empty):
     texts = tf.data.Dataset.from_tensor_slices(tf.constant(empty, tf.string))
     assert choose_lengths(texts) == {"sequence_length": 8}
     assert choose_lengths(texts, hierarchical=True) == {"sequence_length": 8, "max_sentences": 1}
+
+
+def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path, capsys):
+    """IMDB's reviews are longer than the 256 tokens LAMA reads by default: the share cut and the
+    length that holds 95% whole are measured on the texts (and printed by `train`)."""
+    from keras_textattn.text.lengths import texts_cut
+
+    imdb = load_dataset(LocalFile(str(shared_data / "imdb" / "train.csv.gz")), splits=("train",))["train"]
+    counts = TextEncoder().count_tokens([t.decode() for t, _ in imdb.take(2000).as_numpy_iterator()])
+    share, whole = texts_cut(imdb, 256)
+    assert share == pytest.approx(np.mean(counts > 256)) and 0.2 < share < 0.6
+    assert whole % 8 == 0 and whole - 8 < np.percentile(counts, 95) <= whole
+    sst2 = load_dataset(LocalFile(str(shared_data / "sst2" / "train.csv.gz")), splits=("train",))["train"]
+    assert texts_cut(sst2, 256)[0] == 0.0
+    assert texts_cut(tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string)), 8) == (0.0, 8)
+    # What a run prints, on 200 of the reviews (the length is left to the data).
+    from keras_textattn.training import train
+
+    rows = [(label, text.decode()) for text, label in imdb.shuffle(25000, seed=0).take(200).as_numpy_iterator()]
+    path = tmp_path / "reviews.csv"
+    path.write_text("label,text\n" + "".join(f'{label},"{text.replace(chr(34), chr(39))}"\n' for label, text in rows))
+    train("lama", str(path), str(tmp_path / "run"), epochs=1, max_tokens=500, verbose=1,
+          model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
+    printed = capsys.readouterr().out
+    assert "Chosen from the training texts (95th percentile; give --sequence-length to set): sequence_length 256" in printed
+    assert "of the training texts are longer than the 256 tokens lama reads by default and are cut; " \
+           "--sequence-length" in printed
