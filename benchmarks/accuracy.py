@@ -190,7 +190,8 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     # The whole training split shuffled (make_batches with its row count), as `train()` does;
     # --shuffle-buffer 10000 repeats the runs before that (a buffer over IMDB's label-sorted file).
     model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed, rows=dataset.rows["train"],
-                           shuffle_buffer=shuffle_buffer), epochs=epochs, verbose=0)
+                           shuffle_buffer=shuffle_buffer), epochs=epochs, verbose=0,
+              shuffle=False)  # make_batches shuffles; Keras ignores (and warns about) shuffle for a tf.data input
     seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(make_batches(dataset["test"], encoder, 256), verbose=0)
     return {"accuracy": float(accuracy), "train_seconds": seconds, "parameters": int(model.count_params())}
