@@ -88,7 +88,8 @@ def _search(args, model, data, train_kwargs):
         raise SystemExit(f"{args.tune} tunes {config.model}; this example trains {model}")
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
-    rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs, **options)
+    rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs,
+                dtype_policy=args.dtype_policy, **options)
     with open(os.path.join(directory, "best", "metrics.json")) as handle:
         best = json.load(handle)["model_kwargs"]
     print(f"Search: {len(rows)} trials in {directory}; training with the best: {best}")

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import warnings
 import zipfile
 
 import keras
@@ -117,7 +118,11 @@ def _load_keras_file(path):
     if not zipfile.is_zipfile(path):
         raise RunError(f"{path} is damaged: not a complete .keras file (was its writing interrupted?)")
     try:
-        return keras.models.load_model(path, safe_mode=True, compile=False)
+        with warnings.catch_warnings():
+            # A mixed_float16 run's loss-scale optimizer does not load back into the optimizer
+            # Keras rebuilds; its state is not needed to predict or export (see load_run).
+            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+            return keras.models.load_model(path, safe_mode=True)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise RunError(f"{path} could not be loaded: {first}") from None
@@ -143,9 +148,10 @@ def save_run(folder, model, encoder, label_names, metrics):
 def load_run(folder):
     """`(model, encoder, label_names)` of a finished run folder.
 
-    Both `.keras` files load in Keras's safe mode (no code is deserialised), uncompiled:
-    what inference and export need (compile the model to train or evaluate it further;
-    the optimizer of a mixed_float16 run would not load back anyway). The parts
+    Both `.keras` files load in Keras's safe mode (no code is deserialised); the model is
+    compiled as it was trained, except that the optimizer state of a run trained under
+    mixed_float16 is not restored (Keras rebuilds a plain optimizer for its loss-scale
+    optimizer's variables), which predicting, evaluating and exporting do not need. The parts
     are checked against each other: labels.json must be a list of as many names as the
     model has outputs, and the encoder's vocabulary must fit the model's embedding.
     Any mismatch or damaged file raises a `RunError` naming the file.

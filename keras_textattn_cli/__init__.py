@@ -192,6 +192,7 @@ def _parser():
     tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
     tune.add_argument("--validation-fraction", type=float, default=0.1)
     tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")
+    tune.add_argument("--dtype-policy", choices=["float32", "mixed_float16", "mixed_bfloat16"], help="as for train")
     tune.add_argument("--quiet", action="store_true", help="no progress bars")
     _data_arguments(tune)
 
@@ -357,7 +358,7 @@ def _tune(args):
 
     rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
                 epochs=args.epochs, verbose=0 if args.quiet else 1, validation_fraction=args.validation_fraction,
-                class_weight=args.class_weight,
+                class_weight=args.class_weight, dtype_policy=args.dtype_policy,
                 **_data_options(args))
     if rows:
         print(f"Finished {len(rows)} trials; best score {rows[0]['score']:.4f} (trial {rows[0]['trial']}). "

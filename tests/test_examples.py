@@ -41,6 +41,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Results: {output}" in result.stdout
     search = json.loads((tmp_path / "run-search" / "best" / "metrics.json").read_text())
+    assert search["dtype_policy"] == "mixed_bfloat16"  # the search trains as the run does
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["label_names"] == ["World", "Sports", "Business", "Sci/Tech"]
     assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"

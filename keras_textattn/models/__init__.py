@@ -7,6 +7,8 @@ takes raw strings) or `vocabulary_size` (the model takes int32 token ids). Each 
 one line below.
 """
 
+import keras
+
 from keras_textattn.models import baselines
 from keras_textattn.models import cspan
 from keras_textattn.models import dual_axial
@@ -39,13 +41,25 @@ def get_spec(name):
     return SPECS[name]
 
 
-def build_model(name, num_classes, **kwargs):
-    """Build the classifier called `name` (a key of `SPECS`)."""
-    return get_spec(name).build(num_classes, **kwargs)
+DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def build_model(name, num_classes, dtype_policy=None, **kwargs):
+    """Build the classifier called `name` (a key of `SPECS`), its layers under the Keras
+    `dtype_policy` (one of `DTYPE_POLICIES`; None: Keras's global policy, which is left
+    as it was)."""
+    if dtype_policy not in (None, *DTYPE_POLICIES):
+        raise ValueError(f"`dtype_policy` must be one of {', '.join(DTYPE_POLICIES)}. Received: {dtype_policy!r}")
+    global_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype_policy or global_policy)
+    try:
+        return get_spec(name).build(num_classes, **kwargs)
+    finally:
+        keras.config.set_dtype_policy(global_policy)
 
 
 __all__ = [
-    "BUILDERS", "PRESETS", "SPECS", "ModelSpec", "build_model", "get_spec", "logits_model",
+    "BUILDERS", "DTYPE_POLICIES", "PRESETS", "SPECS", "ModelSpec", "build_model", "get_spec", "logits_model",
     "build_bigru_classifier", "build_cspan_classifier", "build_dual_axial_classifier", "build_hcan_classifier",
     "build_kim_cnn_classifier", "build_lama_classifier", "build_scalable_attention_classifier",
     "build_transformer_classifier",

@@ -25,8 +25,10 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
+from keras_textattn.models import DTYPE_POLICIES
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
+from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
@@ -189,7 +191,6 @@ def _run_state(output, overwrite, arguments):
 
 
 OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one
-DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def _with_fallbacks(arguments):
@@ -668,18 +669,14 @@ def _build(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
     """The model of `spec` for `encoder`'s ids, under `dtype_policy` (None: the global one).
     A builder's `TypeError` or `ValueError` is the user's mistake when they gave builder
     arguments (`given`, `--set`)."""
-    global_policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(dtype_policy or global_policy)
     try:
-        return spec.build(num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                          **model_kwargs)
+        return build_model(spec.name, num_classes, dtype_policy=dtype_policy, vocabulary_size=encoder.vocabulary_size(),
+                           **spec.shape_arguments(encoder), **model_kwargs)
     except (TypeError, ValueError) as error:
         if not given:
             raise
         raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
                        f"{', '.join(spec.builder_arguments())}") from None
-    finally:
-        keras.config.set_dtype_policy(global_policy)
 
 
 def _scores(classifier, rows, batches, num_classes):

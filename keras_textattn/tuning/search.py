@@ -20,6 +20,7 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
+from keras_textattn.models import DTYPE_POLICIES
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
@@ -43,14 +44,16 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     `max_tokens` keeps that many of the encoder's most frequent ids (padding and OOV
     included) and reads the others as OOV, which is what an encoder adapted with
     `max_tokens` would give (`TextEncoder.cut_vocabulary`); every other hyperparameter
-    is a builder argument.
+    is a builder argument. `dtype_policy`: the models' Keras dtype policy (None: the
+    global one).
     """
 
-    def __init__(self, config, num_classes, encoder):
+    def __init__(self, config, num_classes, encoder, dtype_policy=None):
         super().__init__(name=config.model)
         self.config = config
         self.num_classes = num_classes
         self.encoder = encoder
+        self.dtype_policy = dtype_policy
 
     def declare(self, hp):
         """Declare the config's hyperparameters on `hp`; returns `{name: value}`."""
@@ -79,7 +82,8 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
 
     def build(self, hp):
         values = {**self.config.fixed, **self.declare(hp)}
-        model = build_model(self.config.model, self.num_classes, vocabulary_size=self.vocabulary_size(hp),
+        model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
+                            vocabulary_size=self.vocabulary_size(hp),
                             **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
         learning_rate = values.get("learning_rate", 1e-3)
         model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -193,8 +197,8 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
     return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
 
 
-def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, class_weight=None, verbose=1,
-         **data_options):
+def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, class_weight=None,
+         dtype_policy=None, verbose=1, **data_options):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
@@ -220,6 +224,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         tuner: "random", "bayesian" or "hyperband".
         max_trials, epochs: override the config's.
         class_weight: "balanced" or `{class name: weight}`, as for `train`.
+        dtype_policy: "mixed_float16" or "mixed_bfloat16" for GPUs and TPUs, as for
+            `train` (None: Keras's global policy); recorded in best/metrics.json.
 
     Returns:
         The rows of the trials table, best first.
@@ -228,6 +234,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     config = config if not isinstance(config, (str, os.PathLike)) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
+    if dtype_policy not in (None, *DTYPE_POLICIES):
+        raise RunError(f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; got {dtype_policy!r}")
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
     keras.utils.set_random_seed(config.seed)
@@ -247,7 +255,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)
 
-    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder)
+    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
@@ -278,7 +286,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
                "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
-               "class_weight": weights_by_name}
+               "class_weight": weights_by_name, "dtype_policy": best_model.dtype_policy.name}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
 

@@ -220,3 +220,10 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
     assert lite["max_abs_difference"] <= 1e-4 and lite["argmax_agreement"] == 1
     with pytest.raises(Exception, match="dtype_policy .* must be one of float32, mixed_float16, mixed_bfloat16"):
         train("scalable_attention", sst2_dev, str(tmp_path / "bad"), dtype_policy="float16", **SMALL)
+    from keras_textattn.models import build_model
+
+    with pytest.raises(ValueError, match="`dtype_policy` must be one of float32, mixed_float16, mixed_bfloat16"):
+        build_model("lama", 2, dtype_policy="float16", vocabulary_size=10, sequence_length=8)
+    assert build_model("lama", 2, dtype_policy="mixed_bfloat16", vocabulary_size=10,
+                       sequence_length=8).get_layer("attention").compute_dtype == "bfloat16"
+    assert keras.config.dtype_policy().name == "float32"
