@@ -509,7 +509,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             save_encoder(encoder_path, encoder)
 
     with strategy.scope():
-        classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"], arguments["dtype_policy"])
+        classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"],
+                            arguments["dtype_policy"])
         embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
         classifier.compile(
             optimizer=_optimizer(arguments),
@@ -536,7 +537,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
-        trained, classifier = classifier, _build(spec, dataset.num_classes, encoder, model_kwargs, {}, arguments["dtype_policy"])
+        trained = classifier
+        classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, {}, arguments["dtype_policy"])
         classifier.set_weights(trained.get_weights())
         classifier.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     else:
