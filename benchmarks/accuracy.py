@@ -326,9 +326,9 @@ def model_family(row_name):
 
 
 def plotted_rows(points):
-    """{model: [its plain row, its most accurate row with 3 or more seeds]} (one row when they
-    are the same; the most accurate of any seeds when it has neither) from {row name: [(seconds, accuracy) per seed]}; TF-IDF on cut texts left out
-    (a diagnostic, not a model to pick)."""
+    """{model: [its plain row, its most accurate row with 3 or more seeds]} from {row name:
+    [(seconds, accuracy) per seed]}: one row when they are the same, the most accurate of any
+    seeds when it has neither; TF-IDF on cut texts left out (a diagnostic, not a model to pick)."""
     shown = {}
     for family in dict.fromkeys(model_family(model) for model in points):
         if family == "tfidf_lr_cut":

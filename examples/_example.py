@@ -13,6 +13,8 @@ import argparse
 import json
 import os
 
+from keras_textattn_cli import DTYPE_POLICIES
+
 # `tune()`'s data arguments, taken from what an example passes `train()`.
 TUNE_DATA_ARGUMENTS = ("test_data", "text_column", "label_column", "header", "label_offset", "label_names", "data_dir")
 
@@ -34,7 +36,7 @@ def parse_args(description, default_output):
                              "Ray Train (see README)")
     parser.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
     parser.add_argument("--cpu-devices", type=int, help="split the CPU into N devices (mirrored without GPUs)")
-    parser.add_argument("--dtype-policy", choices=["float32", "mixed_float16", "mixed_bfloat16"],
+    parser.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
                         help="mixed precision for GPUs and TPUs (default: float32)")
     parser.add_argument("--export", metavar="DIR", help="then export the run: DIR/saved_model (TF Serving) and "
                         "DIR/tflite (LiteRT), each verified against the Keras model")

@@ -15,6 +15,10 @@ import os
 import sys
 import warnings
 
+# keras_textattn.models.DTYPE_POLICIES (a test holds them equal), spelled here so that `--help`
+# does not import TensorFlow.
+DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+
 
 def _model_setting(text):
     """`key=value`, value read as JSON when it parses (numbers, true, lists), else a string."""
@@ -155,7 +159,7 @@ def _parser():
                      help="constant (default), cosine, plateau (halve when the validation loss does not improve), "
                           "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)")
     fit.add_argument("--clip-norm", type=float, help="clip the gradients to this global norm")
-    fit.add_argument("--dtype-policy", choices=["float32", "mixed_float16", "mixed_bfloat16"],
+    fit.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
                      help="mixed precision for GPUs and TPUs (16-bit compute, float32 weights; default: float32)")
     fit.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON",
                      help="weigh each class's loss: balanced (inverse class frequency) or a JSON mapping "
@@ -192,7 +196,7 @@ def _parser():
     tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
     tune.add_argument("--validation-fraction", type=float, default=0.1)
     tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")
-    tune.add_argument("--dtype-policy", choices=["float32", "mixed_float16", "mixed_bfloat16"], help="as for train")
+    tune.add_argument("--dtype-policy", choices=DTYPE_POLICIES, help="as for train")
     tune.add_argument("--quiet", action="store_true", help="no progress bars")
     _data_arguments(tune)
 

@@ -9,6 +9,7 @@ one line below.
 
 import keras
 
+from keras_textattn.errors import UserError
 from keras_textattn.models import baselines
 from keras_textattn.models import cspan
 from keras_textattn.models import dual_axial
@@ -44,12 +45,18 @@ def get_spec(name):
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
+def check_dtype_policy(dtype_policy):
+    """A `UserError` (a `ValueError`) unless `dtype_policy` is None or one of `DTYPE_POLICIES`."""
+    if dtype_policy not in (None, *DTYPE_POLICIES):
+        raise UserError(f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; "
+                        f"got {dtype_policy!r}")
+
+
 def build_model(name, num_classes, dtype_policy=None, **kwargs):
     """Build the classifier called `name` (a key of `SPECS`), its layers under the Keras
     `dtype_policy` (one of `DTYPE_POLICIES`; None: Keras's global policy, which is left
     as it was)."""
-    if dtype_policy not in (None, *DTYPE_POLICIES):
-        raise ValueError(f"`dtype_policy` must be one of {', '.join(DTYPE_POLICIES)}. Received: {dtype_policy!r}")
+    check_dtype_policy(dtype_policy)
     global_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(dtype_policy or global_policy)
     try:
@@ -59,7 +66,8 @@ def build_model(name, num_classes, dtype_policy=None, **kwargs):
 
 
 __all__ = [
-    "BUILDERS", "DTYPE_POLICIES", "PRESETS", "SPECS", "ModelSpec", "build_model", "get_spec", "logits_model",
+    "BUILDERS", "DTYPE_POLICIES", "PRESETS", "SPECS", "ModelSpec", "build_model", "check_dtype_policy", "get_spec",
+    "logits_model",
     "build_bigru_classifier", "build_cspan_classifier", "build_dual_axial_classifier", "build_hcan_classifier",
     "build_kim_cnn_classifier", "build_lama_classifier", "build_scalable_attention_classifier",
     "build_transformer_classifier",

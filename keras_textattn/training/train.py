@@ -25,10 +25,10 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
-from keras_textattn.models import DTYPE_POLICIES
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
+from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
@@ -42,6 +42,7 @@ from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
+from keras_textattn.text.lengths import TOKENS
 from keras_textattn.text.lengths import texts_cut
 from keras_textattn.text.vectors import embedding_matrix
 from keras_textattn.text.vectors import read_vectors
@@ -373,8 +374,7 @@ def train(
                        f"got {early_stopping_monitor!r}")
     if not isinstance(epochs, int) or not isinstance(batch_size, (int, type(None))):
         raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
-    if dtype_policy not in (None, *DTYPE_POLICIES):
-        raise RunError(f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; got {dtype_policy!r}")
+    check_dtype_policy(dtype_policy)  # here, before the data is read
     if optimizer not in (None, *OPTIMIZERS):
         raise RunError(f"optimizer (--optimizer) must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")
     if weight_decay is not None and (isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float))
@@ -494,7 +494,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                   f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "
                   + ", ".join(f"{name} {value}" for name, value in chosen.items()))
         length = chosen.get("sequence_length")
-        if verbose and length and not options.get("hierarchical"):  # the chosen length stopped at the model's most
+        if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
+            # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
             share, whole = texts_cut(dataset["train"], length)
             if share > 0.05:
                 print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "

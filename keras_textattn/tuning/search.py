@@ -20,8 +20,8 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
-from keras_textattn.models import DTYPE_POLICIES
 from keras_textattn.models import build_model
+from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
@@ -234,8 +234,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     config = config if not isinstance(config, (str, os.PathLike)) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
-    if dtype_policy not in (None, *DTYPE_POLICIES):
-        raise RunError(f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; got {dtype_policy!r}")
+    check_dtype_policy(dtype_policy)  # here, before the data is read
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
     keras.utils.set_random_seed(config.seed)

@@ -228,15 +228,16 @@ def variant_id(value):
     return value if isinstance(value, str) else "-".join(f"{k}={x}" for k, x in value.items())
 
 
-def small_run(name, options, texts, folder):
-    """A run folder holding an untrained variant `name(**options)`; returns its encoder and the reloaded model."""
+def small_run(name, options, texts, folder, dtype_policy=None):
+    """A run folder holding an untrained variant `name(**options)` (built under `dtype_policy`); returns its
+    encoder and the reloaded model."""
     spec = get_spec(name)
     hierarchical = spec.is_hierarchical(options)
     encoder = TextEncoder(**spec.encoder_options(options, max_tokens=2000, sequence_length=10 if hierarchical else 24,
                                                  max_sentences=3, bigram_buckets=64 if spec.bigrams else 0))
     encoder.adapt(texts)
-    model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                        **SIZES[name], **options)
+    model = build_model(name, 4, dtype_policy=dtype_policy, vocabulary_size=encoder.vocabulary_size(),
+                        **spec.shape_arguments(encoder), **SIZES[name], **options)
     assert not any(isinstance(layer, keras.layers.Lambda) for layer in model.layers)
     save_run(folder, model, encoder, ["World", "Sports", "Business", "Sci/Tech"], {"model": name})
     return encoder, load_run(folder)[0]  # safe mode, no custom_objects
@@ -255,12 +256,7 @@ def test_mixed_precision_runs_export(name, options, shared_data, tmp_path):
     its own weights: to TFLite (whose builtins take no float16 activations; the converter used to
     refuse it) and as a SavedModel, each within float16's rounding of the trained model."""
     texts = ag_news_test_texts(400)
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_float16")
-    try:
-        encoder, model = small_run(name, options, texts, tmp_path / "run")
-    finally:
-        keras.config.set_dtype_policy(previous)
+    encoder, model = small_run(name, options, texts, tmp_path / "run", dtype_policy="mixed_float16")
     assert model.get_layer("embedding").dtype_policy.name == "mixed_float16"  # the reloaded run is mixed
     lite = export.tflite(tmp_path / "run", tmp_path / "tflite")
     assert lite["max_abs_difference"] <= 1e-4 and lite["texts"] > 30

@@ -198,7 +198,7 @@ def test_early_stopping_on_accuracy_keeps_the_most_accurate_epoch(tmp_path):
 def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwarn):
     """`--dtype-policy mixed_float16` (GPU training): the model computes in float16 with float32
     weights (Keras scales the loss), learns, leaves Keras's global policy as it was, and the run
-    folder predicts (no warning about the loss-scaled optimizer, which load_run does not load)
+    folder predicts (without Keras's warning that the loss-scale optimizer does not load back)
     and converts to TFLite (computing in float32)."""
     from keras_textattn import export
     from keras_textattn.inference import predict
@@ -220,9 +220,13 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
     assert lite["max_abs_difference"] <= 1e-4 and lite["argmax_agreement"] == 1
     with pytest.raises(Exception, match="dtype_policy .* must be one of float32, mixed_float16, mixed_bfloat16"):
         train("scalable_attention", sst2_dev, str(tmp_path / "bad"), dtype_policy="float16", **SMALL)
+    from keras_textattn.models import DTYPE_POLICIES
     from keras_textattn.models import build_model
+    from keras_textattn_cli import DTYPE_POLICIES as CLI_DTYPE_POLICIES
 
-    with pytest.raises(ValueError, match="`dtype_policy` must be one of float32, mixed_float16, mixed_bfloat16"):
+    assert CLI_DTYPE_POLICIES == DTYPE_POLICIES  # the CLI spells them to keep --help light
+
+    with pytest.raises(ValueError, match="dtype_policy .* must be one of float32, mixed_float16, mixed_bfloat16"):
         build_model("lama", 2, dtype_policy="float16", vocabulary_size=10, sequence_length=8)
     assert build_model("lama", 2, dtype_policy="mixed_bfloat16", vocabulary_size=10,
                        sequence_length=8).get_layer("attention").compute_dtype == "bfloat16"
