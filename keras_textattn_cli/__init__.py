@@ -202,7 +202,8 @@ def _parser():
 
     predict = subcommand("predict", help="label texts with a trained run (or an exported SavedModel)")
     predict.add_argument("--run", required=True, help="a run folder written by `train`, or a SavedModel folder")
-    predict.add_argument("texts", nargs="*", help="texts to label (printed)")
+    predict.add_argument("texts", nargs="*", help="texts to label (printed); - reads them from standard input, "
+                                                  "one per line, labelled in batches as they come")
     predict.add_argument("--data", help="a CSV/TSV file (plain or .gz) to label, read in batches")
     predict.add_argument("--output", help="with --data: the predictions, .csv or .jsonl (one row per input row, "
                                           "in order, written atomically)")
@@ -224,7 +225,7 @@ def _parser():
 
     explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
-    explain.add_argument("texts", nargs="*", help="texts to explain")
+    explain.add_argument("texts", nargs="*", help="texts to explain; - reads them from standard input, one per line")
     explain.add_argument("--data", help="also explain the texts of a CSV/TSV file (plain or .gz)")
     _file_format_arguments(explain, labels=False)
     explain.add_argument("--limit", type=int, default=1000, help="at most this many rows of --data")
@@ -377,16 +378,30 @@ def _text_column(args, default="text"):
     return args.text_column[0] if len(args.text_column) == 1 else args.text_column
 
 
+def _stdin_lines():
+    """Lines of standard input without their line ends, read as they come; bytes that are not
+    UTF-8 become U+FFFD (as the encoder reads them)."""
+    for line in sys.stdin.buffer:
+        yield line.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
 def _predict(args):
     from keras_textattn import inference
     from keras_textattn.errors import UserError
 
-    if bool(args.data) == bool(args.texts):
-        raise UserError("give texts to label, or --data FILE (with --output), not both")
+    if args.data and args.texts:
+        raise UserError("give texts to label or --data FILE, not both")
+    if not args.data and not args.texts:
+        raise UserError("give texts to label (- reads them from standard input, one per line), or --data FILE "
+                        "with --output")
     if args.texts:
-        for text, row in zip(args.texts, inference.predict(args.run, args.texts, top_k=args.top_k)):
-            top = ", ".join(f"{label} {p:.3f}" for label, p in row["top"])
-            print(f"{top}  <- {text[:60]!r}")
+        inference._check_batch_size(args.batch_size)
+        classifier = inference.Classifier(args.run)
+        texts = _stdin_lines() if args.texts == ["-"] else iter(args.texts)
+        while batch := list(itertools.islice(texts, args.batch_size)):
+            for text, row in zip(batch, classifier.predict(batch, top_k=args.top_k)):
+                top = ", ".join(f"{label} {p:.3f}" for label, p in row["top"])
+                print(f"{top}  <- {text[:60]!r}", flush=True)
         return 0
     if not args.output:
         raise UserError("--data needs --output (a .csv or .jsonl file for the predictions)")
@@ -419,7 +434,7 @@ def _explain(args):
     from keras_textattn.explain import top_tokens
     from keras_textattn.explain import write_top_tokens
 
-    texts = list(args.texts)
+    texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
         file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
         texts += itertools.islice((text for _, batch in text_batches(file, 256) for text in batch), args.limit)

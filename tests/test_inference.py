@@ -2,6 +2,7 @@
 
 import csv
 import gzip
+import io
 import json
 import os
 import signal
@@ -81,6 +82,9 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--text-column", "body"],
          "no column 'body'"),
         (["--data", str(tmp_path / "t.csv")], "--data needs --output"),
+        ([], "give texts to label (- reads them from standard input, one per line), or --data FILE"),
+        (["some text", "--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv")], "not both"),
+        (["some text", "--batch-size", "0"], "batch-size must be a positive whole number; got 0"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.txt")], "must end in .csv or .jsonl"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--batch-size", "0"],
          "batch-size must be a positive whole number; got 0"),
@@ -94,6 +98,19 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
         error = capsys.readouterr().err.strip().splitlines()
         assert len(error) == 1 and message in error[0], error
         assert not os.path.exists(tmp_path / "o.csv")
+
+
+def test_predict_cli_reads_standard_input_in_batches(lama_run, monkeypatch, capsys):
+    """`-` labels each line of standard input (in batches of --batch-size, as the lines come);
+    bytes that are not UTF-8 are replaced, an empty line is labelled like an empty text."""
+    lines = [b"stocks fell sharply on wall street", b"the team won the cup \xff\xfe final", b"", b"new chip from intel"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n".join(lines) + b"\r\n")))
+    assert main(["predict", "--run", str(lama_run), "--batch-size", "3", "-"]) == 0
+    from_stdin = capsys.readouterr().out.splitlines()
+    texts = [line.decode("utf-8", errors="replace") for line in lines]
+    assert main(["predict", "--run", str(lama_run), *texts]) == 0
+    assert from_stdin == capsys.readouterr().out.splitlines()
+    assert len(from_stdin) == 4 and from_stdin[0].startswith("Business ") and "\ufffd" in from_stdin[1]
 
 
 def test_a_killed_predict_leaves_no_output(lama_run, test_rows, tmp_path):
