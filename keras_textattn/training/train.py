@@ -219,6 +219,25 @@ def _check_positive(**values):
             raise RunError(f"{name.replace('_', '-')} must be a positive number; got {value!r}")
 
 
+def choose_lengths_saying_so(spec, options, texts, verbose):
+    """`choose_open_lengths` for `spec`'s encoder `options` on the training `texts`, printing (when
+    `verbose`) what was chosen and, when the length stopped at the model's most, how many texts it cuts."""
+    chosen = choose_open_lengths(options, texts, longest=spec.longest_text)
+    if chosen and verbose:
+        print("Chosen from the training texts (95th percentile; give --sequence-length"
+              f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "
+              + ", ".join(f"{name} {value}" for name, value in chosen.items()))
+    length = chosen.get("sequence_length")
+    if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
+        # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
+        share, whole = texts_cut(texts, length)
+        if share > 0.05:
+            print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
+                  f"default and are cut; --sequence-length {whole} reads 95% of them whole (slower; on IMDB, 768 "
+                  "tokens instead of 256 gave about 2 points: BENCHMARKS.md)")
+    return chosen
+
+
 def train(
     model="lama",
     data=None,
@@ -488,19 +507,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
             "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets")
             if arguments[k] is not None})
-        chosen = choose_open_lengths(options, dataset["train"], longest=spec.longest_text)
-        if chosen and verbose:
-            print("Chosen from the training texts (95th percentile; give --sequence-length"
-                  f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "
-                  + ", ".join(f"{name} {value}" for name, value in chosen.items()))
-        length = chosen.get("sequence_length")
-        if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
-            # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
-            share, whole = texts_cut(dataset["train"], length)
-            if share > 0.05:
-                print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
-                      f"default and are cut; --sequence-length {whole} reads 95% of them whole (slower; on IMDB, 768 "
-                      "tokens instead of 256 gave about 2 points: BENCHMARKS.md)")
+        chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose)
         try:
             encoder = TextEncoder(**{**options, **chosen})
         except ValueError as error:

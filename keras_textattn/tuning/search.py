@@ -24,12 +24,12 @@ from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
-from keras_textattn.text import choose_open_lengths
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
+from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import load_config
@@ -249,7 +249,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         spec = get_spec(config.model)
         largest = config.largest_vocabulary()
         options = spec.encoder_options(config.fixed, **config.encoder, **({"max_tokens": largest} if largest else {}))
-        encoder = TextEncoder(**{**options, **choose_open_lengths(options, dataset["train"], longest=spec.longest_text)})
+        encoder = TextEncoder(**{**options, **choose_lengths_saying_so(spec, options, dataset["train"], verbose)})
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)

@@ -64,7 +64,7 @@ def test_no_tokens_gives_the_smallest_shape(empty):
 
 def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path, capsys):
     """IMDB's reviews are longer than the 256 tokens LAMA reads by default: the share cut and the
-    length that holds 95% whole are measured on the texts (and printed by `train`)."""
+    length that holds 95% whole are measured on the texts (and printed by `train` and `tune`)."""
     from keras_textattn.text.lengths import texts_cut
 
     imdb = load_dataset(LocalFile(str(shared_data / "imdb" / "train.csv.gz")), splits=("train",))["train"]
@@ -83,7 +83,18 @@ def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path
     path.write_text("label,text\n" + "".join(f'{label},"{text.replace(chr(34), chr(39))}"\n' for label, text in rows))
     train("lama", str(path), str(tmp_path / "run"), epochs=1, max_tokens=500, verbose=1,
           model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
-    printed = capsys.readouterr().out
-    assert "Chosen from the training texts (95th percentile; give --sequence-length to set): sequence_length 256" in printed
-    assert "of the training texts are longer than the 256 tokens lama reads by default and are cut; " \
-           "--sequence-length" in printed
+    printed = {"train": capsys.readouterr().out}
+    # A search whose config leaves the length open says the same.
+    from keras_textattn.tuning import tune
+
+    config = tmp_path / "lama.yaml"
+    config.write_text("model: lama\ntuner: {max_trials: 1, epochs: 1}\nencoder: {max_tokens: 500}\n"
+                      "fixed: {embedding_dim: 8, gru_units: 4, mlp_units: 8}\n"
+                      "hyperparameters:\n  num_heads: {type: int, min: 1, max: 2, default: 2}\n")
+    tune(config, str(path), tmp_path / "search", verbose=1)
+    printed["tune"] = capsys.readouterr().out
+    for command, lines in printed.items():
+        assert "Chosen from the training texts (95th percentile; give --sequence-length to set): sequence_length 256" \
+            in lines, command
+        assert "of the training texts are longer than the 256 tokens lama reads by default and are cut; " \
+               "--sequence-length" in lines, command
