@@ -159,6 +159,9 @@ def load_run(folder):
     folder = os.fspath(folder)
     paths = {name: os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")}
     missing = [name for name, path in paths.items() if not os.path.exists(path)]
+    if missing and os.path.exists(os.path.join(folder, "saved_model.pb")):
+        raise RunError(f"{folder} is an exported SavedModel, which keeps only the predictions; give the run folder "
+                       "it was exported from")
     if missing:
         raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
     model = _load_keras_file(paths["model.keras"])

@@ -129,6 +129,11 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert _png_size(tmp_path / "a.png") == (1200, 400)
     assert main(["explain", "--run", str(tmp_path / "missing"), "x"]) == 2
     assert "is not a finished run folder" in capsys.readouterr().err
+    (tmp_path / "exported").mkdir()  # a SavedModel folder has no attention scores to show
+    (tmp_path / "exported" / "saved_model.pb").write_bytes(b"")
+    assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
+    assert "is an exported SavedModel, which keeps only the predictions; give the run folder it was exported from" \
+        in capsys.readouterr().err
 
 
 def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, capsys):
