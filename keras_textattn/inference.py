@@ -1,8 +1,8 @@
 """Labels for new texts (`predict`, `predict_file`) and where a model goes wrong (`evaluate`).
 
-Both read a run folder of `train`, or a SavedModel written by `export.saved_model`
-(TensorFlow backend), and write atomically: a killed `predict_file` or `evaluate` leaves no
-partial output. `predict_file` streams its input in batches (a 1 GB file is never held in
+Both read a run folder of `train`, a SavedModel written by `export.saved_model` or a TFLite
+folder written by `export.tflite` (TensorFlow backend), and write atomically: a killed
+`predict_file` or `evaluate` leaves no partial output. `predict_file` streams its input in batches (a 1 GB file is never held in
 memory); `evaluate` holds its file's texts and labels (it reports on all of them at once).
 """
 
@@ -36,7 +36,10 @@ class Classifier:
     """A trained classifier: raw texts to class probabilities.
 
     Args:
-        path: a run folder of `train`, or a SavedModel folder of `export.saved_model`.
+        path: a run folder of `train`, a SavedModel folder of `export.saved_model`, or a
+            folder of `export.tflite` (or its `model.tflite`): the TFLite model runs in the
+            LiteRT interpreter, one text per call, on the ids of `export.ClientTokenizer`,
+            as a device runs it (to measure what quantisation costs on your own data).
 
     Attributes:
         label_names: class names, index = label id.
@@ -44,26 +47,33 @@ class Classifier:
 
     def __init__(self, path):
         path = os.fspath(path)
+        if path.endswith(".tflite") and os.path.isfile(path):
+            path = os.path.dirname(path) or "."
         if os.path.isfile(os.path.join(path, "saved_model.pb")):
             serve = tf.saved_model.load(path).signatures["serving_default"]
-            self._probabilities = lambda texts: serve(text=texts)["probabilities"]
-            labels_path = os.path.join(path, SAVED_MODEL_LABELS)
-            if not os.path.isfile(labels_path):
-                raise RunError(f"{path} has no {SAVED_MODEL_LABELS} (an export of an older version); export the run again")
-            with open(labels_path, encoding="utf-8") as handle:
-                self.label_names = json.load(handle)
+            self._probabilities = lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"]
+            self.label_names = _read_labels(path, SAVED_MODEL_LABELS)
+        elif os.path.isfile(os.path.join(path, "model.tflite")):
+            from ai_edge_litert.interpreter import Interpreter
+
+            from keras_textattn.export.client import ClientTokenizer
+
+            tokenizer = ClientTokenizer(path)
+            runner = Interpreter(model_path=os.path.join(path, "model.tflite")).get_signature_runner()
+            self._probabilities = lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts]
+            self.label_names = _read_labels(path, "labels.json")
         elif os.path.isdir(path):
             model, encoder, self.label_names = load_run(path)
-            self._probabilities = tf.function(lambda texts: model(encoder(texts), training=False),
-                                              reduce_retracing=True)
+            call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
+            self._probabilities = lambda texts: call(tf.constant(texts, tf.string))
         else:
-            raise RunError(f"{path} is neither a run folder nor a SavedModel folder")
+            raise RunError(f"{path} is neither a run folder nor an exported SavedModel or TFLite folder")
 
     def probabilities(self, texts):
         """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included)."""
         if not len(texts):
             return np.zeros((0, len(self.label_names)), "float32")
-        return np.asarray(self._probabilities(tf.constant(list(texts), tf.string)))
+        return np.asarray(self._probabilities(list(texts)), "float32")
 
     def predict(self, texts, top_k=1):
         """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
@@ -75,6 +85,14 @@ class Classifier:
             top = [(self.label_names[i], float(probabilities[i])) for i in order]
             rows.append({"label": top[0][0], "probability": top[0][1], "top": top})
         return rows
+
+
+def _read_labels(folder, name):
+    path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        raise RunError(f"{folder} has no {name} (an export of an older version); export the run again")
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def _check_batch_size(batch_size):
@@ -89,7 +107,7 @@ def _check_top_k(top_k, classes):
 
 
 def predict(run, texts, *, top_k=1):
-    """Labels for `texts` (a list of strings) from a run folder or SavedModel: see `Classifier.predict`."""
+    """Labels for `texts` (a list of strings) from a run folder or an export: see `Classifier`."""
     return Classifier(run).predict(list(texts), top_k=top_k)
 
 
@@ -98,7 +116,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     """Label every row of a CSV/TSV file (plain or gzip) and write one row per input row, in order.
 
     Args:
-        run: a run folder or SavedModel folder.
+        run: a run folder, or a SavedModel or TFLite folder (`Classifier`).
         data: the input file; `text_column` (name or index, or a list joined with a space),
             `header`, `delimiter` as for `LocalFile`. `id_column`: a column carried over to
             the output (default: a column named "id" when the file has one).
@@ -157,7 +175,7 @@ def _csv_header(top_k):
 
 def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, label_offset=0,
              batch_size=256, mistakes=20, overwrite=False):
-    """Score a run folder or SavedModel on a labelled file and write a report folder.
+    """Score a run folder or an export (`Classifier`) on a labelled file and write a report folder.
 
     Labels are matched to the model's class names; a file of integer labels 0..n-1 (after
     `label_offset`) is read as label ids. Labels the model never saw are an error.

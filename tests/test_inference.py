@@ -74,6 +74,33 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
     assert all(abs(sum(p for _, p in r["top"]) - 1) < 1e-4 for r in outputs["run"])
 
 
+def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test_rows, tmp_path):
+    """A TFLite export runs in the LiteRT interpreter on the client tokenizer's ids: float gives the
+    run folder's probabilities (hostile texts included), dynamic quantisation is scored on the
+    same rows, which is what a user checks before shipping it."""
+    from keras_textattn.export import tflite
+
+    texts, labels = test_rows
+    texts = texts[:300] + ["", "\x00 <b>NUL</b> and tags", "oil " * 5000]
+    expected = inference.Classifier(lama_run).probabilities(texts)
+    for quantization in (None, "dynamic"):
+        folder = tmp_path / f"tflite-{quantization}"
+        tflite(lama_run, folder, quantization=quantization)
+        classifier = inference.Classifier(folder / "model.tflite")  # the file or its folder
+        assert classifier.label_names == inference.Classifier(folder).label_names == ["World", "Sports", "Business",
+                                                                                      "Sci/Tech"]
+        predicted = classifier.probabilities(texts)
+        assert predicted.shape == expected.shape and np.all(np.isfinite(predicted))
+        if quantization is None:
+            np.testing.assert_allclose(predicted, expected, atol=1e-4)
+        assert np.mean(predicted.argmax(-1) == expected.argmax(-1)) >= 0.98
+    data = tmp_path / "test.csv"
+    _write_csv(data, ["label", "text"], zip(labels[:300], texts[:300]))
+    scores = {name: inference.evaluate(source, str(data), str(tmp_path / name))["accuracy"]
+              for name, source in (("run", lama_run), ("int8", str(tmp_path / "tflite-dynamic")))}
+    assert abs(scores["run"] - scores["int8"]) <= 0.02 and scores["run"] > 0.5, scores
+
+
 def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
     assert main(["predict", "--run", str(lama_run), "--top-k", "2", "stocks fell sharply on wall street"]) == 0
     assert capsys.readouterr().out.startswith("Business ")

@@ -107,7 +107,7 @@ def test_help_and_argument_errors_answer_without_tensorflow():
     quiet = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
                            capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
-        "keras-textattn: error: no/such/run is neither a run folder nor a SavedModel folder"]
+        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"]
 
 
 def test_an_internal_error_keeps_its_traceback(monkeypatch, tmp_path):
