@@ -40,6 +40,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Results: {output}" in result.stdout
+    assert "━" not in result.stdout and "val_accuracy: " in result.stdout  # to a pipe: a line per epoch, no bar
     search = json.loads((tmp_path / "run-search" / "best" / "metrics.json").read_text())
     assert search["dtype_policy"] == "mixed_bfloat16"  # the search trains as the run does
     metrics = json.loads((output / "metrics.json").read_text())

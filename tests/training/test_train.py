@@ -157,6 +157,18 @@ def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
     assert model(encoder(texts)).shape == (2, 2)
 
 
+def test_progress_written_to_a_file_is_one_line_per_epoch(shared_data, tmp_path, capsys):
+    """Captured here as in a log file or a pipe (not a terminal): no progress bar redrawn per step."""
+    args = ["train", *[a for a in SMALL_SCALABLE if a != "--quiet"], "--data", str(shared_data / "sst2" / "dev.csv.gz"),
+            "--output", str(tmp_path / "run"), "--epochs", "2"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "━" not in printed and "\r" not in printed
+    epochs = [line for line in printed.splitlines() if " - accuracy: " in line]
+    assert len(epochs) == 2 and all("val_accuracy: " in line for line in epochs), printed
+    assert "Epoch 1/2" in printed and "Epoch 2/2" in printed and len(printed.splitlines()) < 12, printed
+
+
 def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     """SST-2's own dev file validates; then every training row trains (none is held out). The
     optimizer options reach the saved model and metrics.json."""
