@@ -1,5 +1,8 @@
 import collections
 import gzip
+import os
+import socket
+import time
 
 import numpy as np
 import pytest
@@ -165,6 +168,40 @@ def test_tfds_several_text_features_are_joined(tmp_path):
 def test_unknown_tfds_name(tmp_path):
     with pytest.raises(ValueError, match="Unknown dataset 'no_such_dataset_xyz'"):
         load_dataset("no_such_dataset_xyz", data_dir=str(tmp_path))
+
+
+def _without_proxies(monkeypatch):
+    for name in [name for name in os.environ if name.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)
+
+
+def test_an_unreachable_source_is_found_in_seconds(monkeypatch):
+    """`.invalid` never resolves (RFC 2606); a listening local port takes the connection;
+    behind a proxy nothing is checked (the proxy connects)."""
+    from keras_textattn.datasets.loading import first_unreachable
+
+    _without_proxies(monkeypatch)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        assert first_unreachable([f"http://127.0.0.1:{port}/a.tgz", f"http://127.0.0.1:{port}/b.tgz"]) is None
+        assert first_unreachable([f"http://127.0.0.1:{port}/a.tgz", "https://data.invalid/c.zip"]).startswith(
+            "data.invalid: ")
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
+    assert first_unreachable(["https://data.invalid/c.zip"]) is None
+
+
+def test_an_unprepared_tfds_dataset_offline_fails_at_once(tmp_path, monkeypatch):
+    """TFDS's downloader retries an unreachable file for about 3.5 minutes; we answer in seconds."""
+    from keras_textattn.datasets.loading import first_unreachable
+
+    _without_proxies(monkeypatch)
+    if first_unreachable(["http://ai.stanford.edu/"]) is None:
+        pytest.skip("this machine reaches ai.stanford.edu (IMDB's source): the offline answer is tested where it cannot")
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"'imdb_reviews' is not prepared in .* and its source cannot be reached "
+                                         r"\(ai\.stanford\.edu: .*\)\. Without internet, pass a local file instead"):
+        load_dataset("imdb_reviews", data_dir=str(tmp_path))
+    assert time.monotonic() - start < 60
 
 
 # ---------------------------------------------------------- local bad input
