@@ -31,6 +31,17 @@ class SemanticSelfAttention(keras.layers.Layer):
 
     Returns:
         `(batch, time, features)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import SemanticSelfAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> semantic, weights = SemanticSelfAttention()(x, mask=mask, return_attention_scores=True)
+    >>> tuple(semantic.shape), tuple(weights.shape)
+    ((2, 6, 8), (2, 6, 6))
     """
 
     def __init__(self, epsilon=1e-6, **kwargs):
@@ -98,6 +109,17 @@ class CascadedSemanticPositional(keras.layers.Layer):
 
     Returns:
         `F`, `(batch, time, features)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import CascadedSemanticPositional
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> features, weights = CascadedSemanticPositional()(x, mask=mask, return_attention_scores=True)
+    >>> tuple(features.shape), sorted(weights), tuple(weights["positional"].shape)
+    ((2, 6, 8), ['positional', 'semantic'], (2, 6, 6))
     """
 
     def __init__(self, lstm_layers=1, epsilon=1e-6, **kwargs):
@@ -195,6 +217,19 @@ class MultiQueryAttention(keras.layers.Layer):
 
     Returns:
         `(batch, output_dim)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import MultiQueryAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> pooled, weights = MultiQueryAttention(num_queries=4, output_dim=5)(x, mask=mask, return_attention_scores=True)
+    >>> tuple(pooled.shape), tuple(weights.shape)
+    ((2, 5), (2, 4, 6))
+    >>> float(ops.convert_to_numpy(weights)[1, :, 4:].max())  # padding gets no weight
+    0.0
     """
 
     def __init__(self, num_queries=16, output_dim=None, kernel_initializer="glorot_uniform", **kwargs):

@@ -133,6 +133,19 @@ class TextAxialSelfAttention(_AxialSelfAttention):
 
     Returns:
         `H^t` of shape `(batch, time, features)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import TextAxialSelfAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> hidden, weights = TextAxialSelfAttention()(x, mask=mask, return_attention_scores=True)
+    >>> tuple(hidden.shape), tuple(weights.shape)
+    ((2, 6, 8), (2, 6, 8))
+    >>> float(np.abs(ops.convert_to_numpy(hidden)[1, 4:]).max())  # padded steps are zero
+    0.0
     """
 
     def __init__(
@@ -226,6 +239,17 @@ class FeatureAxialSelfAttention(_AxialSelfAttention):
 
     Returns:
         `H^f` of shape `(batch, time, features)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import FeatureAxialSelfAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> hidden, weights = FeatureAxialSelfAttention()(x, mask=mask, return_attention_scores=True)
+    >>> tuple(hidden.shape), tuple(weights.shape)
+    ((2, 6, 8), (2, 6, 8))
     """
 
     def build(self, input_shape):
@@ -289,6 +313,19 @@ class DualAxialSelfAttention(keras.layers.Layer):
     Returns:
         `u` of shape `(batch, features)`, or `(batch, time, features)` with
         `return_sequences=True`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import DualAxialSelfAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> summary, maps = DualAxialSelfAttention()(x, mask=mask, return_attention_scores=True)
+    >>> tuple(summary.shape), sorted(maps), tuple(maps["text"].shape)
+    ((2, 8), ['feature', 'text'], (2, 6, 8))
+    >>> tuple(DualAxialSelfAttention(use_feature_axis=False, return_sequences=True)(x, mask=mask).shape)
+    (2, 6, 8)
     """
 
     def __init__(

@@ -147,6 +147,19 @@ class ConvMultiheadSelfAttention(_ConvAttentionBase):
 
     Returns:
         `(batch, time, d)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import ConvMultiheadSelfAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> hidden, weights = ConvMultiheadSelfAttention(num_heads=2)(x, mask=mask, return_attention_scores=True)
+    >>> tuple(hidden.shape), tuple(weights.shape)
+    ((2, 6, 8), (2, 2, 6, 6))
+    >>> float(ops.convert_to_numpy(weights)[1, :, :, 4:].max())  # no query attends to padding
+    0.0
     """
 
     def __init__(self, num_heads=8, units=None, value_activation="elu", **kwargs):
@@ -211,6 +224,17 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
 
     Returns:
         `(batch, time, d)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import ParallelConvMultiheadSelfAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> hidden, weights = ParallelConvMultiheadSelfAttention(num_heads=2)(x, mask=mask, return_attention_scores=True)
+    >>> tuple(hidden.shape), sorted(weights), tuple(weights["elu"].shape)
+    ((2, 6, 8), ['elu', 'tanh'], (2, 2, 6, 6))
     """
 
     def __init__(
@@ -301,6 +325,19 @@ class ConvMultiheadTargetAttention(_ConvAttentionBase):
 
     Returns:
         `(batch, d)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import ConvMultiheadTargetAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> summary, weights = ConvMultiheadTargetAttention(num_heads=2, units=4)(x, mask=mask, return_attention_scores=True)
+    >>> tuple(summary.shape), tuple(weights.shape)
+    ((2, 4), (2, 2, 6))
+    >>> ops.convert_to_numpy(weights)[1].sum(axis=-1).round(4).tolist()  # each head sums to 1 over the real tokens
+    [1.0, 1.0]
     """
 
     def __init__(self, num_heads=8, units=None, target_initializer="glorot_uniform", **kwargs):

@@ -49,6 +49,22 @@ class LAMA(keras.layers.Layer):
 
     Returns:
         `S`: `(batch, heads, features)`, or `(batch, heads * features)` if `flatten`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import LAMA
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> summary, scores = LAMA(num_heads=3)(x, mask=mask, return_attention_scores=True)
+    >>> tuple(summary.shape), tuple(scores.shape)
+    ((2, 3, 8), (2, 3, 6))
+    >>> float(ops.convert_to_numpy(scores)[1, :, 4:].max())  # padding gets no weight
+    0.0
+    >>> context = x.mean(axis=1)  # LAMA+ctx: a context vector per text instead of the learned one
+    >>> tuple(LAMA(num_heads=3, flatten=True)(x, context=context, mask=mask).shape)
+    (2, 24)
     """
 
     def __init__(

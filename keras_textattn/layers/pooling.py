@@ -12,6 +12,17 @@ class MaskedGlobalMaxPooling1D(keras.layers.Layer):
 
     Keras's `GlobalMaxPooling1D` ignores masks, so padding could win the max.
     An all-padding text gives zeros.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import MaskedGlobalMaxPooling1D
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> x[1, 4:] = 100.0  # large values at the padded steps...
+    >>> bool((ops.convert_to_numpy(MaskedGlobalMaxPooling1D()(x, mask=mask))[1] < 100).all())  # ...never win
+    True
     """
 
     def __init__(self, **kwargs):
@@ -39,6 +50,17 @@ class MaskedGlobalAveragePooling1D(keras.layers.Layer):
 
     Unlike Keras's `GlobalAveragePooling1D`, which divides by zero (NaN) for a text
     that is all padding, an all-padding text gives zeros.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import MaskedGlobalAveragePooling1D
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> pooled = ops.convert_to_numpy(MaskedGlobalAveragePooling1D()(x, mask=mask))
+    >>> bool(np.allclose(pooled[1], x[1, :4].mean(axis=0), atol=1e-6))  # the mean of the real steps
+    True
     """
 
     def __init__(self, **kwargs):

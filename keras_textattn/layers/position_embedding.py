@@ -22,6 +22,16 @@ class PositionEmbedding(keras.layers.Layer):
 
     Returns:
         `(batch, time, features)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import PositionEmbedding
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> tuple(PositionEmbedding(max_length=6)(x).shape)
+    (2, 6, 8)
     """
 
     def __init__(self, max_length, initializer="glorot_uniform", **kwargs):

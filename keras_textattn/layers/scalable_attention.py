@@ -48,6 +48,28 @@ class ScalableAttention(keras.layers.Layer):
 
     Returns:
         `(batch, features)`, and `alpha` if asked.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_textattn.layers import ScalableAttention
+    >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
+    >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
+    >>> summary, alpha = ScalableAttention()(x, mask=mask, return_attention_scores=True)
+    >>> tuple(summary.shape), tuple(alpha.shape)
+    ((2, 8), (2, 6))
+    >>> float(ops.convert_to_numpy(alpha)[1, 4:].max())  # padding gets no weight
+    0.0
+
+    In a classifier (the time length must be static):
+
+    >>> import keras
+    >>> tokens = keras.Input((6,), dtype="int32")
+    >>> embedded = keras.layers.Embedding(1000, 8, mask_zero=True)(tokens)
+    >>> probabilities = keras.layers.Dense(2, activation="softmax")(ScalableAttention()(embedded))
+    >>> keras.Model(tokens, probabilities).output_shape
+    (None, 2)
     """
 
     def __init__(
