@@ -333,7 +333,8 @@ class ConvMultiheadTargetAttention(_ConvAttentionBase):
     >>> from keras_textattn.layers import ConvMultiheadTargetAttention
     >>> x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype("float32")  # (batch, time, features)
     >>> mask = np.array([[True] * 6, [True] * 4 + [False] * 2])  # the second text has 2 padded steps
-    >>> summary, weights = ConvMultiheadTargetAttention(num_heads=2, units=4)(x, mask=mask, return_attention_scores=True)
+    >>> layer = ConvMultiheadTargetAttention(num_heads=2, units=4)
+    >>> summary, weights = layer(x, mask=mask, return_attention_scores=True)
     >>> tuple(summary.shape), tuple(weights.shape)
     ((2, 4), (2, 2, 6))
     >>> ops.convert_to_numpy(weights)[1].sum(axis=-1).round(4).tolist()  # each head sums to 1 over the real tokens
