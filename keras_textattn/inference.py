@@ -2,8 +2,9 @@
 
 Both read a run folder of `train`, a SavedModel written by `export.saved_model` or a TFLite
 folder written by `export.tflite` (TensorFlow backend), and write atomically: a killed
-`predict_file` or `evaluate` leaves no partial output. `predict_file` streams its input in batches (a 1 GB file is never held in
-memory); `evaluate` holds its file's texts and labels (it reports on all of them at once).
+`predict_file` or `evaluate` leaves no partial output. `predict_file` streams its input in
+batches (a 1 GB file is never held in memory); `evaluate` holds its file's texts and labels
+(it reports on all of them at once).
 """
 
 import csv

@@ -201,7 +201,7 @@ def _parser():
     tune.add_argument("--quiet", action="store_true", help="no progress bars (as for train)")
     _data_arguments(tune)
 
-    predict = subcommand("predict", help="label texts with a trained run (or an exported SavedModel)")
+    predict = subcommand("predict", help="label texts with a trained run (or its SavedModel or TFLite export)")
     predict.add_argument("--run", required=True, help="a run folder written by `train`, or a folder written by `export` "
                                                          "(SavedModel or TFLite)")
     predict.add_argument("texts", nargs="*", help="texts to label (printed); - reads them from standard input, "
