@@ -114,7 +114,8 @@ def predict(run, texts, *, top_k=1):
 
 def predict_file(run, data, output, *, text_column="text", id_column=None, header=True, delimiter=None, top_k=1,
                  batch_size=256, overwrite=False, verbose=1):
-    """Label every row of a CSV/TSV file (plain or gzip) and write one row per input row, in order.
+    """Label every row of a CSV/TSV, JSONL or TFRecord file (plain or gzip) and write one row per
+    input row, in order.
 
     Args:
         run: a run folder, or a SavedModel or TFLite folder (`Classifier`).

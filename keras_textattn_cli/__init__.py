@@ -206,7 +206,7 @@ def _parser():
                                                          "(SavedModel or TFLite)")
     predict.add_argument("texts", nargs="*", help="texts to label (printed); - reads them from standard input, "
                                                   "one per line, labelled in batches as they come")
-    predict.add_argument("--data", help="a CSV/TSV file (plain or .gz) to label, read in batches")
+    predict.add_argument("--data", help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) to label, read in batches")
     predict.add_argument("--output", help="with --data: the predictions, .csv or .jsonl (one row per input row, "
                                           "in order, written atomically)")
     _file_format_arguments(predict, labels=False)
@@ -219,7 +219,7 @@ def _parser():
     evaluate = subcommand("evaluate", help="score a trained run on a labelled file: F1, confusion, mistakes")
     evaluate.add_argument("--run", required=True, help="a run folder written by `train`, or a folder written by `export` "
                                                          "(SavedModel or TFLite)")
-    evaluate.add_argument("--data", required=True, help="a labelled CSV/TSV file (plain or .gz)")
+    evaluate.add_argument("--data", required=True, help="a labelled CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     evaluate.add_argument("--output", required=True, help="the report folder: metrics.json, report.md, confusion.png")
     _file_format_arguments(evaluate, labels=True)
     evaluate.add_argument("--mistakes", type=int, default=20, help="the most confident mistakes to list")
@@ -229,7 +229,7 @@ def _parser():
     explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain; - reads them from standard input, one per line")
-    explain.add_argument("--data", help="also explain the texts of a CSV/TSV file (plain or .gz)")
+    explain.add_argument("--data", help="also explain the texts of a CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     _file_format_arguments(explain, labels=False)
     explain.add_argument("--limit", type=int, default=1000, help="at most this many rows of --data")
     explain.add_argument("--show", type=int, default=20, help="texts printed (the files written have them all)")

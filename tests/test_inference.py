@@ -5,6 +5,7 @@ import gzip
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from sklearn import metrics as sk
 
 from keras_textattn import inference
@@ -189,6 +191,40 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
 
     with Image.open(tmp_path / "report" / "confusion.png") as image:
         assert image.size[0] > 300 and len(set(image.convert("RGB").getdata())) > 20  # a heatmap, not a blank
+
+
+def test_jsonl_and_tfrecord_files_are_read_as_training_reads_them(lama_run, test_rows, tmp_path):
+    """predict and evaluate read JSONL and TFRecord (plain or gzip) by key, as `train` streams them:
+    the same scores as the CSV file of the same rows, ids carried over, bad rows named."""
+    texts, labels = test_rows
+    _write_csv(tmp_path / "test.csv", ["id", "label", "text"], zip(range(300), labels[:300], texts[:300]))
+    with open(tmp_path / "test.jsonl", "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps({"id": i, "label": label, "text": text}) + "\n\n"  # blank lines are no rows
+                          for i, (label, text) in enumerate(zip(labels[:300], texts[:300])))
+    with tf.io.TFRecordWriter(str(tmp_path / "test.tfrecord.gz"), options="GZIP") as writer:
+        for label, text in zip(labels[:300], texts[:300]):
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "body": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+                "class": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))})).SerializeToString())
+    expected = inference.evaluate(lama_run, str(tmp_path / "test.csv"), str(tmp_path / "csv"))
+    for name, columns in (("test.jsonl", {}), ("test.tfrecord.gz", {"text_column": "body", "label_column": "class"})):
+        result = inference.evaluate(lama_run, str(tmp_path / name), str(tmp_path / name.split(".")[1]), **columns)
+        assert (result["rows"], result["accuracy"], result["confusion_matrix"]) == (
+            300, expected["accuracy"], expected["confusion_matrix"]), name
+    inference.predict_file(lama_run, str(tmp_path / "test.jsonl"), str(tmp_path / "jsonl.csv"), verbose=0)
+    inference.predict_file(lama_run, str(tmp_path / "test.csv"), str(tmp_path / "csv.csv"), verbose=0)
+    assert (tmp_path / "jsonl.csv").read_text() == (tmp_path / "csv.csv").read_text()
+    assert (tmp_path / "jsonl.csv").read_text().startswith("id,label,probability\n0,")
+    (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n{"text": "no end"\n')
+    (tmp_path / "list.jsonl").write_text('{"text": "fine"}\n[1, 2]\n')
+    cases = [("bad.jsonl", {}, "bad.jsonl, row 2: not valid JSON"),
+             ("list.jsonl", {}, "list.jsonl, row 2: expected a JSON object, found list"),
+             ("test.jsonl", {"text_column": "body"}, "test.jsonl, row 1: no key 'body'; keys: ['id', 'label', 'text']"),
+             ("test.jsonl", {"text_column": 2}, "its rows are read by key; give a column name, not the index 2")]
+    for name, columns, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            inference.predict_file(lama_run, str(tmp_path / name), str(tmp_path / "out.csv"), verbose=0, **columns)
+        assert not (tmp_path / "out.csv").exists()
 
 
 def test_report_keeps_one_table_row_per_mistake(lama_run, test_rows, tmp_path):

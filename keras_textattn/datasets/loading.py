@@ -10,6 +10,7 @@ import gzip
 import io
 import itertools
 import os
+import re
 import socket
 import typing
 import urllib.parse
@@ -477,7 +478,7 @@ def read_labelled_texts(file):
         row's 1-based line number in the file, for error messages, and each row's stripped
         value of `file.group_column` ("" for every row without one).
     """
-    with _csv_table(file) as table:
+    with _table(file) as table:
         text_index = [table.index(c) for c in file.text_columns()]
         label_index = table.index(file.label_column)
         group_index = None if file.group_column is None else table.index(file.group_column)
@@ -514,7 +515,7 @@ def text_batches(file, batch_size, id_column=None):
     """The texts of a `LocalFile` (its label column unused), read as a stream: `(ids, texts)`
     lists of up to `batch_size` rows, in file order; `ids` holds `id_column`'s values (default:
     a column named "id" when the header has one), or is None without such a column."""
-    with _csv_table(file) as table:
+    with _table(file) as table:
         text_index = [table.index(c) for c in file.text_columns()]
         if id_column is None and table.header is not None and "id" in table.header:
             id_column = "id"
@@ -541,6 +542,72 @@ class _Table(typing.NamedTuple):
 
     def index(self, column):
         return column_index(self.path, self.header, self.width, column)
+
+
+def _table(file):
+    """Open a `LocalFile` as a `_Table` of its format: CSV / TSV by column, JSONL / TFRecord by key."""
+    kind = file_format(os.fspath(file.path))
+    return _keyed_table(file, kind) if kind in ("jsonl", "tfrecord") else _csv_table(file)
+
+
+class _KeyedTable(typing.NamedTuple):
+    """An open JSONL or TFRecord file as a `_Table`: columns are keys (feature names), `header`
+    the first row's; rows `(row number, _KeyedRecord)`, blank JSONL lines skipped."""
+
+    path: str
+    header: list
+    rows: typing.Iterator
+
+    def index(self, column):
+        if not isinstance(column, str):
+            raise DataError(f"{self.path}: its rows are read by key; give a column name, not the index {column!r}")
+        return column
+
+
+class _KeyedRecord:
+    """One JSONL object or tf.train.Example; `record[key]` is its text as the streamed reader
+    reads it (`streaming.json_text` / `feature_text`), or a `DataError` naming file and row."""
+
+    def __init__(self, path, number, kind, raw):
+        from keras_textattn.datasets import streaming  # it imports this module
+
+        self.path, self.number = path, number
+        try:
+            self._fields = streaming.parse_keyed(kind, raw)
+        except ValueError as problem:
+            raise DataError(f"{path}, row {number}: {problem}") from None
+        self._text = streaming.json_text if kind == "jsonl" else streaming.feature_text
+
+    def keys(self):
+        return sorted(self._fields)
+
+    def __getitem__(self, key):
+        try:
+            return self._text(self._fields, key)
+        except ValueError as problem:
+            raise DataError(f"{self.path}, row {self.number}: {problem}") from None
+
+
+@contextlib.contextmanager
+def _keyed_table(file, kind):
+    path = os.fspath(file.path)
+    if not os.path.isfile(path):
+        raise DataError(f"Data file not found: {path!r}")
+    if kind == "tfrecord":
+        records = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz") else "")
+        numbered = enumerate(records.as_numpy_iterator(), 1)
+    else:
+        numbered = ((number, line) for number, line in enumerate(open_text(path), 1) if line.strip())
+    try:
+        rows = ((number, _KeyedRecord(path, number, kind, raw)) for number, raw in numbered)
+        first = next(rows, None)
+        if first is None:
+            raise DataError(f"{path}: the file is empty")
+        yield _KeyedTable(path, first[1].keys(), itertools.chain([first], rows))
+    except (EOFError, gzip.BadGzipFile, zlib.error, tf.errors.DataLossError) as error:
+        # TensorFlow's message wraps the reason: "{{function_node ...}} corrupted record at 0 ... [Op:...]".
+        reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*", "", str(error).splitlines()[0]) or type(error).__name__
+        raise DataError(f"{path}: cannot be read ({reason})") from None
 
 
 @contextlib.contextmanager

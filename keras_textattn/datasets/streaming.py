@@ -142,17 +142,29 @@ def _csv_row(layout, record):
     return " ".join(fields[i] for i in layout.text_columns), fields[layout.label_column]
 
 
-def _json_row(layout, record):
+def parse_keyed(kind, record):
+    """A JSONL line (str or bytes) as a dict, or a TFRecord record as a tf.train.Example's features;
+    a `ValueError` says why it is neither."""
+    if kind == "tfrecord":
+        try:
+            return tf.train.Example.FromString(record).features.feature
+        except Exception:  # protobuf's DecodeError
+            raise ValueError("not a tf.train.Example") from None
     try:
-        row = json.loads(record.decode("utf-8", "replace"))
+        row = json.loads(record.decode("utf-8", "replace") if isinstance(record, bytes) else record)
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error})") from None
     if not isinstance(row, dict):
         raise ValueError(f"expected a JSON object, found {type(row).__name__}")
-    return " ".join(_json_text(row, name) for name in layout.text_columns), _json_text(row, layout.label_column)
+    return row
 
 
-def _json_text(row, key):
+def _json_row(layout, record):
+    row = parse_keyed("jsonl", record)
+    return " ".join(json_text(row, name) for name in layout.text_columns), json_text(row, layout.label_column)
+
+
+def json_text(row, key):
     if key not in row:
         raise ValueError(f"no key {key!r}; keys: {sorted(row)}")
     value = row[key]
@@ -162,15 +174,12 @@ def _json_text(row, key):
 
 
 def _example_row(layout, record):
-    try:
-        features = tf.train.Example.FromString(record).features.feature
-    except Exception:  # protobuf's DecodeError
-        raise ValueError("not a tf.train.Example") from None
-    return " ".join(_feature_text(features, name) for name in layout.text_columns), _feature_text(features,
-                                                                                                   layout.label_column)
+    features = parse_keyed("tfrecord", record)
+    return " ".join(feature_text(features, name) for name in layout.text_columns), feature_text(features,
+                                                                                                 layout.label_column)
 
 
-def _feature_text(features, name):
+def feature_text(features, name):
     if name not in features:
         raise ValueError(f"no feature {name!r}; features: {sorted(features)}")
     feature = features[name]
