@@ -3,7 +3,9 @@
 A package of its own, beside `keras_textattn`: importing `keras_textattn` registers its
 layers with Keras, which imports TensorFlow (seconds, and a screen of C++ log lines), so
 `--help` and argument errors answer from here before any of that is imported. Then
-TensorFlow's C++ log lines are hidden unless `--verbose`.
+TensorFlow's C++ log lines are hidden unless `--verbose`. Every command runs on Keras's
+TensorFlow backend (the text encoder and the data pipeline are TensorFlow ops), whatever
+`KERAS_BACKEND` says; the layers and models run on any backend from Python.
 """
 
 import argparse
@@ -266,7 +268,11 @@ def _warning_line(message, category, filename, lineno, line=None):
 def main(argv=None):
     args = _parser().parse_args(argv)  # --help and argument errors end here, before TensorFlow is imported
     warnings.formatwarning = _warning_line  # one line, without the source line of the warning
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    if backend != "tensorflow":  # e.g. set for one's own JAX work: the encoder and tf.data need TensorFlow
+        print(f"keras-textattn: note: the command line runs on TensorFlow; KERAS_BACKEND={backend} is not used here",
+              file=sys.stderr)
+    os.environ["KERAS_BACKEND"] = "tensorflow"
     if not args.verbose:
         # TensorFlow's C++ messages while it runs (e.g. oneDNN's "supports DT_BOOL only ..." at the first
         # prediction); errors that matter reach Python as exceptions.

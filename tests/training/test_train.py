@@ -108,6 +108,12 @@ def test_help_and_argument_errors_answer_without_tensorflow():
                            capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
         "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"]
+    # A KERAS_BACKEND set for one's own JAX work: the command line says it runs on TensorFlow, and runs.
+    other = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert other.returncode == 2 and other.stderr.strip().splitlines() == [
+        "keras-textattn: note: the command line runs on TensorFlow; KERAS_BACKEND=jax is not used here",
+        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"]
 
 
 def test_an_internal_error_keeps_its_traceback(monkeypatch, tmp_path):
