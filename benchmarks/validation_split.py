@@ -1,4 +1,4 @@
-"""How far a held-out tenth of IMDB's training file overstates test accuracy, carved two ways.
+r"""How far a held-out tenth of IMDB's training file overstates test accuracy, carved two ways.
 
 IMDB's test reviews are of other films than its training reviews (Maas et al., 2011), and
 within each label of the training file the ids run film by film: this script measures that

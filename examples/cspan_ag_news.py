@@ -1,4 +1,4 @@
-"""CSPAN (base) on AG News (cspan_cascaded_semantic_positional.md, section 3).
+r"""CSPAN (base) on AG News (cspan_cascaded_semantic_positional.md, section 3).
 
     python examples/cspan_ag_news.py                      # TFDS ag_news_subset (downloads)
     python examples/cspan_ag_news.py --small \

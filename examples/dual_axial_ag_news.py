@@ -1,4 +1,4 @@
-"""The dual-axial classifier with bigrams on AG News (dual_axial_self_attention.md, sections 4-5).
+r"""The dual-axial classifier with bigrams on AG News (dual_axial_self_attention.md, sections 4-5).
 
     python examples/dual_axial_ag_news.py                      # TFDS ag_news_subset (downloads)
     python examples/dual_axial_ag_news.py --small \

@@ -1,4 +1,4 @@
-"""HCAN on Yelp polarity (hcan_hierarchical_conv_attention.txt, sections 3-4).
+r"""HCAN on Yelp polarity (hcan_hierarchical_conv_attention.txt, sections 3-4).
 
     python examples/hcan_yelp.py                      # TFDS yelp_polarity_reviews (downloads)
     python examples/hcan_yelp.py --small --data reviews.csv --test-data reviews_test.csv

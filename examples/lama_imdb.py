@@ -1,4 +1,4 @@
-"""LAMA+ctx on IMDB (lama_low_rank_multihead_attention.md, sections 3.5 and 4).
+r"""LAMA+ctx on IMDB (lama_low_rank_multihead_attention.md, sections 3.5 and 4).
 
     python examples/lama_imdb.py                      # TFDS imdb_reviews (downloads)
     python examples/lama_imdb.py --small \

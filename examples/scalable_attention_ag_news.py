@@ -1,4 +1,4 @@
-"""The scalable attention classifier on AG News (scalable_attention.md, sections 3-4).
+r"""The scalable attention classifier on AG News (scalable_attention.md, sections 3-4).
 
     python examples/scalable_attention_ag_news.py                      # TFDS ag_news_subset (downloads)
     python examples/scalable_attention_ag_news.py --small \
