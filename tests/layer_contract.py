@@ -12,9 +12,11 @@ save/load, masking and numerics checks, shared here too.
 
 import inspect
 import os
+import re
 
 import keras
 import numpy as np
+import pytest
 
 VOCAB = 20
 
@@ -102,6 +104,18 @@ def run_layer_contract(
         assert output_mask is None
     assert len(layer.losses) == expected_num_losses
     assert layer.compute_output_shape((batch, time, features)) == (batch,) + tuple(expected_output_shape)
+
+    # Inputs it cannot use: a ValueError naming the layer and what it got, from the layer (not
+    # a backend's own error deep inside, and not silence for token ids fed without an embedding).
+    name = layer_cls.__name__
+    bad_calls = [(inputs.astype("int32"), mask, f"{name} expects floating-point features (batch, time, features), "
+                                                "e.g. from an Embedding layer. Received: inputs of dtype int32"),
+                 (inputs, mask[:, :-1], f"{name} expects a padding mask of shape (batch, time) = ({batch}, {time}), "
+                                        f"the first two axes of its inputs. Received: mask shape ({batch}, {time - 1})"),
+                 (inputs, mask[..., None], f"Received: mask shape ({batch}, {time}, 1)")]
+    for bad_inputs, bad_mask, message in bad_calls:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            layer(bad_inputs, mask=bad_mask)
 
     # Weights: all created in build(), none in call(). A direct `build()` makes the same
     # weights (names and shapes) as the first call; every weight is named once; trainable

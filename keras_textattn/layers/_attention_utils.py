@@ -60,6 +60,22 @@ def check_sequence_shape(layer_name, input_shape, static_time=False):
     return input_shape
 
 
+def check_call_inputs(layer, inputs, mask):
+    """Raise a `ValueError` naming `layer` for inputs that are not floating-point features (token
+    ids passed without an embedding, say) or a mask that does not match their `(batch, time)`,
+    before a backend fails on them with a message of its own (or, for ids, silently does not)."""
+    name = type(layer).__name__
+    dtype = keras.backend.standardize_dtype(inputs.dtype)
+    if not keras.backend.is_float_dtype(dtype):
+        raise ValueError(f"{name} expects floating-point features (batch, time, features), e.g. from an Embedding "
+                         f"layer. Received: inputs of dtype {dtype}")
+    if mask is not None:
+        expected, given = tuple(inputs.shape[:2]), tuple(mask.shape)
+        if len(given) != 2 or any(a is not None and b is not None and a != b for a, b in zip(expected, given)):
+            raise ValueError(f"{name} expects a padding mask of shape (batch, time) = {expected}, the first two axes "
+                             f"of its inputs. Received: mask shape {given}")
+
+
 def built_input_spec(built_shape, axes):
     """A `keras.InputSpec` holding later calls to the shape the layer was built for, on
     `axes` (Keras then raises a `ValueError` naming the expected and the given shape)."""

@@ -58,6 +58,7 @@ class SemanticSelfAttention(keras.layers.Layer):
         self.layer_norm.build(input_shape)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         scale = 1.0 / math.sqrt(inputs.shape[-1])
@@ -161,6 +162,7 @@ class CascadedSemanticPositional(keras.layers.Layer):
         self.positional_attention.build(input_shape)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         semantic, semantic_weights = self.semantic_attention(inputs, mask=mask, return_attention_scores=True)
         hidden = semantic
         for forward, backward in zip(self.forward_lstms, self.backward_lstms):
@@ -260,6 +262,7 @@ class MultiQueryAttention(keras.layers.Layer):
         self.fusion.build((input_shape[0], self.num_queries * features))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         hidden = self.hidden(inputs)

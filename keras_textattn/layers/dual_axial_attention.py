@@ -178,6 +178,7 @@ class TextAxialSelfAttention(_AxialSelfAttention):
         return 1.0 / ops.log(self.attenuation_w * distance + self.attenuation_c)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         attenuation = self._attenuation(ops.shape(inputs)[1]) if self.use_attenuation else None
@@ -258,6 +259,7 @@ class FeatureAxialSelfAttention(_AxialSelfAttention):
         self._build_projections((input_shape[0], input_shape[2], input_shape[1]))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         transposed = ops.transpose(inputs, (0, 2, 1))
         weights = _multi_dimensional_weights(
@@ -380,6 +382,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
             self.gate_text.build(input_shape)
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         text, text_map = self.text_attention(inputs, mask=mask, return_attention_scores=True)
         maps = {"text": text_map}
         if self.use_feature_axis:

@@ -173,6 +173,7 @@ class ConvMultiheadSelfAttention(_ConvAttentionBase):
         self.value_conv = self._conv(units, self.value_activation, "value_conv", input_shape)
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         heads, weights = self._attend(
@@ -276,6 +277,7 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
         self.layer_norm.build(self.elu_branch.compute_output_shape(input_shape))
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         elu, elu_weights = self.elu_branch(inputs, mask=mask, training=training, return_attention_scores=True)
         tanh, tanh_weights = self.tanh_branch(inputs, mask=mask, training=training, return_attention_scores=True)
         outputs = utils.zero_padding(self.layer_norm(elu * tanh), mask)
@@ -352,6 +354,7 @@ class ConvMultiheadTargetAttention(_ConvAttentionBase):
         self.value_conv = self._conv(units, "elu", "value_conv", input_shape)
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         target = ops.cast(self.target, self.compute_dtype)

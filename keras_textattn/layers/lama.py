@@ -129,6 +129,7 @@ class LAMA(keras.layers.Layer):
             )
 
     def call(self, inputs, context=None, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         if (context is not None) != self.uses_context_input:
             raise ValueError(
                 f"{type(self).__name__} was built {'with' if self.uses_context_input else 'without'} a "

@@ -30,6 +30,7 @@ class MaskedGlobalMaxPooling1D(keras.layers.Layer):
         self.supports_masking = True
 
     def call(self, inputs, mask=None):
+        utils.check_call_inputs(self, inputs, mask)
         if mask is None:
             return ops.max(inputs, axis=1)
         keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
@@ -68,6 +69,7 @@ class MaskedGlobalAveragePooling1D(keras.layers.Layer):
         self.supports_masking = True
 
     def call(self, inputs, mask=None):
+        utils.check_call_inputs(self, inputs, mask)
         if mask is None:
             return ops.mean(inputs, axis=1)
         weights = ops.expand_dims(ops.cast(mask, inputs.dtype), -1)

@@ -53,6 +53,7 @@ class PositionEmbedding(keras.layers.Layer):
         )
 
     def call(self, inputs, mask=None):
+        utils.check_call_inputs(self, inputs, mask)
         time = ops.shape(inputs)[1]
         positions = ops.slice(ops.cast(self.embeddings, inputs.dtype), (0, 0), (time, inputs.shape[-1]))
         return inputs + ops.expand_dims(positions, 0)

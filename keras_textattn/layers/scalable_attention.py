@@ -121,6 +121,7 @@ class ScalableAttention(keras.layers.Layer):
         self.input_spec = utils.built_input_spec(input_shape, axes=(1, 2))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
+        utils.check_call_inputs(self, inputs, mask)
         inputs = utils.zero_padding(inputs, mask)
         y = inputs
         last = len(self.kernels) - 1
