@@ -114,14 +114,21 @@ def save_encoder(path, encoder):
     write_atomically(path, keras.Model(text, encoder(text), name="encoder").save)
 
 
+@contextlib.contextmanager
+def without_optimizer_state_warning():
+    """Silence Keras's "Skipping variable loading for optimizer" while loading trained weights into
+    a model whose optimizer has not run yet (a mixed_float16 run's loss-scale optimizer, a keras-tuner
+    trial's checkpoint): the optimizer state is not needed to predict, evaluate or export."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+        yield
+
+
 def _load_keras_file(path):
     if not zipfile.is_zipfile(path):
         raise RunError(f"{path} is damaged: not a complete .keras file (was its writing interrupted?)")
     try:
-        with warnings.catch_warnings():
-            # A mixed_float16 run's loss-scale optimizer does not load back into the optimizer
-            # Keras rebuilds; its state is not needed to predict or export (see load_run).
-            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+        with without_optimizer_state_warning():
             return keras.models.load_model(path, safe_mode=True)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -29,6 +29,7 @@ from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
+from keras_textattn.run_folder import without_optimizer_state_warning
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
@@ -259,7 +260,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
                                  cache=cache, rows=(dataset.rows or {}).get("train"))
-    validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache)
+    validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache,
+                                      rows=(dataset.rows or {}).get("validation"))
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
                   class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
@@ -270,7 +272,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     if not rows:
         raise RunError(f"no trial of the search in {directory} finished; see the trial errors above")
     _write_tables(directory, rows)
-    best_model = search.get_best_models(1)[0]
+    with without_optimizer_state_warning():  # the best trial's checkpoint holds its optimizer's state
+        best_model = search.get_best_models(1)[0]
     best_hp = search.get_best_hyperparameters(1)[0]
     best_vocabulary = hypermodel.vocabulary_size(best_hp)
     if best_vocabulary < encoder.vocabulary_size():
@@ -278,8 +281,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     best = {**config.fixed, **hypermodel.declare(best_hp)}
     accuracy = {}
     for split in dataset.splits:
-        results = best_model.evaluate(make_batches(dataset[split], encoder, config.batch_size, cache=False), verbose=0,
-                                      return_dict=True)
+        batches = make_batches(dataset[split], encoder, config.batch_size, cache=False, rows=(dataset.rows or {}).get(split))
+        results = best_model.evaluate(batches, verbose=0, return_dict=True)
         accuracy[split] = float(results["accuracy"])
     metrics = {"model": config.model, "model_kwargs": _builder_arguments(best), "hyperparameters": best,
                "accuracy": accuracy,

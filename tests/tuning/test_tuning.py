@@ -159,6 +159,23 @@ def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn,
     assert metrics["encoder"]["max_tokens"] == 2000
 
 
+def test_a_search_on_streamed_jsonl_says_nothing_it_need_not(tiny_config, shared_data, tmp_path, recwarn):
+    """A JSONL training file is streamed (rows counted first): neither Keras's "ran out of data"
+    (the batches' length was known and not passed on) nor the best trial's optimizer-state notice."""
+    import csv
+    import gzip
+
+    tiny_config.write_text(TINY.replace("max_trials: 3", "max_trials: 1"))
+    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        rows = [{"label": row["label"], "text": row["text"]} for row in csv.DictReader(handle)]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    tune(tiny_config, str(tmp_path / "train.jsonl"), tmp_path / "search", verbose=0)
+    said = [str(w.message) for w in recwarn]
+    assert not [m for m in said if "ran out of data" in m or "Skipping variable loading" in m], said
+    metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    assert sorted(metrics["accuracy"]) == ["train", "validation"] and metrics["accuracy"]["validation"] > 0.3
+
+
 def test_killed_search_resumes_without_repeating_finished_trials(tiny_config, shared_data, tmp_path):
     """Killed after its first trial, and (as a kill in keras-tuner's in-place writes leaves it) with
     its state file cut short: the rerun resumes from the first trial's state."""
