@@ -113,6 +113,10 @@ TRAINED["lama+paper_adam_stop_on_accuracy"] = ("lama", {**PAPER_ADAM, "early_sto
                                                PAPER_EPOCHS["lama"])
 # The same with LAMA's vocabulary rule (sec. 4: "All words appearing less than 5 times are discarded").
 TRAINED["lama+paper_adam_min5"] = ("lama", {**PAPER_ADAM, "min_frequency": 5}, PAPER_EPOCHS["lama"])
+# What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
+# defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
+DEFAULTS = {f"{name}+defaults" for name in PAPER_MODELS}
+TRAINED.update({name: (name.split("+")[0], {}, 3) for name in sorted(DEFAULTS)})
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
@@ -135,16 +139,19 @@ def load(data_dir, name):
     return load_dataset(files(data_dir, name), ("train", "test"))  # no validation split: fixed epochs, no selection
 
 
-def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY):
+def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY, chosen_lengths=False):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1, training
-    seconds (word2vec, the encoder and every epoch) and the epochs it took."""
+    seconds (word2vec, the encoder and every epoch) and the epochs it took. `chosen_lengths`:
+    leave the lengths to `train()` (the row records what it chose) instead of `length`."""
     from keras_textattn.models import get_spec
     from keras_textattn.training import train
 
     model_name, model_kwargs = builder_arguments(model_name)
     spec = get_spec(model_name)
     words = 24
-    if spec.is_hierarchical():
+    if chosen_lengths:
+        shape = {}
+    elif spec.is_hierarchical():
         shape = {"sequence_length": words, "max_sentences": max(2, length // words)}
         options = {name: value for name, value in options.items() if name != "bigram_buckets"}  # flat models only
     else:
@@ -154,10 +161,12 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
         metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=model_kwargs,
                         max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0, **shape, **options)
         seconds = time.perf_counter() - start
+    chosen = {name: metrics["encoder"][name] for name in ("sequence_length", "max_sentences")
+              if chosen_lengths and metrics["encoder"].get(name)}
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
             "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"]["test"],
-            "embedding_coverage": (metrics["embeddings"] or {}).get("coverage")}
+            "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"), **({"chosen": chosen} if chosen else {})}
 
 
 def texts_and_labels(split):
@@ -442,7 +451,8 @@ def main(argv=None):
         for model_name, seed in todo:
             if model_name in TRAINED:
                 model, options, epochs = TRAINED[model_name]
-                result = run_train(model, files(args.data_dir, dataset_name), length, seed, options, epochs, args.max_tokens)
+                result = run_train(model, files(args.data_dir, dataset_name), length, seed, options, epochs, args.max_tokens,
+                                   chosen_lengths=model_name in DEFAULTS)
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":
