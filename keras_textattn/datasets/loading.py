@@ -590,24 +590,26 @@ class _KeyedRecord:
 
 @contextlib.contextmanager
 def _keyed_table(file, kind):
+    """Open a JSONL or TFRecord `LocalFile` as a `_KeyedTable` (closed when the block ends)."""
     path = os.fspath(file.path)
     if not os.path.isfile(path):
         raise DataError(f"Data file not found: {path!r}")
-    if kind == "tfrecord":
-        records = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz") else "")
-        numbered = enumerate(records.as_numpy_iterator(), 1)
-    else:
-        numbered = ((number, line) for number, line in enumerate(open_text(path), 1) if line.strip())
-    try:
-        rows = ((number, _KeyedRecord(path, number, kind, raw)) for number, raw in numbered)
-        first = next(rows, None)
-        if first is None:
-            raise DataError(f"{path}: the file is empty")
-        yield _KeyedTable(path, first[1].keys(), itertools.chain([first], rows))
-    except (EOFError, gzip.BadGzipFile, zlib.error, tf.errors.DataLossError) as error:
-        # TensorFlow's message wraps the reason: "{{function_node ...}} corrupted record at 0 ... [Op:...]".
-        reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*", "", str(error).splitlines()[0]) or type(error).__name__
-        raise DataError(f"{path}: cannot be read ({reason})") from None
+    with contextlib.ExitStack() as stack:
+        if kind == "tfrecord":
+            records = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz") else "")
+            numbered = enumerate(records.as_numpy_iterator(), 1)
+        else:
+            numbered = ((n, line) for n, line in enumerate(stack.enter_context(open_text(path)), 1) if line.strip())
+        try:
+            rows = ((number, _KeyedRecord(path, number, kind, raw)) for number, raw in numbered)
+            first = next(rows, None)
+            if first is None:
+                raise DataError(f"{path}: the file is empty")
+            yield _KeyedTable(path, first[1].keys(), itertools.chain([first], rows))
+        except (EOFError, gzip.BadGzipFile, zlib.error, tf.errors.DataLossError) as error:
+            # TensorFlow's message wraps the reason: "{{function_node ...}} corrupted record at 0 ... [Op:...]".
+            reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*", "", str(error).splitlines()[0]) or type(error).__name__
+            raise DataError(f"{path}: cannot be read ({reason})") from None
 
 
 @contextlib.contextmanager
