@@ -115,8 +115,8 @@ TRAINED["lama+paper_adam_stop_on_accuracy"] = ("lama", {**PAPER_ADAM, "early_sto
 TRAINED["lama+paper_adam_min5"] = ("lama", {**PAPER_ADAM, "min_frequency": 5}, PAPER_EPOCHS["lama"])
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
-DEFAULTS = {f"{name}+defaults" for name in PAPER_MODELS}
-TRAINED.update({name: (name.split("+")[0], {}, 3) for name in sorted(DEFAULTS)})
+DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
+TRAINED.update(DEFAULTS)
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
@@ -162,7 +162,7 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
                         max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0, **shape, **options)
         seconds = time.perf_counter() - start
     chosen = {name: metrics["encoder"][name] for name in ("sequence_length", "max_sentences")
-              if chosen_lengths and metrics["encoder"].get(name)}
+              if metrics["encoder"].get(name)} if chosen_lengths else {}
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
             "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"]["test"],

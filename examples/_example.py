@@ -12,17 +12,12 @@ hyperparameters the run then trains with), training with a `tf.distribute` strat
 import argparse
 import json
 import os
-import sys
 
 from keras_textattn_cli import DTYPE_POLICIES
+from keras_textattn_cli import progress_verbosity
 
 # `tune()`'s data arguments, taken from what an example passes `train()`.
 TUNE_DATA_ARGUMENTS = ("test_data", "text_column", "label_column", "header", "label_offset", "label_names", "data_dir")
-
-
-def _progress():
-    """A progress bar on a terminal, one line per epoch in a log file (as `keras-textattn train`)."""
-    return 1 if sys.stdout.isatty() else 2
 
 
 def parse_args(description, default_output):
@@ -73,7 +68,7 @@ def run(args, model, model_kwargs, data, epochs, **train_kwargs):
         workers=args.workers,
         dtype_policy=args.dtype_policy,
         overwrite=args.overwrite,
-        verbose=_progress(),
+        verbose=progress_verbosity(),
         **train_kwargs,
     )
     print(json.dumps(metrics["accuracy"], indent=2))
@@ -98,7 +93,7 @@ def _search(args, model, data, train_kwargs):
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
     rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs,
-                dtype_policy=args.dtype_policy, verbose=_progress(), **options)
+                dtype_policy=args.dtype_policy, verbose=progress_verbosity(), **options)
     with open(os.path.join(directory, "best", "metrics.json")) as handle:
         best = json.load(handle)["model_kwargs"]
     print(f"Search: {len(rows)} trials in {directory}; training with the best: {best}")

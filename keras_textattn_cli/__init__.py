@@ -303,10 +303,10 @@ def main(argv=None):
         return 2
 
 
-def _progress(args):
+def progress_verbosity(quiet=False):
     """Keras's `verbose` for fit: a progress bar on a terminal; one line per epoch when the output
     goes to a file or a pipe (a bar redrawn there writes a line per step: ~100 KB an epoch on IMDB)."""
-    return 0 if args.quiet else 1 if sys.stdout.isatty() else 2
+    return 0 if quiet else 1 if sys.stdout.isatty() else 2
 
 
 def _train(args):
@@ -346,7 +346,7 @@ def _train(args):
         ray_address=args.ray_address,
         checkpoint_every=args.checkpoint_every,
         overwrite=args.overwrite,
-        verbose=_progress(args),
+        verbose=progress_verbosity(args.quiet),
     )
     accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
     print(f"Finished {args.model}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
@@ -377,7 +377,7 @@ def _tune(args):
     from keras_textattn.tuning import tune
 
     rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
-                epochs=args.epochs, verbose=_progress(args), validation_fraction=args.validation_fraction,
+                epochs=args.epochs, verbose=progress_verbosity(args.quiet), validation_fraction=args.validation_fraction,
                 class_weight=args.class_weight, dtype_policy=args.dtype_policy,
                 **_data_options(args))
     if rows:

@@ -9,6 +9,7 @@ import dataclasses
 import gzip
 import io
 import itertools
+import json
 import os
 import re
 import socket
@@ -565,27 +566,65 @@ class _KeyedTable(typing.NamedTuple):
 
 
 class _KeyedRecord:
-    """One JSONL object or tf.train.Example; `record[key]` is its text as the streamed reader
-    reads it (`streaming.json_text` / `feature_text`), or a `DataError` naming file and row."""
+    """One JSONL object or tf.train.Example: `record[key]` is its text as `json_text` /
+    `feature_text` read it; a record or key that cannot be read is a `DataError` naming file and row."""
 
     def __init__(self, path, number, kind, raw):
-        from keras_textattn.datasets import streaming  # it imports this module
-
         self.path, self.number = path, number
+        self._text = json_text if kind == "jsonl" else feature_text
+        self._fields = self._read(parse_keyed, kind, raw)
+
+    def _read(self, function, *arguments):
         try:
-            self._fields = streaming.parse_keyed(kind, raw)
+            return function(*arguments)
         except ValueError as problem:
-            raise DataError(f"{path}, row {number}: {problem}") from None
-        self._text = streaming.json_text if kind == "jsonl" else streaming.feature_text
+            raise DataError(f"{self.path}, row {self.number}: {problem}") from None
 
     def keys(self):
         return sorted(self._fields)
 
     def __getitem__(self, key):
+        return self._read(self._text, self._fields, key)
+
+
+def parse_keyed(kind, record):
+    """A JSONL line (str or bytes) as a dict, or a TFRecord record as a tf.train.Example's features;
+    a `ValueError` says why it is neither."""
+    if kind == "tfrecord":
         try:
-            return self._text(self._fields, key)
-        except ValueError as problem:
-            raise DataError(f"{self.path}, row {self.number}: {problem}") from None
+            return tf.train.Example.FromString(record).features.feature
+        except Exception:  # protobuf's DecodeError
+            raise ValueError("not a tf.train.Example") from None
+    try:
+        row = json.loads(record.decode("utf-8", "replace") if isinstance(record, bytes) else record)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON ({error})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, found {type(row).__name__}")
+    return row
+
+
+def json_text(row, key):
+    """The text of `key` in a parsed JSONL row (a number as written); a `ValueError` says what is wrong."""
+    if key not in row:
+        raise ValueError(f"no key {key!r}; keys: {sorted(row)}")
+    value = row[key]
+    if isinstance(value, (dict, list)) or value is None:
+        raise ValueError(f"key {key!r}: expected a string or a number, found {json.dumps(value)[:40]}")
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def feature_text(features, name):
+    """The text of feature `name` of a tf.train.Example (bytes joined, or one int64); a `ValueError` says what is wrong."""
+    if name not in features:
+        raise ValueError(f"no feature {name!r}; features: {sorted(features)}")
+    feature = features[name]
+    kind = feature.WhichOneof("kind")
+    if kind == "bytes_list":
+        return " ".join(value.decode("utf-8", "replace") for value in feature.bytes_list.value)
+    if kind == "int64_list" and len(feature.int64_list.value) == 1:
+        return str(feature.int64_list.value[0])
+    raise ValueError(f"feature {name!r}: expected bytes or one int64, found {kind}")
 
 
 @contextlib.contextmanager

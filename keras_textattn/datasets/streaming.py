@@ -14,7 +14,6 @@ import contextlib
 import csv
 import dataclasses
 import gzip
-import json
 import os
 import zlib
 
@@ -29,6 +28,9 @@ from keras_textattn.datasets.loading import file_format
 from keras_textattn.datasets.loading import is_pattern
 from keras_textattn.datasets.loading import held_out
 from keras_textattn.datasets.loading import label_ids_for
+from keras_textattn.datasets.loading import feature_text
+from keras_textattn.datasets.loading import json_text
+from keras_textattn.datasets.loading import parse_keyed
 
 PARSE_BATCH = 256  # records parsed per call of Python's parsers
 
@@ -142,53 +144,15 @@ def _csv_row(layout, record):
     return " ".join(fields[i] for i in layout.text_columns), fields[layout.label_column]
 
 
-def parse_keyed(kind, record):
-    """A JSONL line (str or bytes) as a dict, or a TFRecord record as a tf.train.Example's features;
-    a `ValueError` says why it is neither."""
-    if kind == "tfrecord":
-        try:
-            return tf.train.Example.FromString(record).features.feature
-        except Exception:  # protobuf's DecodeError
-            raise ValueError("not a tf.train.Example") from None
-    try:
-        row = json.loads(record.decode("utf-8", "replace") if isinstance(record, bytes) else record)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not valid JSON ({error})") from None
-    if not isinstance(row, dict):
-        raise ValueError(f"expected a JSON object, found {type(row).__name__}")
-    return row
-
-
 def _json_row(layout, record):
     row = parse_keyed("jsonl", record)
     return " ".join(json_text(row, name) for name in layout.text_columns), json_text(row, layout.label_column)
-
-
-def json_text(row, key):
-    if key not in row:
-        raise ValueError(f"no key {key!r}; keys: {sorted(row)}")
-    value = row[key]
-    if isinstance(value, (dict, list)) or value is None:
-        raise ValueError(f"key {key!r}: expected a string or a number, found {json.dumps(value)[:40]}")
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _example_row(layout, record):
     features = parse_keyed("tfrecord", record)
     return " ".join(feature_text(features, name) for name in layout.text_columns), feature_text(features,
                                                                                                  layout.label_column)
-
-
-def feature_text(features, name):
-    if name not in features:
-        raise ValueError(f"no feature {name!r}; features: {sorted(features)}")
-    feature = features[name]
-    kind = feature.WhichOneof("kind")
-    if kind == "bytes_list":
-        return " ".join(value.decode("utf-8", "replace") for value in feature.bytes_list.value)
-    if kind == "int64_list" and len(feature.int64_list.value) == 1:
-        return str(feature.int64_list.value[0])
-    raise ValueError(f"feature {name!r}: expected bytes or one int64, found {kind}")
 
 
 _PARSERS = {"csv": _csv_row, "tsv": _csv_row, "jsonl": _json_row, "tfrecord": _example_row}
