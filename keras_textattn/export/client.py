@@ -8,11 +8,13 @@ The tests check that it gives the in-graph encoder's ids on real texts.
 The rules (see `TextEncoder`):
 1. Decode UTF-8, replacing invalid bytes by U+FFFD; NUL counts as a space.
 2. Hierarchical models only: split into sentences at runs of `.`, `!`, `?`
-   (dropped); sentences without tokens are dropped.
+   (and, when `split_cjk`, of `vocabulary.CJK_SENTENCE_ENDS`; dropped); sentences
+   without tokens are dropped.
 3. Split into tokens, scanning left to right: an HTML tag `<...>` (at most 200
    characters, no `<` or `>` inside; when `strip_html`) and whitespace (Unicode
    separators, ASCII whitespace, U+000B, U+001C-U+001E and U+0085) are dropped;
-   a run of letters, digits, combining marks and `_` is a word; any other
+   when `split_cjk`, a CJK ideograph (`vocabulary.CJK_IDEOGRAPHS`) is a token of its
+   own; a run of other letters, digits, combining marks and `_` is a word; any other
    character is a token of its own.
 4. Each token: Unicode normalisation (`normalization`, NFKC by default), then case
    folding (`lowercase`).
@@ -34,11 +36,14 @@ import unicodedata
 
 import numpy as np
 
+from keras_textattn.vocabulary import CJK_IDEOGRAPHS
+from keras_textattn.vocabulary import CJK_SENTENCE_ENDS
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _SENTENCE_END = re.compile(r"[.!?]+")
+_CJK_SENTENCE_END = re.compile(f"[.!?{CJK_SENTENCE_ENDS}]+")
 # Besides Unicode separators (category Z): ASCII whitespace, NUL, and the other characters
 # str.splitlines breaks lines at (vertical tab, file/group/record separators, NEL).
 _SPACE = frozenset("\t\n\v\f\r \x00\x1c\x1d\x1e\x85")
@@ -50,6 +55,10 @@ def _is_space(character):
 
 def _is_word(character):
     return character == "_" or unicodedata.category(character)[0] in "LNM"
+
+
+def _is_cjk_ideograph(character):
+    return any(first <= ord(character) <= last for first, last in CJK_IDEOGRAPHS)
 
 
 class ClientTokenizer:
@@ -66,6 +75,8 @@ class ClientTokenizer:
         with open(os.path.join(folder, "vocabulary.txt"), encoding="utf-8", newline="\n") as handle:
             tokens = handle.read().split("\n")[:-1]  # one token per line (no token holds a line break)
         self.ids = {token: index for index, token in enumerate(tokens) if index >= 2}
+        # Folders exported before `split_cjk` existed have no such key: their encoder did not split.
+        self.split_cjk = self.config.get("split_cjk", False)
 
     def tokens(self, text):
         """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
@@ -78,9 +89,9 @@ class ClientTokenizer:
                 position = tag.end()
             elif _is_space(text[position]):
                 position += 1
-            elif _is_word(text[position]):
+            elif self._is_word(text[position]):
                 end = position + 1
-                while end < len(text) and _is_word(text[end]):
+                while end < len(text) and self._is_word(text[end]):
                     end += 1
                 tokens.append(text[position:end])
                 position = end
@@ -88,6 +99,9 @@ class ClientTokenizer:
                 tokens.append(text[position])
                 position += 1
         return [self._standardize(token) for token in tokens]
+
+    def _is_word(self, character):
+        return _is_word(character) and not (self.split_cjk and _is_cjk_ideograph(character))
 
     def _standardize(self, token):
         if self.config["normalization"]:
@@ -107,7 +121,7 @@ class ClientTokenizer:
         if config["hierarchical"]:
             if isinstance(text, bytes):
                 text = text.decode("utf-8", errors="replace")
-            sentences = [tokens for tokens in map(self.tokens, _SENTENCE_END.split(text)) if tokens]
+            sentences = [tokens for tokens in map(self.tokens, (_CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END).split(text)) if tokens]
             ids = np.full((config["max_sentences"], config["sequence_length"]), PAD_ID, np.int32)
             for row, tokens in enumerate(sentences[: config["max_sentences"]]):
                 ids[row] = self._ids(tokens, config["sequence_length"])

@@ -17,6 +17,8 @@ from keras_textattn import _backend
 
 from keras_textattn.vocabulary import OOV_ID  # noqa: F401  (part of this module's interface)
 from keras_textattn.vocabulary import PAD_ID  # noqa: F401
+from keras_textattn.vocabulary import CJK_IDEOGRAPHS
+from keras_textattn.vocabulary import CJK_SENTENCE_ENDS
 OOV_TOKEN = "[UNK]"
 
 # A word is a run of letters, digits, combining marks or "_"; every other
@@ -31,6 +33,8 @@ _SPACE = r"\s\p{Z}\x0b\x1c-\x1e\x{85}"
 _PUNCTUATION = rf"[^{_WORD_CHARS}{_SPACE}]"
 _HTML_TAG = r"<[^<>]{0,200}>"
 _SENTENCE_END = r"[.!?]+"
+_CJK_IDEOGRAPH = "[" + "".join(rf"\x{{{first:X}}}-\x{{{last:X}}}" for first, last in CJK_IDEOGRAPHS) + "]"
+_CJK_SENTENCE_END = f"[.!?{CJK_SENTENCE_ENDS}]+"
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -56,9 +60,16 @@ class TextEncoder(keras.layers.Layer):
     fixed by the number of buckets.
 
     Hierarchical mode (`hierarchical=True`, for HCAN): texts are split into
-    sentences on `.`, `!` and `?` (the paper's rule), sentences with no token are
-    dropped, and the output is `(batch, max_sentences, sequence_length)` with
-    padding on both axes; a padded sentence is all zeros.
+    sentences on `.`, `!` and `?` (the paper's rule; with `split_cjk` also on `。`
+    and the fullwidth `！`, `．`, `？`), sentences with no token are dropped, and the
+    output is `(batch, max_sentences, sequence_length)` with padding on both axes; a
+    padded sentence is all zeros.
+
+    Chinese and Japanese (`split_cjk=True`, the default): these scripts put no spaces
+    between words, so a sentence would be one "word" that no other text repeats. Each
+    CJK ideograph (`vocabulary.CJK_IDEOGRAPHS`) is a token of its own instead, as BERT's
+    tokenizer does; kana and hangul runs stay words. Encoders saved before this option
+    existed load with `split_cjk=False`, so their ids do not change.
 
     Args:
         max_tokens: the largest vocabulary, padding and OOV ids included; None: no limit.
@@ -71,6 +82,7 @@ class TextEncoder(keras.layers.Layer):
         normalization: "NFKC" (default), "NFC", "NFD", "NFKD" or None.
         bigram_buckets: 0 for no bigrams, else the number of hash buckets.
         hierarchical: sentence-then-word output for HCAN.
+        split_cjk: each CJK ideograph a token, and CJK sentence ends (above).
     """
 
     def __init__(
@@ -84,6 +96,7 @@ class TextEncoder(keras.layers.Layer):
         normalization="NFKC",
         bigram_buckets=0,
         hierarchical=False,
+        split_cjk=True,
         **kwargs,
     ):
         _backend.require_tensorflow("TextEncoder")
@@ -128,7 +141,11 @@ class TextEncoder(keras.layers.Layer):
         self.normalization = normalization
         self.bigram_buckets = bigram_buckets
         self.hierarchical = hierarchical
-        self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{_PUNCTUATION}"
+        self.split_cjk = bool(split_cjk)
+        # Tokens are the text between delimiters, and the delimiters matched by `_kept`.
+        self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
+        self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
+        self._sentence_end = _CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END
         self.lookup = keras.layers.StringLookup(
             mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup"
         )
@@ -146,7 +163,7 @@ class TextEncoder(keras.layers.Layer):
             for the UTF-8 bytes of each text (after invalid bytes became U+FFFD).
         """
         texts = self._as_strings(texts)
-        return tf_text.regex_split_with_offsets(texts, self._delimiter, _PUNCTUATION)
+        return tf_text.regex_split_with_offsets(texts, self._delimiter, self._kept)
 
     def token_spans(self, text):
         """Where each encoded token of one text comes from.
@@ -162,7 +179,7 @@ class TextEncoder(keras.layers.Layer):
         """
         raw = text.encode("utf-8").replace(b"\x00", b" ")  # as in the graph (see _as_strings)
         if self.hierarchical:
-            pieces, starts, _ = tf_text.regex_split_with_offsets(tf.constant([raw]), _SENTENCE_END)
+            pieces, starts, _ = tf_text.regex_split_with_offsets(tf.constant([raw]), self._sentence_end)
             pieces = list(zip(starts.to_list()[0], pieces.to_list()[0]))
         else:
             pieces = [(0, raw)]
@@ -193,7 +210,7 @@ class TextEncoder(keras.layers.Layer):
         texts = self._as_strings(texts)
         if not self.hierarchical:
             return self.tokenize(texts).row_lengths().numpy()
-        sentences = tf_text.regex_split(texts, _SENTENCE_END)
+        sentences = tf_text.regex_split(texts, self._sentence_end)
         lengths = sentences.with_flat_values(self.tokenize(sentences.flat_values).row_lengths())
         lengths = tf.ragged.boolean_mask(lengths, lengths > 0)
         return lengths.row_lengths().numpy(), lengths.flat_values.numpy()
@@ -317,7 +334,7 @@ class TextEncoder(keras.layers.Layer):
         return ids, bigram_ids
 
     def _encode_hierarchical(self, texts):
-        sentences = tf_text.regex_split(texts, _SENTENCE_END)  # (batch, sentences)
+        sentences = tf_text.regex_split(texts, self._sentence_end)  # (batch, sentences)
         words = self.tokenize(sentences.flat_values)  # (all sentences, words)
         words = sentences.with_flat_values(words)  # (batch, sentences, words)
         words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
@@ -366,9 +383,15 @@ class TextEncoder(keras.layers.Layer):
                 "normalization": self.normalization,
                 "bigram_buckets": self.bigram_buckets,
                 "hierarchical": self.hierarchical,
+                "split_cjk": self.split_cjk,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # Encoders saved before `split_cjk` existed read CJK text as runs of letters: keep that.
+        return super().from_config({"split_cjk": False, **config})
 
     def load_assets(self, dir_path):
         # The vocabulary itself is restored by the StringLookup sublayer's assets.

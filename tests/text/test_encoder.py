@@ -103,6 +103,47 @@ def test_hierarchical_sentences_and_words():
     assert (ids[2, 0] > 0).sum() == 3 and (ids[2, 1:] == 0).all()
 
 
+CJK = ["我喜欢这部电影。剧情很好！Great film", "日本語のテキストです｡とても良い", "한국어 문장입니다", "𠀀𠀁 ok"]
+
+
+def test_cjk_ideographs_are_tokens_of_their_own():
+    tokens = [[t.decode() for t in row] for row in TextEncoder().tokenize(CJK).to_list()]
+    assert tokens == [["我", "喜", "欢", "这", "部", "电", "影", "。", "剧", "情", "很", "好", "!", "great", "film"],
+                      ["日", "本", "語", "のテキストです", "。", "とても", "良", "い"],  # kana runs stay words
+                      ["한국어", "문장입니다"],  # hangul is written with spaces
+                      ["𠀀", "𠀁", "ok"]]  # extension B, outside the basic plane
+    whole = [[t.decode() for t in row] for row in TextEncoder(split_cjk=False).tokenize(CJK[:1]).to_list()]
+    assert whole == [["我喜欢这部电影", "。", "剧情很好", "!", "great", "film"]]
+    hierarchical = TextEncoder(hierarchical=True)
+    hierarchical.adapt(CJK)
+    sentences, words = hierarchical.count_tokens(CJK)
+    np.testing.assert_array_equal(sentences, [3, 2, 1, 1])  # 。 ！ ｡ end sentences
+    np.testing.assert_array_equal(words, [7, 4, 2, 4, 3, 2, 3])
+    assert [token for _, token, _, _ in hierarchical.token_spans(CJK[0])[:3]] == ["我", "喜", "欢"]
+    assert TextEncoder(split_cjk=False, hierarchical=True).count_tokens(CJK)[0].tolist() == [1, 1, 1, 1]
+
+
+def test_cjk_text_unseen_in_training_is_mostly_known():
+    """Chinese written without spaces: split into ideographs, new sentences reuse the vocabulary;
+    as runs of letters, every sentence is a word of its own and is unknown elsewhere."""
+    rng = np.random.default_rng(0)
+    alphabet = [chr(0x4E00 + i) for i in rng.choice(20000, 400, replace=False)]
+    texts = ["".join(rng.choice(alphabet, 12)) + "，" + "".join(rng.choice(alphabet, 9)) + "。" for _ in range(600)]
+    for split, lowest, highest in ((True, 0.99, 1.0), (False, 0.5, 0.5)):
+        encoder = TextEncoder(split_cjk=split)
+        encoder.adapt(texts[:500])
+        ids = _ids(encoder, texts[500:])
+        known = (ids > 1).sum() / (ids > 0).sum()
+        assert lowest <= known <= highest, (split, known)  # unsplit: "，" and "。" known, every run of ideographs unknown
+
+
+def test_encoders_saved_before_split_cjk_keep_their_tokens():
+    config = _adapted().get_config()
+    assert config["split_cjk"] is True
+    del config["split_cjk"]  # as saved before the option existed
+    assert TextEncoder.from_config(config).split_cjk is False
+
+
 def test_hierarchical_extremes():
     encoder = _adapted(hierarchical=True, max_sentences=5, sequence_length=3)
     many = "a bad film. " * 10000
