@@ -10,9 +10,11 @@ import pytest
 
 from keras_textattn.explain import Explanation
 from keras_textattn.explain import to_html
+from keras_textattn.explain import to_png
 from keras_textattn.explain.render import DARKEST
 from keras_textattn.explain.render import LIGHTEST
 from keras_textattn.explain.render import WORD
+from keras_textattn.explain.render import png_fonts
 from keras_textattn.explain.render import shades
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -21,9 +23,13 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-def _explanation(weights):
+needs_cjk_font = pytest.mark.skipif(
+    len(png_fonts()) == 1, reason="no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)"
+)
+
+
+def _explanation(weights, text="stocks fell after earnings"):
     """A text of four words and one attention map of `weights` (rows, 4)."""
-    text = "stocks fell after earnings"
     tokens, start = [], 0
     for word in text.split():
         start = text.index(word, start)
@@ -94,3 +100,18 @@ def test_nearly_uniform_attention_is_readable_in_a_browser(tmp_path):
     assert sorted(counts) == [LIGHTEST, 0.27, 0.66, DARKEST]
     colours = [255 - alpha * (255 - np.array([220.0, 50.0, 32.0])) for alpha in (LIGHTEST, DARKEST)]
     assert np.abs(colours[0] - colours[1]).max() > 150  # almost white against strong red
+
+
+@needs_cjk_font
+def test_chinese_tokens_are_drawn_in_the_png_not_boxes(tmp_path):
+    """Two heatmaps that differ only in one Chinese token must differ in pixels: a font without
+    the glyphs draws both as the same box (as DejaVu Sans alone did), and the label is lost."""
+    weights = [[0.1, 0.2, 0.3, 0.4]]
+    images = []
+    for text in ("股 市 下 跌", "股 市 上 涨"):
+        to_png(_explanation(weights, text), tmp_path / "map.png", width=400, height=300)
+        images.append(matplotlib.image.imread(tmp_path / "map.png"))
+    changed = np.any(np.abs(images[0] - images[1]) > 0.1, axis=-1)
+    rows, columns = np.nonzero(changed)
+    assert changed.sum() > 20, changed.sum()
+    assert rows.min() > 300 * 0.7  # only in the token labels under the heatmap
