@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from keras_textattn import _plots
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
 from keras_textattn._files import write_atomically
@@ -269,26 +270,22 @@ def _report(result, mistakes, run, data):
 
 
 def _confusion_png(confusion, names, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    size = max(4.0, 0.6 * len(names) + 2)
-    figure, axes = pyplot.subplots(figsize=(size + 1, size))
-    image = axes.imshow(confusion, cmap="Blues")
-    axes.set_xticks(range(len(names)), names, rotation=45, ha="right")
-    axes.set_yticks(range(len(names)), names)
-    axes.set_xlabel("predicted")
-    axes.set_ylabel("true")
-    threshold = confusion.max() / 2 if confusion.size else 0
-    for (row, column), count in np.ndenumerate(confusion):
-        axes.text(column, row, str(count), ha="center", va="center",
-                  color="white" if count > threshold else "black", fontsize=9)
-    figure.colorbar(image, ax=axes)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    pyplot.close(figure)
+    with _plots.drawing() as pyplot:
+        size = max(4.0, 0.6 * len(names) + 2)
+        figure, axes = pyplot.subplots(figsize=(size + 1, size))
+        image = axes.imshow(confusion, cmap="Blues")
+        axes.set_xticks(range(len(names)), names, rotation=45, ha="right")
+        axes.set_yticks(range(len(names)), names)
+        axes.set_xlabel("predicted")
+        axes.set_ylabel("true")
+        threshold = confusion.max() / 2 if confusion.size else 0
+        for (row, column), count in np.ndenumerate(confusion):
+            axes.text(column, row, str(count), ha="center", va="center",
+                      color="white" if count > threshold else "black", fontsize=9)
+        figure.colorbar(image, ax=axes)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=100)
+        pyplot.close(figure)
     with open(path, "wb") as handle:
         handle.write(buffer.getvalue())

@@ -22,6 +22,7 @@ from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.export import saved_model
 from keras_textattn.run_folder import load_run
 from tests.conftest import ag_news_files
+from tests.conftest import needs_cjk_font
 
 @pytest.fixture(scope="module")
 def test_rows(shared_data):
@@ -191,6 +192,23 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
 
     with Image.open(tmp_path / "report" / "confusion.png") as image:
         assert image.size[0] > 300 and len(set(image.convert("RGB").getdata())) > 20  # a heatmap, not a blank
+
+
+@needs_cjk_font
+def test_chinese_class_names_are_drawn_in_the_confusion_png(tmp_path):
+    """Two confusion matrices that differ only in a Chinese class name differ in pixels (with
+    DejaVu Sans alone both names were the same boxes) and only in the names' places."""
+    from PIL import Image
+
+    images = []
+    for index, names in enumerate((["正面", "负面"], ["正面", "反面"])):
+        inference._confusion_png(np.array([[5, 1], [2, 7]]), names, tmp_path / f"{index}.png")
+        with Image.open(tmp_path / f"{index}.png") as image:
+            images.append(np.asarray(image.convert("RGB"), "int32"))
+    changed = np.any(np.abs(images[0] - images[1]) > 25, axis=-1)
+    assert changed.sum() > 20, changed.sum()
+    inside = changed[40:-60, 80:-120]  # the matrix and its counts: unchanged
+    assert not inside.any()
 
 
 def test_jsonl_and_tfrecord_files_are_read_as_training_reads_them(lama_run, test_rows, tmp_path):

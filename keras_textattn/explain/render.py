@@ -5,14 +5,12 @@ import html
 
 import numpy as np
 
+from keras_textattn import _plots
+
 
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
 UNIFORM = 0.3  # the opacity of every word of a row whose weights are all equal
 WORD, SENTENCE = "220, 50, 32", "32, 90, 220"  # RGB of the shading
-# The PNG's fonts after DejaVu Sans, for the characters it lacks (matplotlib falls back font by
-# font, character by character): CJK fonts of Linux, macOS and Windows, those installed.
-CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
-             "Droid Sans Fallback", "Hiragino Sans", "PingFang SC", "Microsoft YaHei", "Malgun Gothic")
 
 
 def shades(weights):
@@ -96,31 +94,17 @@ def to_html(explanations, title="Attention"):
     )
 
 
-def png_fonts():
-    """The font families `to_png` draws with: DejaVu Sans, then the installed `CJK_FONTS`."""
-    from matplotlib import font_manager
-
-    installed = {font.name for font in font_manager.fontManager.ttflist}
-    return ["DejaVu Sans"] + [name for name in CJK_FONTS if name in installed]
-
-
 def to_png(explanation, path, width=1200, height=400, max_tokens=60):
     """A heatmap of one explanation: one row per attention map row, one column per token
     (the first `max_tokens`), saved as a `width` x `height` pixel PNG at `path`. Chinese and
-    Japanese tokens need a CJK font (`CJK_FONTS`; e.g. Debian's `fonts-wqy-microhei`);
-    without one matplotlib warns that their glyphs are missing and draws boxes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    Japanese tokens need a CJK font (`_plots.CJK_FONTS`); without one they are drawn as boxes."""
     labels, rows = [], []
     for name, weights in explanation.attention.items():
         for index, row in enumerate(weights):
             labels.append(name if len(weights) == 1 else f"{name} [{index}]")
             rows.append(np.asarray(row[:max_tokens], "float64"))
     tokens = [t["token"] for t in explanation.tokens[:max_tokens]]
-    with matplotlib.rc_context({"font.family": png_fonts()}):
+    with _plots.drawing() as plt:
         figure = plt.figure(figsize=(width / 100, height / 100), dpi=100)
         axes = figure.add_axes([0.2, 0.3, 0.78, 0.6])
         matrix = np.stack(rows) if rows and tokens else np.zeros((1, 1))

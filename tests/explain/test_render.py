@@ -14,17 +14,12 @@ from keras_textattn.explain import to_png
 from keras_textattn.explain.render import DARKEST
 from keras_textattn.explain.render import LIGHTEST
 from keras_textattn.explain.render import WORD
-from keras_textattn.explain.render import png_fonts
 from keras_textattn.explain.render import shades
+from tests.conftest import needs_cjk_font
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Chromium not installed (CI installs Debian's chromium: .ci/run)"
-)
-
-
-needs_cjk_font = pytest.mark.skipif(
-    len(png_fonts()) == 1, reason="no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)"
 )
 
 
