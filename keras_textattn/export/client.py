@@ -77,6 +77,7 @@ class ClientTokenizer:
         self.ids = {token: index for index, token in enumerate(tokens) if index >= 2}
         # Folders exported before `split_cjk` existed have no such key: their encoder did not split.
         self.split_cjk = self.config.get("split_cjk", False)
+        self._sentence_end = _CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END
 
     def tokens(self, text):
         """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
@@ -121,7 +122,7 @@ class ClientTokenizer:
         if config["hierarchical"]:
             if isinstance(text, bytes):
                 text = text.decode("utf-8", errors="replace")
-            sentences = [tokens for tokens in map(self.tokens, (_CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END).split(text)) if tokens]
+            sentences = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
             ids = np.full((config["max_sentences"], config["sequence_length"]), PAD_ID, np.int32)
             for row, tokens in enumerate(sentences[: config["max_sentences"]]):
                 ids[row] = self._ids(tokens, config["sequence_length"])
