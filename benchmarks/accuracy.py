@@ -67,10 +67,10 @@ KERAS_MODELS = PAPER_MODELS + ("transformer", "bigru", "kim_cnn")
 VARIANTS = {"lama": ("lama", {"use_context": True}), "dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 
 
-def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3):
-    """What a row's name adds for settings other than the defaults: "@768@v2000@e2"."""
+def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None):
+    """What a row's name adds for settings other than the defaults: "@768@v2000@e2@b200000"."""
     return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
-            + (f"@e{epochs}" if epochs != 3 else ""))
+            + (f"@e{epochs}" if epochs != 3 else "") + (f"@b{bigram_buckets}" if bigram_buckets is not None else ""))
 
 
 def builder_arguments(row):
@@ -116,6 +116,8 @@ TRAINED["lama+paper_adam_min5"] = ("lama", {**PAPER_ADAM, "min_frequency": 5}, P
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
 DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
+# Bigrams paired as written (before 2026-11-24 the only kind): against the vocabulary's (the default).
+DEFAULTS["dual_axial+defaults_token_bigrams"] = ("dual_axial", {"bigrams_of": "tokens"}, 3)
 TRAINED.update(DEFAULTS)
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
@@ -177,7 +179,7 @@ def texts_and_labels(split):
     return texts, np.array(labels)
 
 
-def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY):
+def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None):
     import keras
 
     from keras_textattn.datasets import make_batches
@@ -188,7 +190,9 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     spec = get_spec(model_name)
     keras.utils.set_random_seed(seed)
     words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
-    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=max_tokens, bigram_buckets=20000 if spec.bigrams else 0,
+    if bigram_buckets is None:
+        bigram_buckets = 20000 if spec.bigrams else 0
+    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=max_tokens, bigram_buckets=bigram_buckets,
                                                  sequence_length=words if spec.is_hierarchical() else length,
                                                  max_sentences=max(2, length // words)))
     start = time.perf_counter()
@@ -419,6 +423,8 @@ def main(argv=None):
                         "length in DATASETS; rows are recorded as '<model>@<length>'")
     parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
                         help="our models' vocabulary; rows of another size are recorded as '<model>@v<tokens>'")
+    parser.add_argument("--bigram-buckets", type=int, help="plain Keras models: hashed bigrams of the vocabulary's "
+                        "tokens (default: 20,000 for dual-axial, none for the others); rows '<model>@b<N>'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--plot", metavar="PNG", help="draw test accuracy against training seconds on the first of "
                         "--datasets from the results file, say which rows reach fastText's accuracy, and stop")
@@ -435,13 +441,15 @@ def main(argv=None):
     if args.epochs != 3 and not args.quick and set(args.models) & (set(TRAINED) | {"fasttext", "tfidf_lr", "tfidf_lr_cut"}):
         parser.error("--epochs is for the plain Keras models (rows '<model>@e<N>'); the '+' rows train for their "
                      "recipe's epochs, fastText and TF-IDF for their own")
+    if args.bigram_buckets is not None and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
+        parser.error("--bigram-buckets is for the plain Keras models")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
-    suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs)
+    suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets)
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
@@ -460,7 +468,8 @@ def main(argv=None):
             elif model_name == "tfidf_lr_cut":
                 result = run_tfidf(dataset, seed, length)
             else:
-                result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens)
+                result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
+                                   args.bigram_buckets)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
             print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "

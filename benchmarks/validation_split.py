@@ -92,7 +92,7 @@ def write_csv(path, texts, labels):
 
 
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
-        length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, weight_decay=None):
+        length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None):
     """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
     start = time.perf_counter()
     if model == "tfidf_lr":
@@ -108,7 +108,8 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
         write_csv(files["validation"], train_texts[mask], train_labels[mask])
         metrics = train(model, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
                         test_data=test_path, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
-                        bigram_buckets=bigram_buckets, weight_decay=weight_decay, seed=seed, verbose=0)
+                        bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay, seed=seed,
+                        verbose=0)
     return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
             "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
 
@@ -149,6 +150,9 @@ def main(argv=None):
     parser.add_argument("--length", type=int, default=DATASETS["imdb"][2], help="Keras models: tokens per review")
     parser.add_argument("--epochs", type=int, default=3, help="Keras models: epochs")
     parser.add_argument("--bigram-buckets", type=int, help="Keras models: hashed bigrams (default: the model's)")
+    parser.add_argument("--bigrams-of", choices=["vocabulary", "tokens"],
+                        help="Keras models with bigrams: what they pair (default: the vocabulary's tokens; 'tokens': "
+                             "as written, rows '@tokens')")
     parser.add_argument("--weight-decay", type=float, help="Keras models: decoupled weight decay (row '@wd<x>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
@@ -181,6 +185,7 @@ def main(argv=None):
         if model != "tfidf_lr":
             row_name += row_suffix(args.length if args.length != DATASETS["imdb"][2] else None, args.max_tokens, args.epochs)
             row_name += f"@b{args.bigram_buckets}" if args.bigram_buckets is not None else ""
+            row_name += "@tokens" if args.bigrams_of == "tokens" else ""
             row_name += f"@wd{args.weight_decay:g}" if args.weight_decay is not None else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:
@@ -189,7 +194,8 @@ def main(argv=None):
                     continue
                 result = run(model, texts, labels, held_out(carve, k, labels, ids), test_texts, test_labels, test_path,
                              seed=k, max_tokens=args.max_tokens, length=args.length, epochs=args.epochs,
-                             bigram_buckets=args.bigram_buckets, weight_decay=args.weight_decay)
+                             bigram_buckets=args.bigram_buckets, bigrams_of=args.bigrams_of,
+                             weight_decay=args.weight_decay)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
                 print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
                       f"{result['seconds']:.0f} s", flush=True)

@@ -132,6 +132,9 @@ def _parser():
     text.add_argument("--bigram-buckets", type=int,
                       help="hashed bigrams added to the embeddings, for any flat model; 0: none "
                            "(default: 50000 for dual_axial, none for the others)")
+    text.add_argument("--bigrams-of", choices=["vocabulary", "tokens"],
+                      help="what the bigrams pair: the tokens as the vocabulary sees them, a rarer one as unknown "
+                           "(default), or the tokens as written")
     text.add_argument("--embeddings", metavar="word2vec|PATH",
                       help="initial word vectors: word2vec trained on the training texts, or a GloVe / word2vec / "
                            "fastText .vec file (plain or .gz) of the embedding's size")
@@ -325,6 +328,7 @@ def _train(args):
         sequence_length=args.sequence_length,
         max_sentences=args.max_sentences,
         bigram_buckets=args.bigram_buckets,
+        bigrams_of=args.bigrams_of,
         embeddings=args.embeddings,
         freeze_embeddings=args.freeze_embeddings,
         epochs=args.epochs,

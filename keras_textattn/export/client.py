@@ -17,14 +17,16 @@ The rules (see `TextEncoder`):
    own; a run of other letters, digits, combining marks and `_` is a word; any other
    character is a token of its own.
 4. Each token: Unicode normalisation (`normalization`, NFKC by default), then case
-   folding (`lowercase`).
+   folding (`lowercase`; ICU's, which also drops default-ignorable characters such as
+   the soft hyphen: here format characters, category Cf); a token left empty is `[UNK]`.
 5. Keep the first `sequence_length` tokens (words per sentence; and the first
    `max_sentences` sentences); look each up in the vocabulary: line i of
    vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV).
 
 Differences left: ICU (in the graph) and Python may fold a few rare characters
 differently, and the dual-axial model's bigram ids are FarmHash Fingerprint64 of
-"token_i token_i+1" modulo `bigram_buckets`, plus 1 (Guava's
+"token_i token_i+1" modulo `bigram_buckets`, plus 1, where with `bigrams_of:
+vocabulary` a token not in the vocabulary is written `[UNK]` (Guava's
 `Hashing.farmHashFingerprint64()` on Android); `encode` computes them with
 TensorFlow when it is installed.
 """
@@ -75,8 +77,11 @@ class ClientTokenizer:
         with open(os.path.join(folder, "vocabulary.txt"), encoding="utf-8", newline="\n") as handle:
             tokens = handle.read().split("\n")[:-1]  # one token per line (no token holds a line break)
         self.ids = {token: index for index, token in enumerate(tokens) if index >= 2}
-        # Folders exported before `split_cjk` existed have no such key: their encoder did not split.
+        self.unknown = tokens[OOV_ID]
+        # Folders exported before these settings existed lack them: their encoder did not split
+        # CJK text and paired the tokens as written.
         self.split_cjk = self.config.get("split_cjk", False)
+        self.bigrams_of = self.config.get("bigrams_of", "tokens")
         self._sentence_end = _CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END
 
     def tokens(self, text):
@@ -107,7 +112,9 @@ class ClientTokenizer:
     def _standardize(self, token):
         if self.config["normalization"]:
             token = unicodedata.normalize(self.config["normalization"], token)
-        return token.casefold() if self.config["lowercase"] else token
+        if self.config["lowercase"]:
+            token = "".join(c for c in token.casefold() if unicodedata.category(c) != "Cf")
+        return token or self.unknown
 
     def _ids(self, tokens, length):
         ids = np.full(length, PAD_ID, np.int32)
@@ -132,6 +139,8 @@ class ClientTokenizer:
         if config["bigram_buckets"]:
             import tensorflow as tf
 
+            if self.bigrams_of == "vocabulary":
+                tokens = [token if token in self.ids else self.unknown for token in tokens]
             pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:])][: config["sequence_length"]]
             bigrams = np.zeros(config["sequence_length"], np.int32)
             if pairs:

@@ -57,7 +57,7 @@ from keras_textattn.training.schedules import schedule_callbacks
 # They are `train()`'s parameters of these names, saved in run.json.
 RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header",
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
-                 "sequence_length", "max_sentences", "bigram_buckets", "embeddings", "freeze_embeddings",
+                 "sequence_length", "max_sentences", "bigram_buckets", "bigrams_of", "embeddings", "freeze_embeddings",
                  "batch_size", "optimizer", "learning_rate", "weight_decay", "lr_schedule", "clip_norm", "class_weight",
                  "early_stopping", "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream",
                  "skip_bad_rows", "adapt_rows", "group_column", "dtype_policy")
@@ -262,6 +262,7 @@ def train(
     sequence_length=None,
     max_sentences=None,
     bigram_buckets=None,
+    bigrams_of=None,
     embeddings=None,
     freeze_embeddings=False,
     epochs=3,
@@ -322,7 +323,8 @@ def train(
             paper's under preset "paper", LAMA's and HCAN's 5, else 1); HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
-            flat model when given them (0: none). `sequence_length` and
+            flat model when given them (0: none); `bigrams_of`: what they pair, "vocabulary"
+            (None: the encoder's default) or "tokens" (`TextEncoder`). `sequence_length` and
             `max_sentences` default to the 95th percentile of the training texts
             (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
         embeddings: initial vectors of the token embedding: "word2vec" (trained on the
@@ -408,6 +410,11 @@ def train(
     if bigram_buckets is not None and (isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int)
                                        or bigram_buckets < 0):
         raise RunError(f"bigram-buckets must be a whole number >= 0; got {bigram_buckets!r}")
+    if bigrams_of not in (None, "vocabulary", "tokens"):
+        raise RunError(f"bigrams-of must be 'vocabulary' or 'tokens'; got {bigrams_of!r}")
+    if bigrams_of is not None and not (bigram_buckets if bigram_buckets is not None else spec.bigrams):
+        raise RunError(f"bigrams_of (--bigrams-of) is for a run with bigrams; {model} has none here: give "
+                       "bigram_buckets (--bigram-buckets)")
     if embeddings not in (None, "word2vec") and not os.path.isfile(os.fspath(embeddings)):
         raise RunError(f"embeddings (--embeddings) must be 'word2vec' or a vectors file; {embeddings!r} is neither")
     if class_weight is not None and class_weight != "balanced" and not isinstance(class_weight, dict):
@@ -505,7 +512,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         encoder = load_encoder(encoder_path)
     else:
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
-            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets")
+            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets", "bigrams_of")
             if arguments[k] is not None})
         chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose)
         try:

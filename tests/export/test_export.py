@@ -177,10 +177,12 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
     texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line",
               "nel\x85line\x0bvt\x1cfs\x1dgs\x1ers \x85 end"]
     cjk = ["我喜欢这部电影。剧情很好！Great film, 10/10", "日本語のテキストです。とても良い？はい｡", "한국어 문장입니다.",
-           "𠀀𠀁豈 mixed漢字and latin．end"]
+           "𠀀𠀁豈 mixed漢字and latin．end", "a soft \u00ad hyphen token"]
     cases = texts + cjk + [text.decode("utf-8", "replace") for text in HOSTILE_TEXTS[:4]]
     for options in ({"sequence_length": 64}, {"sequence_length": 12, "hierarchical": True, "max_sentences": 5},
-                    {"sequence_length": 40, "bigram_buckets": 1000}, {"sequence_length": 64, "split_cjk": False},
+                    {"sequence_length": 40, "bigram_buckets": 1000},
+                    {"sequence_length": 40, "bigram_buckets": 1000, "bigrams_of": "tokens"},
+                    {"sequence_length": 64, "split_cjk": False},
                     {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_cjk": False}):
         encoder = TextEncoder(max_tokens=3000, **options)
         encoder.adapt(texts[:1000] + cjk)

@@ -75,7 +75,7 @@ def test_offsets_point_at_original_text():
     tokens, starts, ends = _adapted().tokenize_with_offsets([text])
     raw = text.encode("utf-8")
     tokens = tokens.to_list()[0]
-    assert [t.decode() for t in tokens] == ["Héllo", ",", "wörld", "!", "東京", "ok"]
+    assert [t.decode() for t in tokens] == ["Héllo", ",", "wörld", "!", "東", "京", "ok"]
     for token, start, end in zip(tokens, starts.to_list()[0], ends.to_list()[0]):
         assert raw[start:end] == token
 
@@ -90,6 +90,24 @@ def test_bigrams_are_aligned_hashed_and_stable():
     np.testing.assert_array_equal(bigrams[2], 0)
     again = _adapted(sequence_length=6, bigram_buckets=50)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(again(["a bad film"])[1])[0], bigrams[0])
+
+
+def test_bigrams_of_the_vocabulary_write_unknown_tokens_as_unk():
+    """Reference: FarmHash of the pairs built in Python, the out-of-vocabulary token written [UNK]."""
+    texts = ["a bad zebra film here", "a bad okapi film"]
+    encoder = _adapted(sequence_length=4, bigram_buckets=1000)
+    assert encoder.bigrams_of == "vocabulary"
+    bigrams = keras.ops.convert_to_numpy(encoder(texts)[1])
+    pairs = [["a bad", "bad [UNK]", "[UNK] film", "film [UNK]"], ["a bad", "bad [UNK]", "[UNK] film"]]
+    for row, expected in zip(bigrams, pairs):
+        hashed = tf.strings.to_hash_bucket_fast(expected, 1000).numpy() + 1
+        np.testing.assert_array_equal(row[: len(hashed)], hashed)
+    assert bigrams[1, 3] == 0
+    np.testing.assert_array_equal(bigrams[0, :3], bigrams[1, :3])  # two unknown names: the same bigrams
+    as_written = keras.ops.convert_to_numpy(_adapted(sequence_length=4, bigram_buckets=1000, bigrams_of="tokens")(texts)[1])
+    assert as_written[0, 1] != as_written[1, 1]  # "bad zebra" and "bad okapi"
+    np.testing.assert_array_equal(as_written[0], tf.strings.to_hash_bucket_fast(
+        ["a bad", "bad zebra", "zebra film", "film here"], 1000).numpy() + 1)
 
 
 def test_hierarchical_sentences_and_words():
@@ -137,11 +155,12 @@ def test_cjk_text_unseen_in_training_is_mostly_known():
         assert lowest <= known <= highest, (split, known)  # unsplit: "，" and "。" known, every run of ideographs unknown
 
 
-def test_encoders_saved_before_split_cjk_keep_their_tokens():
+def test_encoders_saved_before_split_cjk_and_bigrams_of_keep_their_ids():
     config = _adapted().get_config()
-    assert config["split_cjk"] is True
-    del config["split_cjk"]  # as saved before the option existed
-    assert TextEncoder.from_config(config).split_cjk is False
+    assert (config["split_cjk"], config["bigrams_of"]) == (True, "vocabulary")
+    del config["split_cjk"], config["bigrams_of"]  # as saved before the options existed
+    restored = TextEncoder.from_config(config)
+    assert (restored.split_cjk, restored.bigrams_of) == (False, "tokens")
 
 
 def test_hierarchical_extremes():
@@ -195,6 +214,7 @@ def test_wrong_inputs_raise_value_error():
         ({"min_frequency": 0}, "min_frequency"),
         ({"normalization": "NFX"}, "normalization"),
         ({"bigram_buckets": -1}, "bigram_buckets"),
+        ({"bigram_buckets": 10, "bigrams_of": "words"}, "bigrams_of"),
         ({"hierarchical": True, "bigram_buckets": 10}, "hierarchical"),
         ({"max_sentences": 3}, "hierarchical=True"),
     ],

@@ -110,6 +110,19 @@ def test_step_schedule_and_clipping(sst2_dev, tmp_path):
     assert model.optimizer.global_clipnorm == 0.5 and metrics["clip_norm"] == 0.5
 
 
+def test_hashed_bigrams_for_a_flat_model_and_what_they_pair(sst2_dev, tmp_path):
+    """`bigram_buckets` gives scalable attention a bigram input; the run folder's encoder pairs
+    the vocabulary's tokens by default and the tokens as written with `bigrams_of="tokens"`."""
+    for bigrams_of, expected in ((None, "vocabulary"), ("tokens", "tokens")):
+        folder = tmp_path / expected
+        train("scalable_attention", sst2_dev, str(folder), epochs=1, bigram_buckets=500, bigrams_of=bigrams_of, **SMALL)
+        model, encoder, _ = load_run(str(folder))
+        assert (encoder.bigram_buckets, encoder.bigrams_of) == (500, expected)
+        assert sorted(tensor.name for tensor in model.inputs) == ["bigram_ids", "token_ids"]
+        with open(folder / "run.json") as handle:
+            assert json.load(handle)["bigrams_of"] == bigrams_of
+
+
 def test_cosine_schedule_starts_high_and_ends_low(tmp_path):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
     model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy")

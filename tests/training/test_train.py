@@ -57,6 +57,7 @@ def sst2(shared_data):
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
         (["--model", "hcan", "--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read "
                                                          "flat texts; hcan reads sentences"),
+        (["--bigrams-of", "tokens"], "bigrams_of (--bigrams-of) is for a run with bigrams; lama has none here"),
         (["--embeddings", "no/such.vec"], "embeddings (--embeddings) must be 'word2vec' or a vectors file"),
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
         (["--lr-schedule", "step:25,20"], "unknown learning-rate schedule 'step:25,20' (--lr-schedule)"),
