@@ -1,6 +1,8 @@
 import gzip
 import csv
+import json
 import time
+import zipfile
 
 import hypothesis
 import hypothesis.strategies as st
@@ -155,12 +157,35 @@ def test_cjk_text_unseen_in_training_is_mostly_known():
         assert lowest <= known <= highest, (split, known)  # unsplit: "，" and "。" known, every run of ideographs unknown
 
 
-def test_encoders_saved_before_split_cjk_and_bigrams_of_keep_their_ids():
-    config = _adapted().get_config()
-    assert (config["split_cjk"], config["bigrams_of"]) == (True, "vocabulary")
-    del config["split_cjk"], config["bigrams_of"]  # as saved before the options existed
-    restored = TextEncoder.from_config(config)
+def test_encoder_files_saved_before_split_cjk_and_bigrams_of_keep_their_ids(tmp_path):
+    """A run folder's encoder.keras written before the two options existed (the file of today with
+    their keys taken out of its config.json) loads with the old tokens and bigrams."""
+    from keras_textattn.run_folder import load_encoder
+    from keras_textattn.run_folder import save_encoder
+
+    encoder = TextEncoder(sequence_length=8, bigram_buckets=1000)
+    encoder.adapt(CJK + ["a bad film", "a bad plot"])
+    assert (encoder.split_cjk, encoder.bigrams_of) == (True, "vocabulary")
+    save_encoder(tmp_path / "new.keras", encoder)
+
+    def without_new_keys(value):
+        if isinstance(value, dict):
+            return {k: without_new_keys(v) for k, v in value.items() if k not in ("split_cjk", "bigrams_of")}
+        return [without_new_keys(v) for v in value] if isinstance(value, list) else value
+
+    with zipfile.ZipFile(tmp_path / "new.keras") as new, zipfile.ZipFile(tmp_path / "old.keras", "w") as old:
+        for item in new.infolist():
+            data = new.read(item)
+            if item.filename == "config.json":
+                data = json.dumps(without_new_keys(json.loads(data)))
+            old.writestr(item, data)
+    restored = load_encoder(tmp_path / "old.keras")
     assert (restored.split_cjk, restored.bigrams_of) == (False, "tokens")
+    texts = ["我喜欢 a zebra film", "a bad okapi"]
+    before = TextEncoder(sequence_length=8, bigram_buckets=1000, split_cjk=False, bigrams_of="tokens")
+    before.set_vocabulary(encoder.get_vocabulary()[2:])
+    for restored_ids, old_ids in zip(restored(texts), before(texts), strict=True):
+        np.testing.assert_array_equal(restored_ids, old_ids)
 
 
 def test_hierarchical_extremes():
