@@ -16,6 +16,8 @@ CJK_IDEOGRAPHS = (
     (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2A6DF), (0x2A700, 0x2EE5F),
     (0x2F800, 0x2FA1F), (0x30000, 0x323AF),
 )
-# Sentence ends besides `.`, `!` and `?` with `split_cjk`: the ideographic full stop and the
-# fullwidth / halfwidth forms of `!`, `.`, `?` and the ideographic full stop.
-CJK_SENTENCE_ENDS = "\u3002\uff01\uff0e\uff1f\uff61"
+# Where HCAN's texts split into sentences (a pattern for RE2 and Python's re alike): runs of `.`,
+# `!` and `?` (the paper's rule); with `split_cjk` also the ideographic full stop and the fullwidth /
+# halfwidth forms of `!`, `.`, `?` and the ideographic full stop.
+SENTENCE_END = "[.!?]+"
+CJK_SENTENCE_END = "[.!?\u3002\uff01\uff0e\uff1f\uff61]+"

@@ -48,15 +48,13 @@ def _seeded():
     yield
 
 
-def _cjk_font_installed():
+@pytest.fixture
+def cjk_font():
+    """PNGs with Chinese text are checked by their pixels, which needs a CJK font (.ci/run installs one)."""
     from keras_textattn._plots import fonts
 
-    return len(fonts()) > 1
-
-
-# PNGs with Chinese text are checked by their pixels, which needs a CJK font (.ci/run installs one).
-needs_cjk_font = pytest.mark.skipif(
-    not _cjk_font_installed(), reason="no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)")
+    if len(fonts()) == 1:
+        pytest.skip("no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)")
 
 
 AG_NEWS_LABELS = ["World", "Sports", "Business", "Sci/Tech"]

@@ -22,7 +22,6 @@ from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.export import saved_model
 from keras_textattn.run_folder import load_run
 from tests.conftest import ag_news_files
-from tests.conftest import needs_cjk_font
 
 @pytest.fixture(scope="module")
 def test_rows(shared_data):
@@ -194,8 +193,7 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
         assert image.size[0] > 300 and len(set(image.convert("RGB").getdata())) > 20  # a heatmap, not a blank
 
 
-@needs_cjk_font
-def test_chinese_class_names_are_drawn_in_the_confusion_png(tmp_path):
+def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):
     """Two confusion matrices that differ only in a Chinese class name differ in pixels (with
     DejaVu Sans alone both names were the same boxes) and only in the names' places."""
     from PIL import Image

@@ -8,7 +8,7 @@ The tests check that it gives the in-graph encoder's ids on real texts.
 The rules (see `TextEncoder`):
 1. Decode UTF-8, replacing invalid bytes by U+FFFD; NUL counts as a space.
 2. Hierarchical models only: split into sentences at runs of `.`, `!`, `?`
-   (and, when `split_cjk`, of `vocabulary.CJK_SENTENCE_ENDS`; dropped); sentences
+   (`vocabulary.SENTENCE_END`; when `split_cjk`, `vocabulary.CJK_SENTENCE_END`; dropped); sentences
    without tokens are dropped.
 3. Split into tokens, scanning left to right: an HTML tag `<...>` (at most 200
    characters, no `<` or `>` inside; when `strip_html`) and whitespace (Unicode
@@ -39,13 +39,12 @@ import unicodedata
 import numpy as np
 
 from keras_textattn.vocabulary import CJK_IDEOGRAPHS
-from keras_textattn.vocabulary import CJK_SENTENCE_ENDS
+from keras_textattn.vocabulary import CJK_SENTENCE_END
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
+from keras_textattn.vocabulary import SENTENCE_END
 
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
-_SENTENCE_END = re.compile(r"[.!?]+")
-_CJK_SENTENCE_END = re.compile(f"[.!?{CJK_SENTENCE_ENDS}]+")
 # Besides Unicode separators (category Z): ASCII whitespace, NUL, and the other characters
 # str.splitlines breaks lines at (vertical tab, file/group/record separators, NEL).
 _SPACE = frozenset("\t\n\v\f\r \x00\x1c\x1d\x1e\x85")
@@ -82,7 +81,7 @@ class ClientTokenizer:
         # CJK text and paired the tokens as written.
         self.split_cjk = self.config.get("split_cjk", False)
         self.bigrams_of = self.config.get("bigrams_of", "tokens")
-        self._sentence_end = _CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END
+        self._sentence_end = re.compile(CJK_SENTENCE_END if self.split_cjk else SENTENCE_END)
 
     def tokens(self, text):
         """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
@@ -95,9 +94,9 @@ class ClientTokenizer:
                 position = tag.end()
             elif _is_space(text[position]):
                 position += 1
-            elif self._is_word(text[position]):
+            elif self._in_word(text[position]):
                 end = position + 1
-                while end < len(text) and self._is_word(text[end]):
+                while end < len(text) and self._in_word(text[end]):
                     end += 1
                 tokens.append(text[position:end])
                 position = end
@@ -106,7 +105,8 @@ class ClientTokenizer:
                 position += 1
         return [self._standardize(token) for token in tokens]
 
-    def _is_word(self, character):
+    def _in_word(self, character):
+        """Whether `character` continues a word: a word character, but not a CJK ideograph when split."""
         return _is_word(character) and not (self.split_cjk and _is_cjk_ideograph(character))
 
     def _standardize(self, token):

@@ -18,7 +18,8 @@ from keras_textattn import _backend
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID  # noqa: F401
 from keras_textattn.vocabulary import CJK_IDEOGRAPHS
-from keras_textattn.vocabulary import CJK_SENTENCE_ENDS
+from keras_textattn.vocabulary import CJK_SENTENCE_END
+from keras_textattn.vocabulary import SENTENCE_END
 OOV_TOKEN = "[UNK]"
 
 # A word is a run of letters, digits, combining marks or "_"; every other
@@ -32,9 +33,7 @@ _WORD_CHARS = r"\pL\pN\pM_"
 _SPACE = r"\s\p{Z}\x0b\x1c-\x1e\x{85}"
 _PUNCTUATION = rf"[^{_WORD_CHARS}{_SPACE}]"
 _HTML_TAG = r"<[^<>]{0,200}>"
-_SENTENCE_END = r"[.!?]+"
 _CJK_IDEOGRAPH = "[" + "".join(rf"\x{{{first:X}}}-\x{{{last:X}}}" for first, last in CJK_IDEOGRAPHS) + "]"
-_CJK_SENTENCE_END = f"[.!?{CJK_SENTENCE_ENDS}]+"
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -156,7 +155,7 @@ class TextEncoder(keras.layers.Layer):
         # Tokens are the text between delimiters, and the delimiters matched by `_kept`.
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
         self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
-        self._sentence_end = _CJK_SENTENCE_END if self.split_cjk else _SENTENCE_END
+        self._sentence_end = CJK_SENTENCE_END if self.split_cjk else SENTENCE_END
         self.lookup = keras.layers.StringLookup(
             mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup"
         )

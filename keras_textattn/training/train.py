@@ -412,7 +412,8 @@ def train(
         raise RunError(f"bigram-buckets must be a whole number >= 0; got {bigram_buckets!r}")
     if bigrams_of not in (None, "vocabulary", "tokens"):
         raise RunError(f"bigrams-of must be 'vocabulary' or 'tokens'; got {bigrams_of!r}")
-    if bigrams_of is not None and not (bigram_buckets if bigram_buckets is not None else spec.bigrams):
+    has_bigrams = spec.encoder_options(model_kwargs, bigram_buckets=bigram_buckets).get("bigram_buckets")
+    if bigrams_of is not None and not has_bigrams:
         raise RunError(f"bigrams_of (--bigrams-of) is for a run with bigrams; {model} has none here: give "
                        "bigram_buckets (--bigram-buckets)")
     if embeddings not in (None, "word2vec") and not os.path.isfile(os.fspath(embeddings)):

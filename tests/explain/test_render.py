@@ -15,7 +15,6 @@ from keras_textattn.explain.render import DARKEST
 from keras_textattn.explain.render import LIGHTEST
 from keras_textattn.explain.render import WORD
 from keras_textattn.explain.render import shades
-from tests.conftest import needs_cjk_font
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -97,8 +96,7 @@ def test_nearly_uniform_attention_is_readable_in_a_browser(tmp_path):
     assert np.abs(colours[0] - colours[1]).max() > 150  # almost white against strong red
 
 
-@needs_cjk_font
-def test_chinese_tokens_are_drawn_in_the_png_not_boxes(tmp_path):
+def test_chinese_tokens_are_drawn_in_the_png_not_boxes(cjk_font, tmp_path):
     """Two heatmaps that differ only in one Chinese token must differ in pixels: a font without
     the glyphs draws both as the same box (as DejaVu Sans alone did), and the label is lost."""
     weights = [[0.1, 0.2, 0.3, 0.4]]
