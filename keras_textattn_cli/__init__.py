@@ -1,4 +1,4 @@
-"""`keras-textattn train|export|tune|explain|predict|evaluate ...`: the command line.
+"""`keras-textattn train|export|tune|explain|predict|evaluate|vectors ...`: the command line.
 
 A package of its own, beside `keras_textattn`: importing `keras_textattn` registers its
 layers with Keras, which imports TensorFlow (seconds, and a screen of C++ log lines), so
@@ -186,6 +186,22 @@ def _parser():
     fit.add_argument("--quiet", action="store_true", help="no progress bar (written to a file or a pipe, the "
                                                              "progress is one line per epoch)")
 
+    vectors = subcommand("vectors", help="train word2vec on texts (labelled or not) and write a vectors file "
+                                          "for train --embeddings")
+    vectors.add_argument("--data", required=True, action="append",
+                         help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) of texts; repeat for more files. "
+                              "Never the texts a model will be tested on")
+    vectors.add_argument("--output", required=True, help="the vectors file to write (word2vec text format)")
+    vectors.add_argument("--dimension", required=True, type=int,
+                         help="the vectors' size: the embedding size of the model (cpu preset: 64, dual_axial 32)")
+    _file_format_arguments(vectors, labels=False)
+    vectors.add_argument("--min-count", type=int, default=5, help="rarer words get no vector")
+    vectors.add_argument("--epochs", type=int, help="passes over the texts (default: about 10 million token updates, "
+                                                    "5 to 50 passes)")
+    vectors.add_argument("--window", type=int, default=5, help="words on each side that a word predicts")
+    vectors.add_argument("--seed", type=int, default=0)
+    vectors.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+
     export = subcommand("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
     export.add_argument("--run", required=True, help="a run folder written by `train`")
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
@@ -293,7 +309,7 @@ def main(argv=None):
             tf.config.list_logical_devices()  # initialises the devices: cuInit and its kind log here
     try:
         return {"train": _train, "export": _export, "tune": _tune, "explain": _explain, "predict": _predict,
-                "evaluate": _evaluate}[args.command](args)
+                "evaluate": _evaluate, "vectors": _vectors}[args.command](args)
     except KeyboardInterrupt:
         after = {"train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
                  "tune": "; run the same command to resume the search", "export": "; nothing was written"}.get(args.command, "")
@@ -428,6 +444,17 @@ def _predict(args):
                                     id_column=args.id_column, header=not args.no_header, top_k=args.top_k,
                                     batch_size=args.batch_size, overwrite=args.overwrite, verbose=0 if args.quiet else 1)
     print(f"Predicted {report['rows']} rows of {args.data} into {report['path']}")
+    return 0
+
+
+def _vectors(args):
+    from keras_textattn.text import write_word2vec
+
+    report = write_word2vec(args.data, args.output, args.dimension, text_column=_text_column(args),
+                            header=not args.no_header, seed=args.seed, min_count=args.min_count, epochs=args.epochs,
+                            window=args.window, overwrite=args.overwrite)
+    print(f"Wrote {report['words']} word vectors of {report['dimension']} dimensions (word2vec, {report['epochs']} "
+          f"passes over {report['tokens']} tokens) to {report['path']}; use them with --embeddings {report['path']}")
     return 0
 
 

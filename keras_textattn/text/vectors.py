@@ -1,5 +1,6 @@
 """Pretrained word vectors for an encoder's vocabulary: word2vec trained on the training
-texts (gensim), or a vectors file (GloVe, word2vec text, fastText `.vec`; plain or gzip).
+texts (gensim), or a vectors file (GloVe, word2vec text, fastText `.vec`; plain or gzip),
+which `write_word2vec` makes from any texts (unlabelled ones of the same kind).
 
 LAMA (sec. 4) and HCAN (sec. 4) initialise their embeddings from word2vec trained on the
 dataset; CSPAN (sec. 3.1) from GloVe 6B 300-d. `embedding_matrix` turns the vectors into
@@ -82,19 +83,27 @@ def read_vectors(path, vocabulary):
     return vectors, dimension
 
 
-def _write_tokenized(encoder, texts, path, batch_size=256):
-    """Write `texts` (a `tf.data` dataset of texts or `(text, label)` pairs) to `path`, one
-    text per line as the encoder's tokens joined by spaces (tokens never contain one): gensim's
-    `corpus_file` format, read in C on each pass. Returns the number of tokens."""
-    if not isinstance(texts.element_spec, tf.TensorSpec):
-        texts = texts.map(lambda text, *_: text)
-    join = tf.function(lambda batch: tf.strings.reduce_join(encoder.tokenize(batch), axis=-1, separator=" "))
+def _write_tokenized(encoder, batches, path):
+    """Write the texts of `batches` (an iterable of string batches: lists or tensors) to `path`,
+    one text per line as the encoder's tokens joined by spaces: gensim's `corpus_file` format,
+    read in C on each pass. Returns the number of tokens written.
+
+    Tokens that hold a space after NFKC (the acute accent of "don´t" becomes a space and a
+    combining mark) are left out: gensim splits its words at any white space, so they cannot
+    be one word there; they get no vector (a random row)."""
+
+    def join(batch):
+        tokens = encoder.tokenize(batch)
+        tokens = tf.ragged.boolean_mask(tokens, tf.logical_not(tf.strings.regex_full_match(tokens, r"(?s).*\s.*")))
+        return tf.strings.reduce_join(tokens, axis=-1, separator=" "), tokens.row_lengths()
+
+    join = tf.function(join, input_signature=[tf.TensorSpec([None], tf.string)])
     count = 0
     with open(path, "wb") as handle:
-        for batch in texts.batch(batch_size).prefetch(tf.data.AUTOTUNE):
-            lines = join(batch).numpy()
-            count += sum(line.count(b" ") + 1 for line in lines if line)
-            handle.write(b"\n".join(lines) + b"\n")
+        for batch in batches:
+            lines, lengths = join(tf.convert_to_tensor(batch, dtype=tf.string))
+            count += int(tf.reduce_sum(lengths))
+            handle.write(b"\n".join(lines.numpy()) + b"\n")
     return count
 
 
@@ -104,14 +113,36 @@ def _stable_hash(text):
     return zlib.crc32(text.encode("utf-8"))
 
 
+def _word2vec(encoder, batches, dimension, seed, min_count, epochs, window):
+    """gensim's CBOW word2vec on the texts of `batches`, tokenised by `encoder` into a temporary
+    file that gensim reads on each pass (memory stays flat however large the corpus). Returns
+    `(model, tokens, epochs)`."""
+    from gensim.models import Word2Vec
+
+    with tempfile.TemporaryDirectory() as folder:
+        corpus = os.path.join(folder, "tokens.txt")
+        tokens = _write_tokenized(encoder, batches, corpus)
+        if tokens == 0:
+            raise VectorsError("word2vec needs texts with words; these have none")
+        if epochs is None:
+            epochs = int(np.clip(np.ceil(10_000_000 / tokens), 5, 50))
+        model = Word2Vec(vector_size=dimension, window=window, min_count=min_count, epochs=epochs, seed=seed,
+                         workers=1, hashfxn=_stable_hash)
+        model.build_vocab(corpus_file=corpus)
+        if not model.wv.key_to_index:
+            raise VectorsError(f"word2vec found no word that occurs at least {min_count} times (min_count) "
+                               f"in these {tokens} tokens")
+        model.train(corpus_file=corpus, total_words=model.corpus_total_words, total_examples=model.corpus_count,
+                    epochs=epochs)
+    return model, tokens, epochs
+
+
 def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, window=5):
     """word2vec (gensim, CBOW) on `texts`, tokenised exactly as `encoder` tokenises them.
 
     Give it the training split only. Deterministic for a seed (one worker thread, a
     process-independent hash). `min_count=5`: LAMA's "words with fewer than 5
-    occurrences" are left without a vector (their rows stay random). The texts are
-    tokenised once into a temporary file that gensim reads on each pass (memory stays
-    flat however large the corpus).
+    occurrences" are left without a vector (their rows stay random).
 
     `epochs=None` (our choice; the papers do not say): gensim's 5 passes, more for a small
     corpus, so that every run makes about 10 million token updates (at most 50 passes).
@@ -127,18 +158,58 @@ def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, 
     Returns:
         token to float32 vector, for the words of the encoder's vocabulary that word2vec kept.
     """
-    from gensim.models import Word2Vec
-
-    with tempfile.TemporaryDirectory() as folder:
-        corpus = os.path.join(folder, "tokens.txt")
-        tokens = _write_tokenized(encoder, texts, corpus)
-        if tokens == 0:
-            raise VectorsError("word2vec needs training texts with words; these have none")
-        if epochs is None:
-            epochs = int(np.clip(np.ceil(10_000_000 / tokens), 5, 50))
-        model = Word2Vec(corpus_file=corpus, vector_size=dimension, window=window, min_count=min_count,
-                         epochs=epochs, seed=seed, workers=1, hashfxn=_stable_hash)
+    if not isinstance(texts.element_spec, tf.TensorSpec):
+        texts = texts.map(lambda text, *_: text)
+    batches = texts.batch(256).prefetch(tf.data.AUTOTUNE)
+    model, _, _ = _word2vec(encoder, batches, dimension, seed, min_count, epochs, window)
     return {word: model.wv[word] for word in encoder.get_vocabulary()[RESERVED:] if word in model.wv.key_to_index}
+
+
+def write_word2vec(data, output, dimension, *, text_column="text", header=True, seed=0, min_count=5, epochs=None,
+                   window=5, overwrite=False):
+    """Train word2vec on the texts of files, labelled or not, and write a vectors file for
+    `train(embeddings=output)` (`--embeddings`).
+
+    For a model trained on few labelled texts, vectors learned from many unlabelled texts of
+    the same kind carry what the labelled ones are too few to teach (BENCHMARKS.md: SST-2's
+    6,920 movie-review sentences with vectors from IMDB's 25,000 training reviews). Never
+    give it the texts a model will be tested on. Tokens are a default `TextEncoder`'s, the
+    words `read_vectors` looks up; the settings are `train_word2vec`'s (CBOW, `min_count`,
+    seeded, `epochs=None`: about 10 million token updates).
+
+    Args:
+        data: a file or a list of files (CSV/TSV, JSONL or TFRecord, plain or gzip), read as
+            `predict_file` reads them (`text_column`, `header`); labels are not read.
+        output: the word2vec text file to write (a count and dimension line, then one word and
+            its numbers per line; frequent words first), atomically.
+        dimension: the vectors' size: the embedding size of the models that will use them.
+
+    Returns:
+        `{"path", "words", "dimension", "tokens", "epochs"}`.
+    """
+    from keras_textattn._files import write_atomically
+    from keras_textattn.datasets.loading import LocalFile
+    from keras_textattn.datasets.loading import text_batches
+    from keras_textattn.text.encoder import TextEncoder
+
+    for name, value, meaning in (("dimension", dimension, "the models' embedding size"), ("min_count", min_count, ""),
+                                 ("epochs", 1 if epochs is None else epochs, ""), ("window", window, "")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise VectorsError(f"{name} must be a positive int{f' ({meaning})' if meaning else ''}; got {value!r}")
+    output = os.fspath(output)
+    if os.path.exists(output) and not overwrite:
+        raise FileExistsError(f"{os.path.abspath(output)} already exists; pass overwrite=True (--overwrite) to replace it")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise VectorsError(f"the folder of {output!r} does not exist")
+    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+    for path in paths:
+        if not os.path.isfile(path):
+            raise VectorsError(f"no such file: {os.fspath(path)!r}")
+    files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header) for path in paths]
+    batches = (texts for file in files for _, texts in text_batches(file, 256))
+    model, tokens, epochs = _word2vec(TextEncoder(), batches, dimension, seed, min_count, epochs, window)
+    write_atomically(output, lambda temporary: model.wv.save_word2vec_format(temporary))
+    return {"path": output, "words": len(model.wv), "dimension": dimension, "tokens": tokens, "epochs": epochs}
 
 
 def embedding_matrix(vocabulary, vectors, dimension, seed=0, scale=0.05):

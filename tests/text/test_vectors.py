@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
@@ -14,6 +15,7 @@ from keras_textattn.text.vectors import VectorsError
 from keras_textattn.text.vectors import embedding_matrix
 from keras_textattn.text.vectors import read_vectors
 from keras_textattn.text.vectors import train_word2vec
+from keras_textattn.text.vectors import write_word2vec
 
 VOCABULARY = ["", "[UNK]", "good", "film", "café", "dull"]
 
@@ -76,6 +78,24 @@ def test_embedding_matrix_rows():
     np.testing.assert_array_equal(embedding_matrix(VOCABULARY, vectors, 3, seed=3)[0], matrix)
 
 
+POSITIVE = ["good", "great", "best", "funny", "beautiful", "wonderful", "excellent", "enjoyable"]
+NEGATIVE = ["bad", "worst", "boring", "dull", "stupid", "awful", "terrible", "mess"]
+
+
+def _assert_sentiment_words_together(vectors):
+    """Frequent sentiment words are closer to each other than to random words of `vectors`."""
+
+    def unit(word):
+        return vectors[word] / np.linalg.norm(vectors[word])
+
+    rng = np.random.default_rng(0)
+    others = [w for w in rng.choice(sorted(vectors), 300, replace=False) if w not in POSITIVE + NEGATIVE]
+    for group in (POSITIVE, NEGATIVE):
+        within = np.mean([unit(a) @ unit(b) for a in group for b in group if a != b])
+        to_random = np.mean([unit(a) @ unit(b) for a in group for b in others])
+        assert within > to_random + 0.1, (group, within, to_random)
+
+
 def test_word2vec_on_sst2_puts_sentiment_words_together(shared_data):
     """word2vec on SST-2's training texts (6,920 sentences), tokenised by the encoder: frequent
     sentiment words are closer to each other than to random vocabulary words; seeded, it repeats."""
@@ -86,17 +106,85 @@ def test_word2vec_on_sst2_puts_sentiment_words_together(shared_data):
     vocabulary = encoder.get_vocabulary()
     # min_count 5: about 3,000 of the 5,000 most frequent words occur 5 times or more.
     assert 2500 < len(vectors) < len(vocabulary) - 1000 and all(word in vectors for word in vocabulary[2:2500])
-
-    def unit(word):
-        return vectors[word] / np.linalg.norm(vectors[word])
-
-    positive = ["good", "great", "best", "funny", "beautiful", "wonderful", "excellent", "enjoyable"]
-    negative = ["bad", "worst", "boring", "dull", "stupid", "awful", "terrible", "mess"]
-    rng = np.random.default_rng(0)
-    others = [w for w in rng.choice(sorted(vectors), 300, replace=False) if w not in positive + negative]
-    for group in (positive, negative):
-        within = np.mean([unit(a) @ unit(b) for a in group for b in group if a != b])
-        to_random = np.mean([unit(a) @ unit(b) for a in group for b in others])
-        assert within > to_random + 0.1, (group, within, to_random)
+    _assert_sentiment_words_together(vectors)
     again = train_word2vec(encoder, train.take(300), 8, seed=1)
     np.testing.assert_array_equal(again["good"], train_word2vec(encoder, train.take(300), 8, seed=1)["good"])
+
+
+def _unlabelled_reviews(shared_data, path, rows):
+    """The texts of IMDB's first training reviews of each label, without labels, as JSONL;
+    returns the path and the texts."""
+    import csv
+    import json
+
+    with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        records = list(csv.DictReader(handle))
+    texts = [r["text"] for r in records[: rows // 2] + records[-rows // 2:]]  # the file is sorted by label
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps({"text": text}) + "\n" for text in texts)
+    return str(path), texts
+
+
+def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
+    """`keras-textattn vectors`: word2vec on unlabelled reviews (JSONL, 2,000 IMDB reviews) and
+    SST-2's dev sentences (CSV, labels unread) writes a word2vec text file that `read_vectors`
+    takes for another dataset's vocabulary (SST-2's training texts): every token of both files
+    read, sentiment words together, the same bytes for the same seed, an existing file kept."""
+    from keras_textattn_cli import main
+
+    reviews, review_texts = _unlabelled_reviews(shared_data, tmp_path / "reviews.jsonl", 2000)
+    dev = str(shared_data / "sst2" / "dev.csv.gz")
+    output = tmp_path / "reviews.vec"
+    command = ["vectors", "--data", reviews, "--data", dev, "--output", str(output), "--dimension", "32"]
+    assert main(command) == 0
+    report = capsys.readouterr().out
+    dev_texts = [text.decode() for text, _ in load_dataset({"train": LocalFile(dev)}, ("train",))["train"].as_numpy_iterator()]
+    rows = TextEncoder().tokenize(review_texts + dev_texts).to_list()
+    tokens = sum(b" " not in token for row in rows for token in row)  # as word2vec reads them (next test)
+    count, dimension = map(int, output.read_text(encoding="utf-8").split("\n", 1)[0].split())
+    assert re.search(rf"Wrote {count} word vectors of 32 dimensions \(word2vec, \d+ passes over {tokens} tokens\)", report)
+    assert dimension == 32 and "--embeddings" in report and "<br" not in output.read_text(encoding="utf-8")
+
+    train = load_dataset({"train": LocalFile(str(shared_data / "sst2" / "train.csv.gz"))}, ("train",))["train"]
+    encoder = TextEncoder(max_tokens=5000)
+    encoder.adapt(train)
+    vectors, found = read_vectors(str(output), encoder.get_vocabulary())
+    assert found == 32 and len(vectors) > 2500  # most of SST-2's frequent words occur 5 times in these texts
+    _assert_sentiment_words_together(vectors)
+
+    written = output.read_bytes()
+    assert main(command) == 2 and "already exists" in capsys.readouterr().err and output.read_bytes() == written
+    assert main(command + ["--overwrite"]) == 0 and output.read_bytes() == written  # seeded: the same file
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"data": "missing.csv"}, "no such file"),
+    ({"data": "empty.csv"}, "texts with words"),
+    ({"dimension": 0}, "dimension must be a positive int"),
+    ({"min_count": 10 ** 6}, "no word that occurs at least 1000000 times"),
+    ({"output": "no/such/folder/v.vec"}, "does not exist"),
+])
+def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
+    """Bad input is a one-line `VectorsError` and no file (nor a temporary one) is left."""
+    _write(tmp_path / "texts.csv", "text\n" + '"a good film, a dull plot"\n' * 20)
+    _write(tmp_path / "empty.csv", "text\n" + '""\n' * 3)
+    arguments = {"data": "texts.csv", "output": "v.vec", "dimension": 8, **arguments}
+    arguments["data"], arguments["output"] = str(tmp_path / arguments["data"]), str(tmp_path / arguments["output"])
+    with pytest.raises(VectorsError, match=message):
+        write_word2vec(arguments.pop("data"), arguments.pop("output"), arguments.pop("dimension"), **arguments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "texts.csv"]
+
+
+def test_tokens_holding_a_space_are_left_out_of_word2vec(tmp_path):
+    """The acute accent of "don´t" is a token that NFKC turns into a space and a combining mark;
+    gensim would read it as two words (a bare combining mark among them): it is left out, and
+    every other token keeps its place, in the file and in the count."""
+    _write(tmp_path / "texts.csv", "text\n" + "i don´t like it but i do like this\n" * 10)
+    tokens = [token.decode() for token in TextEncoder().tokenize(["don´t"]).to_list()[0]]
+    assert tokens[0] == "don" and " " in tokens[1] and tokens[2] == "t"
+    report = write_word2vec(str(tmp_path / "texts.csv"), tmp_path / "v.vec", 4)
+    lines = (tmp_path / "v.vec").read_text(encoding="utf-8").splitlines()
+    assert report["tokens"] == 100 and report["words"] == 8 == len(lines) - 1  # 11 tokens a line, 1 left out
+    assert all(len(line.split(" ")) == 5 for line in lines[1:])
+    vectors = read_vectors(str(tmp_path / "v.vec"), tokens)[0]
+    assert sorted(vectors) == ["don", "t"]
