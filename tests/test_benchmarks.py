@@ -128,3 +128,17 @@ def test_time_to_accuracy_plot_rows():
         "scalable_attention": ["scalable_attention"], "cspan": ["cspan@v2000"], "fasttext": ["fasttext"],
         "tfidf_lr": ["tfidf_lr"],
     }
+
+
+def test_accuracy_official_validation(shared_data, tmp_path):
+    """`--official-validation`: a `train()` row validates on SST-2's dev file (872 rows), not on
+    10% of the training rows (692), and says so in its name; plain rows refuse the flag."""
+    results = tmp_path / "accuracy.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "sst2",
+               "--seeds", "0", "--official-validation", "--data-dir", str(shared_data)]
+    subprocess.run(command + ["--models", "scalable_attention+unweighted"], check=True, capture_output=True)
+    (row,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert row["model"] == "scalable_attention+unweighted@dev" and 0.6 < row["accuracy"] <= 1
+    assert abs(row["validation_accuracy"] * 872 - round(row["validation_accuracy"] * 872)) < 1e-6
+    refused = subprocess.run(command + ["--models", "scalable_attention"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--official-validation is for the rows run through train()" in refused.stderr
