@@ -493,8 +493,8 @@ def main(argv=None):
                 model, options, epochs = TRAINED[model_name]
                 if options.get("embeddings") == UNLABELLED:
                     options = {**options, "embeddings": unlabelled_vectors(args.data_dir, model)}
-                result = run_train(model, files(args.data_dir, dataset_name, args.official_validation), length, seed, options, epochs, args.max_tokens,
-                                   chosen_lengths=model_name in DEFAULTS)
+                result = run_train(model, files(args.data_dir, dataset_name, args.official_validation), length, seed,
+                                   options, epochs, args.max_tokens, chosen_lengths=model_name in DEFAULTS)
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":

@@ -312,7 +312,8 @@ def main(argv=None):
                 "evaluate": _evaluate, "vectors": _vectors}[args.command](args)
     except KeyboardInterrupt:
         after = {"train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
-                 "tune": "; run the same command to resume the search", "export": "; nothing was written"}.get(args.command, "")
+                 "tune": "; run the same command to resume the search", "export": "; nothing was written",
+                 "vectors": "; nothing was written"}.get(args.command, "")
         print(f"keras-textattn: interrupted{after}", file=sys.stderr)
         return 130
     except (UserError, OSError) as error:
