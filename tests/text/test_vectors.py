@@ -6,7 +6,6 @@ import re
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
