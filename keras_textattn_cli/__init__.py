@@ -195,6 +195,8 @@ def _parser():
     vectors.add_argument("--dimension", required=True, type=int,
                          help="the vectors' size: the embedding size of the model (cpu preset: 64, dual_axial 32)")
     _file_format_arguments(vectors, labels=False)
+    vectors.add_argument("--lines", action="store_true",
+                         help="the files are plain text (plain or .gz), one text per line, no columns")
     vectors.add_argument("--min-count", type=int, default=5, help="rarer words get no vector")
     vectors.add_argument("--epochs", type=int, help="passes over the texts (default: about 10 million token updates, "
                                                     "5 to 50 passes)")
@@ -449,10 +451,14 @@ def _predict(args):
 
 
 def _vectors(args):
+    from keras_textattn.errors import UserError
     from keras_textattn.text import write_word2vec
 
+    if args.lines and (args.text_column or args.no_header):
+        raise UserError("--lines reads each line as one text; --text-column and --no-header are for CSV/TSV, "
+                        "JSONL and TFRecord files")
     report = write_word2vec(args.data, args.output, args.dimension, text_column=_text_column(args),
-                            header=not args.no_header, seed=args.seed, min_count=args.min_count, epochs=args.epochs,
+                            header=not args.no_header, lines=args.lines, seed=args.seed, min_count=args.min_count, epochs=args.epochs,
                             window=args.window, overwrite=args.overwrite)
     print(f"Wrote {report['words']} word vectors of {report['dimension']} dimensions (word2vec, {report['epochs']} "
           f"passes over {report['tokens']} tokens) to {report['path']}; use them with --embeddings {report['path']}")

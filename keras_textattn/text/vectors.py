@@ -165,8 +165,24 @@ def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, 
     return {word: model.wv[word] for word in encoder.get_vocabulary()[RESERVED:] if word in model.wv.key_to_index}
 
 
-def write_word2vec(data, output, dimension, *, text_column="text", header=True, seed=0, min_count=5, epochs=None,
-                   window=5, overwrite=False):
+def _lines(path, batch_size=256):
+    """The lines of a plain text file (or gzip) in lists of `batch_size`, line ends removed."""
+    batch = []
+    try:
+        with open_text(path) as handle:
+            for line in handle:
+                batch.append(line.rstrip("\r\n"))
+                if len(batch) == batch_size:
+                    yield batch
+                    batch = []
+    except (EOFError, OSError, zlib.error) as error:
+        raise VectorsError(f"{path}: cannot be read ({error})") from None
+    if batch:
+        yield batch
+
+
+def write_word2vec(data, output, dimension, *, text_column="text", header=True, lines=False, seed=0, min_count=5,
+                   epochs=None, window=5, overwrite=False):
     """Train word2vec on the texts of files, labelled or not, and write a vectors file for
     `train(embeddings=output)` (`--embeddings`).
 
@@ -179,7 +195,8 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
 
     Args:
         data: a file or a list of files (CSV/TSV, JSONL or TFRecord, plain or gzip), read as
-            `predict_file` reads them (`text_column`, `header`); labels are not read.
+            `predict_file` reads them (`text_column`, `header`); labels are not read. With
+            `lines`, plain text files instead (plain or gzip): each line is a text.
         output: the word2vec text file to write (a count and dimension line, then one word and
             its numbers per line; frequent words first), atomically.
         dimension: the vectors' size: the embedding size of the models that will use them.
@@ -205,8 +222,11 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     for path in paths:
         if not os.path.isfile(path):
             raise VectorsError(f"no such file: {os.fspath(path)!r}")
-    files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header) for path in paths]
-    batches = (texts for file in files for _, texts in text_batches(file, 256))
+    if lines:
+        batches = (texts for path in paths for texts in _lines(os.fspath(path)))
+    else:
+        files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header) for path in paths]
+        batches = (texts for file in files for _, texts in text_batches(file, 256))
     model, tokens, epochs = _word2vec(TextEncoder(), batches, dimension, seed, min_count, epochs, window)
     write_atomically(output, lambda temporary: model.wv.save_word2vec_format(temporary))
     return {"path": output, "words": len(model.wv), "dimension": dimension, "tokens": tokens, "epochs": epochs}

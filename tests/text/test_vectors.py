@@ -187,3 +187,16 @@ def test_tokens_holding_a_space_are_left_out_of_word2vec(tmp_path):
     assert all(len(line.split(" ")) == 5 for line in lines[1:])
     vectors = read_vectors(str(tmp_path / "v.vec"), tokens)[0]
     assert sorted(vectors) == ["don", "t"]
+
+
+def test_write_word2vec_reads_plain_text_lines(tmp_path, capsys):
+    """`--lines`: each line of a plain text file (here gzip) is a text, commas and the first line
+    included, where the same file read as CSV would take its first line for a header."""
+    from keras_textattn_cli import main
+
+    path = _write(tmp_path / "corpus.txt.gz", "a good film, a dull plot\n" * 20)
+    report = write_word2vec(path, tmp_path / "v.vec", 4, lines=True)
+    assert report["tokens"] == 20 * 7 and report["words"] == 6  # a good film , dull plot
+    command = ["vectors", "--data", path, "--output", str(tmp_path / "w.vec"), "--dimension", "4", "--lines"]
+    assert main(command + ["--text-column", "text"]) == 2 and "--lines reads each line" in capsys.readouterr().err
+    assert main(command) == 0 and (tmp_path / "w.vec").read_bytes() == (tmp_path / "v.vec").read_bytes()
