@@ -116,6 +116,11 @@ def check_output(path, overwrite, source=None):
     recover_folder_swap(path)
     if source is not None:
         refuse_overlap(source, path)
+    refuse_existing(path, overwrite)
+
+
+def refuse_existing(path, overwrite):
+    """`FileExistsError` if `path` exists and `overwrite` is False."""
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{os.path.abspath(path)} already exists; pass overwrite=True (--overwrite) to replace it")
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 from keras_textattn import _plots
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
+from keras_textattn._files import refuse_existing
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.datasets.loading import DataError
@@ -134,8 +135,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     if not output.endswith((".csv", ".jsonl")):
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
     _check_batch_size(batch_size)
-    if os.path.exists(output) and not overwrite:
-        raise FileExistsError(f"{os.path.abspath(output)} already exists; pass overwrite=True (--overwrite) to replace it")
+    refuse_existing(output, overwrite)
     classifier = Classifier(run)
     top_k = _check_top_k(top_k, len(classifier.label_names))
     file = LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter)

@@ -532,6 +532,29 @@ def text_batches(file, batch_size, id_column=None):
             yield (None if id_index is None else ids), texts
 
 
+def line_batches(path, batch_size):
+    """The lines of a plain text file (or gzip) as texts, line ends removed, in lists of up to
+    `batch_size`, in file order; a file that cannot be read is a `DataError` naming it."""
+    batch = []
+    try:
+        with open_text(path) as handle:
+            for line in handle:
+                batch.append(line.rstrip("\r\n"))
+                if len(batch) == batch_size:
+                    yield batch
+                    batch = []
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise _unreadable(path, error) from None
+    if batch:
+        yield batch
+
+
+def _unreadable(path, error):
+    """The `DataError` for a gzip file that ends early or is not gzip."""
+    reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
+    return DataError(f"{path}: cannot be read: {reason}")
+
+
 class _Table(typing.NamedTuple):
     """An open CSV/TSV file: its header (None without one), its width (the first row's), and
     its data rows as `(line number, record)`, blank lines skipped, widths checked."""
@@ -675,8 +698,7 @@ def _csv_table(file):
 
             yield _Table(path, first if file.header else None, len(first), rows())
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        reason = "it ends early (truncated?)" if isinstance(error, EOFError) else f"not valid gzip ({error})"
-        raise DataError(f"{path}: cannot be read: {reason}") from None
+        raise _unreadable(path, error) from None
     except csv.Error as error:
         raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None
 

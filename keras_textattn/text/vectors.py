@@ -165,22 +165,6 @@ def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, 
     return {word: model.wv[word] for word in encoder.get_vocabulary()[RESERVED:] if word in model.wv.key_to_index}
 
 
-def _lines(path, batch_size=256):
-    """The lines of a plain text file (or gzip) in lists of `batch_size`, line ends removed."""
-    batch = []
-    try:
-        with open_text(path) as handle:
-            for line in handle:
-                batch.append(line.rstrip("\r\n"))
-                if len(batch) == batch_size:
-                    yield batch
-                    batch = []
-    except (EOFError, OSError, zlib.error) as error:
-        raise VectorsError(f"{path}: cannot be read ({error})") from None
-    if batch:
-        yield batch
-
-
 def write_word2vec(data, output, dimension, *, text_column="text", header=True, lines=False, seed=0, min_count=5,
                    epochs=None, window=5, overwrite=False):
     """Train word2vec on the texts of files, labelled or not, and write a vectors file for
@@ -204,8 +188,10 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     Returns:
         `{"path", "words", "dimension", "tokens", "epochs"}`.
     """
+    from keras_textattn._files import refuse_existing
     from keras_textattn._files import write_atomically
     from keras_textattn.datasets.loading import LocalFile
+    from keras_textattn.datasets.loading import line_batches
     from keras_textattn.datasets.loading import text_batches
     from keras_textattn.text.encoder import TextEncoder
 
@@ -214,8 +200,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise VectorsError(f"{name} must be a positive int{f' ({meaning})' if meaning else ''}; got {value!r}")
     output = os.fspath(output)
-    if os.path.exists(output) and not overwrite:
-        raise FileExistsError(f"{os.path.abspath(output)} already exists; pass overwrite=True (--overwrite) to replace it")
+    refuse_existing(output, overwrite)
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise VectorsError(f"the folder of {output!r} does not exist")
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
@@ -223,7 +208,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
         if not os.path.isfile(path):
             raise VectorsError(f"no such file: {os.fspath(path)!r}")
     if lines:
-        batches = (texts for path in paths for texts in _lines(os.fspath(path)))
+        batches = (texts for path in paths for texts in line_batches(os.fspath(path), 256))
     else:
         files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header) for path in paths]
         batches = (texts for file in files for _, texts in text_batches(file, 256))

@@ -9,6 +9,7 @@ import pytest
 
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
+from keras_textattn.datasets.loading import DataError
 from keras_textattn.text import TextEncoder
 from keras_textattn.text.vectors import VectorsError
 from keras_textattn.text.vectors import embedding_matrix
@@ -200,3 +201,8 @@ def test_write_word2vec_reads_plain_text_lines(tmp_path, capsys):
     command = ["vectors", "--data", path, "--output", str(tmp_path / "w.vec"), "--dimension", "4", "--lines"]
     assert main(command + ["--text-column", "text"]) == 2 and "--lines reads each line" in capsys.readouterr().err
     assert main(command) == 0 and (tmp_path / "w.vec").read_bytes() == (tmp_path / "v.vec").read_bytes()
+    truncated = tmp_path / "truncated.txt.gz"
+    truncated.write_bytes((tmp_path / "corpus.txt.gz").read_bytes()[:-10])
+    with pytest.raises(DataError, match="truncated.txt.gz: cannot be read: it ends early"):
+        write_word2vec(str(truncated), tmp_path / "x.vec", 4, lines=True)
+    assert not (tmp_path / "x.vec").exists()
