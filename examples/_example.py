@@ -93,8 +93,19 @@ def _search(args, model, data, train_kwargs):
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
     rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs,
-                dtype_policy=args.dtype_policy, verbose=progress_verbosity(), **options)
+                dtype_policy=args.dtype_policy, verbose=progress_verbosity(),
+                **search_embeddings(model, args.small, train_kwargs), **options)
     with open(os.path.join(directory, "best", "metrics.json")) as handle:
         best = json.load(handle)["model_kwargs"]
     print(f"Search: {len(rows)} trials in {directory}; training with the best: {best}")
     return best
+
+
+def search_embeddings(model, small, train_kwargs):
+    """`tune()`'s embedding arguments: those the run will train with (the example's, else the
+    paper preset's, e.g. word2vec for LAMA and HCAN), so that the search chooses for them."""
+    from keras_textattn.models import get_spec
+
+    preset = get_spec(model).training_defaults("cpu" if small else "paper")
+    return {"embeddings": train_kwargs.get("embeddings", preset.get("embeddings")),
+            "freeze_embeddings": train_kwargs.get("freeze_embeddings", False)}

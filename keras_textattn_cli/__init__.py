@@ -221,6 +221,11 @@ def _parser():
     tune.add_argument("--validation-fraction", type=float, default=0.1)
     tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")
     tune.add_argument("--dtype-policy", choices=DTYPE_POLICIES, help="as for train")
+    tune.add_argument("--embeddings", metavar="word2vec|PATH",
+                      help="every trial's initial word vectors, as for train; the file's dimension must be the "
+                           "embedding size the config fixes")
+    tune.add_argument("--freeze-embeddings", action="store_true",
+                      help="keep them fixed in every trial (or search freeze_embeddings in the config)")
     tune.add_argument("--quiet", action="store_true", help="no progress bars (as for train)")
     _data_arguments(tune)
 
@@ -401,8 +406,8 @@ def _tune(args):
 
     rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
                 epochs=args.epochs, verbose=progress_verbosity(args.quiet), validation_fraction=args.validation_fraction,
-                class_weight=args.class_weight, dtype_policy=args.dtype_policy,
-                **_data_options(args))
+                class_weight=args.class_weight, dtype_policy=args.dtype_policy, embeddings=args.embeddings,
+                freeze_embeddings=args.freeze_embeddings, **_data_options(args))
     if rows:
         print(f"Finished {len(rows)} trials; best score {rows[0]['score']:.4f} (trial {rows[0]['trial']}). "
               f"Table: {args.directory}/trials.md; best model: {args.directory}/best/")

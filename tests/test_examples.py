@@ -55,3 +55,20 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
 
     rows = predict(export / "saved_model", ["The team won the championship final", "Stocks fell on Wall Street"])
     assert [row["label"] for row in rows] == ["Sports", "Business"]
+
+
+def test_an_examples_search_uses_the_embeddings_its_run_trains_with():
+    """With the paper preset, LAMA and HCAN train from word2vec: their search does too; --small
+    (the cpu preset) and models whose paper gives no vectors search without; an example's own
+    embeddings win."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_example", EXAMPLES[0].parent / "_example.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.search_embeddings("lama", False, {}) == {"embeddings": "word2vec", "freeze_embeddings": False}
+    assert example.search_embeddings("hcan", False, {})["embeddings"] == "word2vec"
+    assert example.search_embeddings("lama", True, {})["embeddings"] is None
+    assert example.search_embeddings("cspan", False, {})["embeddings"] is None
+    assert example.search_embeddings("cspan", False, {"embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}) == {
+        "embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}

@@ -30,31 +30,18 @@ def _standard(word):
     return unicodedata.normalize("NFKC", word).casefold()
 
 
-def read_vectors(path, vocabulary):
-    """The vectors of a text file for the words of `vocabulary`, read line by line.
-
-    Each line is a word and its numbers, space separated; a first line of two integers
-    (the word2vec and fastText `.vec` header: count and dimension) is skipped. Words are
-    matched after the encoder's standardisation (NFKC, case folding); where several
-    spellings fold to one token ("Good", "good"), the first in the file wins (files list
-    frequent words first). Only the vocabulary's vectors are kept, so a file of millions
-    of words needs no more memory than the vocabulary.
-
-    Args:
-        path: the file (`.gz`: gzip).
-        vocabulary: the tokens to look up.
-
-    Returns:
-        `(vectors, dimension)`: token to float32 vector, and the file's dimension.
+def _vector_rows(path):
+    """The rows of a vectors text file as `(line number, fields, dimension)`: each line a word
+    and its numbers, space separated; a first line of two integers (the word2vec and fastText
+    `.vec` header: count and dimension) and blank lines skipped. The dimension is the first
+    row's.
 
     Raises:
-        VectorsError: no such file, no vectors in it, rows of different lengths, or a
-        number that does not parse.
+        VectorsError: no such file, no vectors in it, or rows of different lengths.
     """
     if not os.path.isfile(path):
         raise VectorsError(f"vectors file not found: {path!r}")
-    wanted = set(vocabulary)
-    vectors, dimension = {}, None
+    dimension = None
     with open_text(path) as lines:
         try:
             for number, line in enumerate(lines, start=1):
@@ -70,16 +57,48 @@ def read_vectors(path, vocabulary):
                 if len(fields) < dimension + 1:
                     raise VectorsError(f"{path}, line {number}: {len(fields) - 1} numbers where the first vector has "
                                        f"{dimension} (rows of different lengths)")
-                word = _standard(" ".join(fields[:-dimension]))  # a few GloVe words contain spaces
-                if word in wanted and word not in vectors:
-                    try:
-                        vectors[word] = np.asarray(fields[-dimension:], dtype="float32")
-                    except ValueError:
-                        raise VectorsError(f"{path}, line {number}: not a number among {fields[-dimension:][:3]}...") from None
+                yield number, fields, dimension
         except (EOFError, OSError, zlib.error) as error:
             raise VectorsError(f"{path}: cannot be read ({error})") from None
     if dimension is None:
         raise VectorsError(f"{path} holds no vectors")
+
+
+def vectors_dimension(path):
+    """The dimension of a vectors file (its first vector's), read without reading the rest."""
+    for _, _, dimension in _vector_rows(path):
+        return dimension
+
+
+def read_vectors(path, vocabulary):
+    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`) for the words of
+    `vocabulary`, read line by line.
+
+    Words are matched after the encoder's standardisation (NFKC, case folding); where several
+    spellings fold to one token ("Good", "good"), the first in the file wins (files list
+    frequent words first). Only the vocabulary's vectors are kept, so a file of millions
+    of words needs no more memory than the vocabulary.
+
+    Args:
+        path: the file (`.gz`: gzip).
+        vocabulary: the tokens to look up.
+
+    Returns:
+        `(vectors, dimension)`: token to float32 vector, and the file's dimension.
+
+    Raises:
+        VectorsError: no such file, no vectors in it, rows of different lengths, or a
+        number that does not parse.
+    """
+    wanted = set(vocabulary)
+    vectors, dimension = {}, None
+    for number, fields, dimension in _vector_rows(path):
+        word = _standard(" ".join(fields[:-dimension]))  # a few GloVe words contain spaces
+        if word in wanted and word not in vectors:
+            try:
+                vectors[word] = np.asarray(fields[-dimension:], dtype="float32")
+            except ValueError:
+                raise VectorsError(f"{path}, line {number}: not a number among {fields[-dimension:][:3]}...") from None
     return vectors, dimension
 
 

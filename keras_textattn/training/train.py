@@ -416,13 +416,10 @@ def train(
     if bigrams_of is not None and not has_bigrams:
         raise RunError(f"bigrams_of (--bigrams-of) is for a run with bigrams; {model} has none here: give "
                        "bigram_buckets (--bigram-buckets)")
-    if embeddings not in (None, "word2vec") and not os.path.isfile(os.fspath(embeddings)):
-        raise RunError(f"embeddings (--embeddings) must be 'word2vec' or a vectors file; {embeddings!r} is neither")
+    check_embeddings(embeddings, freeze_embeddings)
     if class_weight is not None and class_weight != "balanced" and not isinstance(class_weight, dict):
         raise RunError(f"class_weight (--class-weight) must be 'balanced' or a mapping of class name to weight; "
                        f"got {class_weight!r}")
-    if freeze_embeddings and embeddings is None:
-        raise RunError("freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings) to freeze")
     given = locals()
     arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
@@ -706,6 +703,14 @@ def _scores(classifier, rows, batches, num_classes):
     predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
     f1 = f1_score(truth, predicted, labels=list(range(num_classes)), average="macro", zero_division=0)
     return float(np.mean(truth == predicted)), float(f1)
+
+
+def check_embeddings(embeddings, freeze_embeddings):
+    """`embeddings` is None, "word2vec" or a vectors file; `freeze_embeddings` needs embeddings."""
+    if embeddings not in (None, "word2vec") and not os.path.isfile(os.fspath(embeddings)):
+        raise RunError(f"embeddings (--embeddings) must be 'word2vec' or a vectors file; {embeddings!r} is neither")
+    if freeze_embeddings and embeddings is None:
+        raise RunError("freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings) to freeze")
 
 
 def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):

@@ -21,7 +21,9 @@ KEYS = {
     "choice": {"type", "values", "default"},
     "boolean": {"type", "default"},
 }
-TRAINING_HYPERPARAMETERS = ("learning_rate",)
+# `freeze_embeddings`: searched only with pretrained vectors (`tune(embeddings=...)`); a fixed
+# one is `tune(freeze_embeddings=True)`.
+TRAINING_HYPERPARAMETERS = ("learning_rate", "freeze_embeddings")
 # Searched by cutting the one adapted vocabulary (`TextEncoder.cut_vocabulary`): see `tune`.
 ENCODER_HYPERPARAMETERS = ("max_tokens",)
 
@@ -45,6 +47,7 @@ class TuningConfig:
     encoder: dict = dataclasses.field(default_factory=dict)
     fixed: dict = dataclasses.field(default_factory=dict)
     hyperparameters: dict = dataclasses.field(default_factory=dict)
+    embeddings: dict = None  # set by `tune`: {"source": "word2vec" or a file, "frozen": bool}, or None
 
     @property
     def direction(self):
@@ -128,6 +131,9 @@ def load_config(path):
             fail(f"fixed.{name}", f"a fixed {name} is set under `encoder`")
         if name not in searchable:
             fail(f"fixed.{name}", f"not an argument of the {model} builder", ", ".join(searchable))
+        if name == "freeze_embeddings":
+            fail(f"fixed.{name}", "fixed frozen embeddings are asked for with --freeze-embeddings "
+                                  "(tune(freeze_embeddings=True))")
     config.fixed = dict(fixed)
 
     spaces = raw["hyperparameters"]
@@ -179,6 +185,8 @@ def load_config(path):
                 fail(f"{key}.default", f"{default!r} is not one of the choices", ", ".join(map(str, values)))
         elif not isinstance(default, bool):
             fail(f"{key}.default", f"expected true or false, got {default!r}")
+        if name == "freeze_embeddings" and kind != "boolean":
+            fail(f"{key}.type", f"freeze_embeddings is searched as boolean, not {kind}")
         if name in ENCODER_HYPERPARAMETERS:
             _check_encoder_hyperparameter(fail, key, name, spec, config.encoder)
     config.hyperparameters = dict(spaces)

@@ -2,7 +2,9 @@
 
 import csv
 import dataclasses
+import functools
 import glob
+import inspect
 import json
 import os
 import shutil
@@ -10,6 +12,7 @@ import time
 
 import keras
 import keras_tuner
+import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
@@ -24,17 +27,23 @@ from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
+from keras_textattn.text.vectors import embedding_matrix
+from keras_textattn.text.vectors import read_vectors
+from keras_textattn.text.vectors import train_word2vec
+from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.run_folder import without_optimizer_state_warning
+from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
+from keras_textattn.vocabulary import RESERVED
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -46,15 +55,19 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     included) and reads the others as OOV, which is what an encoder adapted with
     `max_tokens` would give (`TextEncoder.cut_vocabulary`); every other hyperparameter
     is a builder argument. `dtype_policy`: the models' Keras dtype policy (None: the
-    global one).
+    global one). `embedding_rows(size)`: the initial token embedding of that size for the
+    encoder's whole vocabulary, and which ids have a vector (`config.embeddings` says where
+    it comes from); each trial starts from the first rows (those of its vocabulary), frozen
+    as `freeze_embeddings` (searched or fixed) says.
     """
 
-    def __init__(self, config, num_classes, encoder, dtype_policy=None):
+    def __init__(self, config, num_classes, encoder, dtype_policy=None, embedding_rows=None):
         super().__init__(name=config.model)
         self.config = config
         self.num_classes = num_classes
         self.encoder = encoder
         self.dtype_policy = dtype_policy
+        self.embedding_rows = embedding_rows
 
     def declare(self, hp):
         """Declare the config's hyperparameters on `hp`; returns `{name: value}`."""
@@ -86,9 +99,18 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
                             vocabulary_size=self.vocabulary_size(hp),
                             **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
+        if self.embedding_rows is not None:
+            layer = model.get_layer("embedding")
+            rows, _ = self.embedding_rows(layer.output_dim)
+            layer.embeddings.assign(rows[: self.vocabulary_size(hp)])
+            layer.trainable = not self.frozen(values)
         learning_rate = values.get("learning_rate", 1e-3)
         model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
         return model
+
+    def frozen(self, values):
+        """Whether a trial with these hyperparameter values keeps its embedding fixed."""
+        return bool(values.get("freeze_embeddings", self.config.embeddings and self.config.embeddings["frozen"]))
 
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
         """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV."""
@@ -199,12 +221,14 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
 
 
 def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, class_weight=None,
-         dtype_policy=None, verbose=1, **data_options):
+         dtype_policy=None, embeddings=None, freeze_embeddings=False, verbose=1, **data_options):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
         search.json             the search space: a rerun with another config is refused
         encoder.keras           the encoder, fitted once (reused when the search resumes)
+        embeddings-<size>.npz   with `embeddings`: the trials' initial token embedding,
+                                made once per size (reused when the search resumes)
         <model>/                keras-tuner's state: rerunning the same call resumes the
                                 search and skips finished trials
         trials.csv, trials.md   one row per finished trial: hyperparameters, score,
@@ -227,6 +251,13 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         class_weight: "balanced" or `{class name: weight}`, as for `train`.
         dtype_policy: "mixed_float16" or "mixed_bfloat16" for GPUs and TPUs, as for
             `train` (None: Keras's global policy); recorded in best/metrics.json.
+        embeddings: every trial's token embedding starts from these vectors, as for
+            `train`: "word2vec" (trained on the training split once per embedding size
+            searched) or a GloVe / word2vec / fastText `.vec` file (plain or gzip) whose
+            dimension is the embedding size the config fixes (or the builder's default).
+            Coverage is recorded in best/metrics.json.
+        freeze_embeddings: keep them fixed in every trial; or search it with a boolean
+            `freeze_embeddings` hyperparameter in the config.
 
     Returns:
         The rows of the trials table, best first.
@@ -238,6 +269,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     check_dtype_policy(dtype_policy)  # here, before the data is read
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
+    config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings)  # here, before the data is read
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
     os.makedirs(directory, exist_ok=True)
@@ -255,7 +287,11 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)
 
-    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
+    embedding_rows = None
+    if config.embeddings:
+        embedding_rows = functools.partial(_embedding_rows, directory, config, encoder, dataset["train"], verbose)
+        embedding_rows(_embedding_size(config)[1])  # made now, so that a file or word2vec that fails does so here
+    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy, embedding_rows)
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
@@ -289,8 +325,75 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
                "class_weight": weights_by_name, "dtype_policy": best_model.dtype_policy.name}
+    if config.embeddings:
+        size = best_model.get_layer("embedding").output_dim
+        metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,
+                                 "coverage": float(np.mean(embedding_rows(size)[1][RESERVED:best_vocabulary])),
+                                 "frozen": hypermodel.frozen(best)}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
+
+
+def _embedding_size(config):
+    """The builder argument that sizes the token embedding, and its value: fixed, or the
+    default of its search space, or the builder's default."""
+    argument = get_spec(config.model).embedding_size_argument
+    if argument in config.hyperparameters:
+        return argument, config.hyperparameters[argument]["default"]
+    return argument, config.fixed.get(argument, inspect.signature(get_spec(config.model).build).parameters[argument].default)
+
+
+def _embeddings_setting(config, embeddings, freeze_embeddings):
+    """What `config.embeddings` records for `tune`'s `embeddings` and `freeze_embeddings`
+    ({"source", "frozen"} or None), refusing, before any data is read, a setting no trial
+    could use: a vectors file of another dimension than the embedding or with a searched
+    embedding size (word2vec is trained for each size searched), `freeze_embeddings` both
+    given and searched, or searched without vectors."""
+    check_embeddings(embeddings, freeze_embeddings)
+    searched = "freeze_embeddings" in config.hyperparameters
+    if embeddings is None:
+        if searched:
+            raise RunError(f"{config.path}: hyperparameters.freeze_embeddings: there is nothing to freeze without "
+                           "embeddings (--embeddings)")
+        return None
+    if searched and freeze_embeddings:
+        raise RunError(f"freeze_embeddings (--freeze-embeddings) fixes what {config.path} searches "
+                       "(hyperparameters.freeze_embeddings); give one of them")
+    if embeddings == "word2vec":
+        return {"source": "word2vec", "frozen": bool(freeze_embeddings)}
+    argument, size = _embedding_size(config)
+    if argument in config.hyperparameters:
+        raise RunError(f"{config.path}: hyperparameters.{argument}: the embedding size cannot be searched with a "
+                       f"vectors file (--embeddings {embeddings}), whose vectors have one size; fix it under `fixed` "
+                       "(word2vec can be searched over sizes: --embeddings word2vec)")
+    found = vectors_dimension(embeddings)
+    if found != size:
+        raise RunError(f"{embeddings} has {found}-dimensional vectors; the {config.model} embedding has {size} "
+                       f"(set it to match in {config.path}: fixed: {{{argument}: {found}}})")
+    return {"source": os.path.abspath(embeddings), "frozen": bool(freeze_embeddings)}
+
+
+def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
+    """The initial token embedding of `size` columns for the encoder's vocabulary, and which of
+    its ids have a vector: made from `config.embeddings["source"]` (word2vec on `train_rows`,
+    seeded) once per size and kept in `directory/embeddings-<size>.npz`, which later trials and
+    a resumed search read."""
+    path = os.path.join(directory, f"embeddings-{size}.npz")
+    if os.path.exists(path):
+        with np.load(path) as stored:
+            return stored["rows"], stored["covered"]
+    source = config.embeddings["source"]
+    vocabulary = encoder.get_vocabulary()
+    if source == "word2vec":
+        vectors = train_word2vec(encoder, train_rows, size, seed=config.seed)
+    else:
+        vectors, _ = read_vectors(source, vocabulary)
+    rows, coverage = embedding_matrix(vocabulary, vectors, size, seed=config.seed)
+    covered = np.array([word in vectors for word in vocabulary])
+    write_atomically(path, lambda temporary: np.savez(temporary, rows=rows, covered=covered))
+    if verbose:
+        print(f"Embeddings from {source} ({size} dimensions): {coverage:.1%} of the vocabulary has a vector")
+    return rows, covered
 
 
 def _check_same_search(directory, config):
@@ -304,7 +407,7 @@ def _check_same_search(directory, config):
         changed = sorted(k for k in set(stored) | set(space) if stored.get(k) != space.get(k))
         if changed:
             raise RunError(f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
-                           "use another --directory, or the config it was started with")
+                           "use another --directory, or the config and options it was started with")
     elif os.path.isdir(os.path.join(directory, config.model)):
         raise RunError(f"{directory} holds a search without a record of its config (search.json); "
                        "use another --directory")

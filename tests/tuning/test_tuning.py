@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keras_textattn.datasets import make_batches
+from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.tuning import ConfigError
@@ -229,3 +230,126 @@ def test_chief_and_worker_finish_a_search_together(tiny_config, shared_data, tmp
     assert len((tmp_path / "search" / "trials.csv").read_text().splitlines()) == 3
     assert load_run(tmp_path / "search" / "best")[0].count_params() > 0
     keras.backend.clear_session()
+
+
+def _random_vectors_file(path, texts, dimension, seed=0):
+    """A gzip word2vec text file of random vectors for two thirds of the 1,500 most frequent
+    lower-case words of `texts` (split at anything but letters); returns {word: vector}."""
+    import collections
+    import gzip
+    import re
+
+    counts = collections.Counter(word for text in texts for word in re.findall(r"[a-z]+", text.lower()))
+    words = [word for index, (word, _) in enumerate(counts.most_common(1500)) if index % 3]
+    vectors = dict(zip(words, np.random.default_rng(seed).normal(0, 1, (len(words), dimension)).astype("float32")))
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(f"{len(words)} {dimension}\n")
+        handle.writelines(f"{word} {' '.join(f'{x:.6f}' for x in vector)}\n" for word, vector in vectors.items())
+    return {word: np.round(vector, 6) for word, vector in vectors.items()}
+
+
+def _trec_texts(shared_data):
+    import csv
+    import gzip
+
+    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        return [row["text"] for row in csv.DictReader(handle)]
+
+
+def test_search_from_a_vectors_file_frozen(tiny_config, shared_data, tmp_path):
+    """`tune --embeddings FILE --freeze-embeddings` with the vocabulary searched: every trial starts
+    from the file's vectors for its own vocabulary, frozen, so the best model's rows are the file's
+    vectors rescaled to a standard deviation of 0.05 (measured over the searched vocabulary's
+    vectors, as `train` does); the coverage recorded is the best vocabulary's. The embedding file
+    is made once: a rerun reuses it; a rerun without the vectors is another search, refused."""
+    vectors = _random_vectors_file(tmp_path / "vectors.txt.gz", _trec_texts(shared_data), 16)
+    tiny_config.write_text(TINY.replace("max_tokens: 3000, ", "").replace("max_trials: 3", "max_trials: 2").replace(
+        "  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}\n"
+        "  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n",
+        "  max_tokens: {type: choice, values: [300, 2000], default: 2000}\n"))
+    directory = tmp_path / "search"
+    command = ["tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
+               "--directory", directory, "--embeddings", tmp_path / "vectors.txt.gz", "--freeze-embeddings", "--quiet"]
+    assert main(list(map(str, command))) == 0
+
+    model, encoder, _ = load_run(directory / "best")
+    metrics = json.loads((directory / "best" / "metrics.json").read_text())
+    words = encoder.get_vocabulary()[2:]  # padding and OOV first
+    full = keras.models.load_model(directory / "encoder.keras").layers[-1].get_vocabulary()[2:]
+    assert metrics["embeddings"] == {"source": str(tmp_path / "vectors.txt.gz"), "dimension": 16, "frozen": True,
+                                     "coverage": pytest.approx(np.mean([w in vectors for w in words]))}
+    assert 0.3 < metrics["embeddings"]["coverage"] < 0.9
+    scale = 0.05 / np.std([vectors[w] for w in full if w in vectors])
+    rows = model.get_layer("embedding").get_weights()[0]
+    assert rows.shape == (len(words) + 2, 16)
+    covered = [i for i, w in enumerate(words, start=2) if w in vectors]
+    np.testing.assert_allclose(rows[covered], [vectors[w] * scale for w in np.array(words)[np.array(covered) - 2]],
+                               atol=1e-6)
+
+    made = (directory / "embeddings-16.npz").stat().st_mtime_ns
+    assert main(list(map(str, command))) == 0
+    assert (directory / "embeddings-16.npz").stat().st_mtime_ns == made
+    with pytest.raises(RunError, match="search of another config .*differs in embeddings"):
+        tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), directory, verbose=0)
+
+
+def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, tmp_path):
+    """`embeddings="word2vec"` with the embedding size and `freeze_embeddings` searched: word2vec
+    is trained once per size, every combination is tried (the table has the columns),
+    metrics.json says which the best model has, and its embedding still points where its
+    size's word2vec vectors did (a random start would not: cosine ~0)."""
+    tiny_config.write_text(TINY.replace("max_trials: 3", "max_trials: 4").replace("fixed: {embedding_dim: 16}", "fixed: {}")
+                           .replace("  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}\n"
+                                    "  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n",
+                                    "  embedding_dim: {type: choice, values: [8, 16], default: 16}\n"
+                                    "  freeze_embeddings: {type: boolean, default: false}\n"))
+    rows = tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), tmp_path / "search", embeddings="word2vec",
+                verbose=0)
+    assert sorted((row["embedding_dim"], row["freeze_embeddings"]) for row in rows) == [
+        (8, False), (8, True), (16, False), (16, True)]
+    best = rows[0]
+    metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    assert metrics["embeddings"]["source"] == "word2vec" and 0.2 < metrics["embeddings"]["coverage"] < 1
+    assert (metrics["embeddings"]["dimension"], metrics["embeddings"]["frozen"]) == (best["embedding_dim"],
+                                                                                   best["freeze_embeddings"])
+    starts = {}
+    for size in (8, 16):
+        with np.load(tmp_path / "search" / f"embeddings-{size}.npz") as stored:
+            starts[size] = stored["rows"], stored["covered"]
+    assert starts[8][0].shape[1] == 8 and np.array_equal(starts[8][1], starts[16][1])  # min count 5 for both
+    start, covered = starts[best["embedding_dim"]]
+    trained = load_run(tmp_path / "search" / "best")[0].get_layer("embedding").get_weights()[0]
+    cosine = np.sum(start * trained, axis=1) / np.linalg.norm(start, axis=1) / np.linalg.norm(trained, axis=1)
+    assert np.median(cosine[covered]) > (0.999 if best["freeze_embeddings"] else 0.5)
+
+
+@pytest.mark.parametrize("change, options, message", [
+    ("", {"embeddings": "nowhere.vec"}, r"must be 'word2vec' or a vectors file; 'nowhere.vec' is neither"),
+    ("", {"embeddings": "{vectors}"}, r"vectors.txt has 8-dimensional vectors; the scalable_attention embedding has "
+                                      r"16 \(set it to match in .*tiny.yaml: fixed: \{embedding_dim: 8\}\)"),
+    ("  embedding_dim: {type: choice, values: [8, 16], default: 8}\n", {"embeddings": "{vectors}"},
+     r"tiny.yaml: hyperparameters.embedding_dim: the embedding size cannot be searched with a vectors file "
+     r"\(--embeddings .*vectors.txt\), whose vectors have one size"),
+    ("  freeze_embeddings: {type: boolean, default: false}\n", {},
+     r"tiny.yaml: hyperparameters.freeze_embeddings: there is nothing to freeze without embeddings"),
+    ("  freeze_embeddings: {type: boolean, default: false}\n", {"embeddings": "word2vec", "freeze_embeddings": True},
+     r"freeze_embeddings \(--freeze-embeddings\) fixes what .*tiny.yaml searches .*; give one of them"),
+    ("  freeze_embeddings: {type: choice, values: [0, 1], default: 0}\n", {"embeddings": "word2vec"},
+     r"tiny.yaml: hyperparameters.freeze_embeddings.type: freeze_embeddings is searched as boolean, not choice"),
+])
+def test_embeddings_a_search_cannot_use_are_refused_before_reading_data(tiny_config, tmp_path, change, options,
+                                                                         message):
+    (tmp_path / "vectors.txt").write_text("the " + " ".join(["0.5"] * 8) + "\n")
+    tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {}" if "embedding_dim" in change
+                                        else "fixed: {embedding_dim: 16}") + change)
+    options = {k: v.format(vectors=tmp_path / "vectors.txt") if isinstance(v, str) else v for k, v in options.items()}
+    with pytest.raises((RunError, ConfigError), match=message):
+        tune(tiny_config, str(tmp_path / "no_such_data.csv"), tmp_path / "search", verbose=0, **options)
+    assert not (tmp_path / "search").exists()
+
+
+def test_fixed_frozen_embeddings_are_a_flag_not_a_config_entry(tiny_config):
+    tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, freeze_embeddings: true}"))
+    with pytest.raises(ConfigError, match=r"fixed.freeze_embeddings: fixed frozen embeddings are asked for with "
+                                          r"--freeze-embeddings"):
+        load_config(tiny_config)
