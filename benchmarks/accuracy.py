@@ -103,12 +103,15 @@ TRAINED.update({f"{name}+w2v_stop_on_accuracy": (name, {**RECIPE, "bigram_bucket
 TRAINED.update({f"{name}+w2v_frozen": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
                                               "freeze_embeddings": True}, RECIPE_EPOCHS) for name in PAPER_MODELS})
 # The same recipe with vectors learned from other texts of the same kind instead of word2vec on
-# the training split: SST-2's movie-review sentences with vectors from IMDB's 25,000 training
-# reviews (`keras-textattn vectors`, seed 0 for every row, as one fixed file is downloaded; their
-# training is not in the rows' seconds). Chosen on SST-2's dev set (BENCHMARKS.md).
-UNLABELLED = "imdb/train.csv.gz"
-TRAINED.update({f"{name}+imdb_vectors": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
-                                                "embeddings": UNLABELLED}, RECIPE_EPOCHS) for name in PAPER_MODELS})
+# the training split: SST-2's movie-review sentences with vectors from IMDB's reviews, its 25,000
+# training reviews (imdb_vectors) or all 50,000 (imdb50k_vectors; labels unused) (`keras-textattn
+# vectors`, seed 0 for every row, as one fixed file is downloaded; their training is not in the
+# rows' seconds). Chosen on SST-2's dev set (BENCHMARKS.md). A row whose vectors would read its
+# own dataset's test texts is refused.
+UNLABELLED = {"imdb_vectors": ("imdb/train.csv.gz",), "imdb50k_vectors": ("imdb/train.csv.gz", "imdb/test.csv.gz")}
+for corpus in UNLABELLED:
+    TRAINED.update({f"{name}+{corpus}": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
+                                                "embeddings": corpus}, RECIPE_EPOCHS) for name in PAPER_MODELS})
 # The papers' sizes and their own recipes (`train(preset="paper")`; LAMA: word2vec, early stopping
 # with patience 5, SGD), at most RECIPE_EPOCHS epochs, or the paper's count: CSPAN trains 30, and
 # LAMA's SGD is still improving at 10 (R8), so it gets up to 30 for its early stopping to end.
@@ -153,17 +156,21 @@ def load(data_dir, name):
     return load_dataset(files(data_dir, name), ("train", "test"))  # no validation split: fixed epochs, no selection
 
 
-def unlabelled_vectors(data_dir, model_name):
-    """The vectors file of `UNLABELLED` at `model_name`'s cpu embedding size, written once
-    (`write_word2vec`) into the temporary folder and reused by later rows."""
+def unlabelled_vectors(data_dir, model_name, corpus, dataset_name):
+    """The vectors file of the `UNLABELLED` corpus at `model_name`'s cpu embedding size, written
+    once (`write_word2vec`) into the temporary folder and reused by later rows. Refused (exit)
+    when the corpus holds `dataset_name`'s test file."""
     from keras_textattn.models import get_spec
     from keras_textattn.text import write_word2vec
 
+    if DATASETS[dataset_name][1]["path"] in UNLABELLED[corpus]:
+        raise SystemExit(f"{corpus} reads {DATASETS[dataset_name][1]['path']}, the test texts of {dataset_name}: "
+                         "its rows on that dataset would learn from the texts they are tested on")
     spec = get_spec(builder_arguments(model_name)[0])
     dimension = spec.cpu_defaults[spec.embedding_size_argument]
-    path = pathlib.Path(tempfile.gettempdir()) / f"keras_textattn_{UNLABELLED.replace('/', '_')}_{dimension}.vec"
+    path = pathlib.Path(tempfile.gettempdir()) / f"keras_textattn_{corpus}_{dimension}.vec"
     if not path.is_file():
-        write_word2vec(str(data_dir / UNLABELLED), path, dimension, seed=0)
+        write_word2vec([str(data_dir / name) for name in UNLABELLED[corpus]], path, dimension, seed=0)
     return str(path)
 
 
@@ -491,8 +498,9 @@ def main(argv=None):
         for model_name, seed in todo:
             if model_name in TRAINED:
                 model, options, epochs = TRAINED[model_name]
-                if options.get("embeddings") == UNLABELLED:
-                    options = {**options, "embeddings": unlabelled_vectors(args.data_dir, model)}
+                if options.get("embeddings") in UNLABELLED:
+                    options = {**options, "embeddings": unlabelled_vectors(args.data_dir, model, options["embeddings"],
+                                                                           dataset_name)}
                 result = run_train(model, files(args.data_dir, dataset_name, args.official_validation), length, seed,
                                    options, epochs, args.max_tokens, chosen_lengths=model_name in DEFAULTS)
             elif model_name == "fasttext":

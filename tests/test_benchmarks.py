@@ -142,3 +142,17 @@ def test_accuracy_official_validation(shared_data, tmp_path):
     assert abs(row["validation_accuracy"] * 872 - round(row["validation_accuracy"] * 872)) < 1e-6
     refused = subprocess.run(command + ["--models", "scalable_attention"], capture_output=True, text=True)
     assert refused.returncode == 2 and "--official-validation is for the rows run through train()" in refused.stderr
+
+
+def test_vectors_from_a_datasets_own_test_texts_are_refused(shared_data, tmp_path):
+    """`+imdb50k_vectors` learns from IMDB's test reviews too: fine for SST-2's rows, refused for
+    IMDB's own (before any training; nothing recorded)."""
+    results = tmp_path / "accuracy.jsonl"
+    refused = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "imdb",
+         "--models", "scalable_attention+imdb50k_vectors", "--seeds", "0", "--data-dir", str(shared_data)],
+        capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().endswith("imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows "
+                                           "on that dataset would learn from the texts they are tested on")
+    assert not results.exists() or not results.read_text().strip()
