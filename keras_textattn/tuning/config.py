@@ -112,8 +112,10 @@ def load_config(path):
         for key, value in values.items():
             if key not in allowed:
                 fail(f"{section}.{key}", "unknown key", ", ".join(allowed))
-            if not _is(value, allowed[key]) or value < 1:
-                fail(f"{section}.{key}", f"expected a positive integer, got {value!r}")
+            smallest = 0 if key == "seed" else 1
+            if not _is(value, allowed[key]) or value < smallest:
+                fail(f"{section}.{key}", f"expected {'an integer >= 0' if smallest == 0 else 'a positive integer'}, "
+                                         f"got {value!r}")
         if section == "tuner":
             for key, value in values.items():
                 setattr(config, key, value)

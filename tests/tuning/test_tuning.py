@@ -92,6 +92,15 @@ def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
         load_config(tiny_config)
 
 
+def test_tuner_seed_zero_is_a_seed(tiny_config):
+    """0 is the default seed, so a config may say it; a negative seed is refused."""
+    tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, seed: 0}"))
+    assert load_config(tiny_config).seed == 0
+    tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, seed: -1}"))
+    with pytest.raises(ConfigError, match=r"tiny.yaml: tuner.seed: expected an integer >= 0, got -1"):
+        load_config(tiny_config)
+
+
 def test_fixed_vocabulary_belongs_under_encoder(tiny_config):
     tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, max_tokens: 500}"))
     with pytest.raises(ConfigError, match=r"tiny.yaml: fixed.max_tokens: a fixed max_tokens is set under `encoder`"):
