@@ -39,6 +39,15 @@ def tiny_config(tmp_path):
     return path
 
 
+def _trec_rows(shared_data):
+    """TREC's training rows as {"label", "text"} dicts."""
+    import csv
+    import gzip
+
+    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        return [{"label": row["label"], "text": row["text"]} for row in csv.DictReader(handle)]
+
+
 def _cli(*arguments):
     return [sys.executable, "-m", "keras_textattn_cli", *map(str, arguments)]
 
@@ -172,12 +181,8 @@ def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn,
 def test_a_search_on_streamed_jsonl_says_nothing_it_need_not(tiny_config, shared_data, tmp_path, recwarn):
     """A JSONL training file is streamed (rows counted first): neither Keras's "ran out of data"
     (the batches' length was known and not passed on) nor the best trial's optimizer-state notice."""
-    import csv
-    import gzip
-
     tiny_config.write_text(TINY.replace("max_trials: 3", "max_trials: 1"))
-    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
-        rows = [{"label": row["label"], "text": row["text"]} for row in csv.DictReader(handle)]
+    rows = _trec_rows(shared_data)
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     tune(tiny_config, str(tmp_path / "train.jsonl"), tmp_path / "search", verbose=0)
     said = [str(w.message) for w in recwarn]
@@ -257,21 +262,13 @@ def _random_vectors_file(path, texts, dimension, seed=0):
     return {word: np.round(vector, 6) for word, vector in vectors.items()}
 
 
-def _trec_texts(shared_data):
-    import csv
-    import gzip
-
-    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
-        return [row["text"] for row in csv.DictReader(handle)]
-
-
 def test_search_from_a_vectors_file_frozen(tiny_config, shared_data, tmp_path):
     """`tune --embeddings FILE --freeze-embeddings` with the vocabulary searched: every trial starts
     from the file's vectors for its own vocabulary, frozen, so the best model's rows are the file's
     vectors rescaled to a standard deviation of 0.05 (measured over the searched vocabulary's
     vectors, as `train` does); the coverage recorded is the best vocabulary's. The embedding file
     is made once: a rerun reuses it; a rerun without the vectors is another search, refused."""
-    vectors = _random_vectors_file(tmp_path / "vectors.txt.gz", _trec_texts(shared_data), 16)
+    vectors = _random_vectors_file(tmp_path / "vectors.txt.gz", [row["text"] for row in _trec_rows(shared_data)], 16)
     tiny_config.write_text(TINY.replace("max_tokens: 3000, ", "").replace("max_trials: 3", "max_trials: 2").replace(
         "  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}\n"
         "  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n",
