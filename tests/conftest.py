@@ -19,8 +19,9 @@ TRAINED_RUNS = ("lama_run", "hcan_run")
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Tests that read the real datasets skip, saying why, where they are absent; tests of a
-    trained run join its group."""
+    """Tests that read the real datasets skip, saying why, where they are absent, as do tests
+    that check Chinese text in PNG pixels (fixture `cjk_font`) where no CJK font is installed;
+    tests of a trained run join its group."""
     for item in items:
         runs = [run for run in TRAINED_RUNS if run in item.fixturenames]
         if runs:
@@ -34,6 +35,14 @@ def pytest_collection_modifyitems(config, items):
         if "shared_data" in item.fixturenames:
             item.add_marker(absent)
             item.add_marker(pytest.mark.real_data)
+    drawn = [item for item in items if "cjk_font" in item.fixturenames]
+    if drawn:
+        from keras_textattn._plots import fonts
+
+        no_font = pytest.mark.skipif(len(fonts()) == 1,
+                                     reason="no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)")
+        for item in drawn:
+            item.add_marker(no_font)
 
 
 @pytest.fixture(scope="session")
@@ -50,11 +59,11 @@ def _seeded():
 
 @pytest.fixture
 def cjk_font():
-    """PNGs with Chinese text are checked by their pixels, which needs a CJK font (.ci/run installs one)."""
+    """The CJK font the PNGs draw Chinese text with (.ci/run installs one); a test without
+    one is skipped at collection (`pytest_collection_modifyitems`)."""
     from keras_textattn._plots import fonts
 
-    if len(fonts()) == 1:
-        pytest.skip("no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)")
+    return fonts()[1]
 
 
 AG_NEWS_LABELS = ["World", "Sports", "Business", "Sci/Tech"]
