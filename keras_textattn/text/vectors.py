@@ -236,6 +236,27 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     return {"path": output, "words": len(model.wv), "dimension": dimension, "tokens": tokens, "epochs": epochs}
 
 
+def initial_embedding(source, encoder, texts, dimension, seed=0):
+    """The initial rows of a token embedding for `encoder`'s vocabulary, from `source`:
+    "word2vec" (`train_word2vec` on `texts`, seeded) or a vectors file (`read_vectors`; the
+    caller checks its dimension, `vectors_dimension`). Returns `(rows, covered)`: the
+    `embedding_matrix` rows, and for each id whether it has a vector (see `coverage`)."""
+    vocabulary = encoder.get_vocabulary()
+    if source == "word2vec":
+        vectors = train_word2vec(encoder, texts, dimension, seed=seed)
+    else:
+        vectors, _ = read_vectors(source, vocabulary)
+    rows, _ = embedding_matrix(vocabulary, vectors, dimension, seed=seed)
+    return rows, np.array([word in vectors for word in vocabulary])
+
+
+def coverage(covered, size=None):
+    """The fraction of the first `size` ids (None: all), padding and OOV left out, that have a
+    vector; `covered` as `initial_embedding` returns it."""
+    words = covered[RESERVED:size]
+    return float(np.mean(words)) if len(words) else 0.0
+
+
 def embedding_matrix(vocabulary, vectors, dimension, seed=0, scale=0.05):
     """Rows for `vocabulary` (ids in order, padding and OOV first): the word's vector where
     `vectors` has one, else random normal (seeded); padding zeros.

@@ -44,9 +44,9 @@ from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
 from keras_textattn.text.lengths import TOKENS
 from keras_textattn.text.lengths import texts_cut
-from keras_textattn.text.vectors import embedding_matrix
-from keras_textattn.text.vectors import read_vectors
-from keras_textattn.text.vectors import train_word2vec
+from keras_textattn.text.vectors import coverage
+from keras_textattn.text.vectors import initial_embedding
+from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
@@ -721,22 +721,18 @@ def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):
         return None
     layer = classifier.get_layer("embedding")
     dimension = layer.output_dim
-    vocabulary = encoder.get_vocabulary()
-    if source == "word2vec":
-        vectors = train_word2vec(encoder, train_rows, dimension, seed=arguments["seed"])
-    else:
-        vectors, found = read_vectors(source, vocabulary)
-        if found != dimension:
-            size = get_spec(arguments["model"]).embedding_size_argument
-            raise RunError(f"{source} has {found}-dimensional vectors; the {arguments['model']} embedding has "
-                           f"{dimension} (set its size to match: --set {size}={found})")
-    matrix, coverage = embedding_matrix(vocabulary, vectors, dimension, seed=arguments["seed"])
-    layer.embeddings.assign(matrix)
+    if source != "word2vec" and (found := vectors_dimension(source)) != dimension:
+        size = get_spec(arguments["model"]).embedding_size_argument
+        raise RunError(f"{source} has {found}-dimensional vectors; the {arguments['model']} embedding has "
+                       f"{dimension} (set its size to match: --set {size}={found})")
+    rows, covered = initial_embedding(source, encoder, train_rows, dimension, seed=arguments["seed"])
+    layer.embeddings.assign(rows)
     layer.trainable = not arguments["freeze_embeddings"]
+    share = coverage(covered)
     if verbose:
-        print(f"Embeddings from {source}: {coverage:.1%} of the vocabulary has a vector"
+        print(f"Embeddings from {source}: {share:.1%} of the vocabulary has a vector"
               f"{' (frozen)' if arguments['freeze_embeddings'] else ''}")
-    return {"source": source, "dimension": dimension, "coverage": coverage,
+    return {"source": source, "dimension": dimension, "coverage": share,
             "frozen": bool(arguments["freeze_embeddings"])}
 
 

@@ -27,9 +27,8 @@ from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
-from keras_textattn.text.vectors import embedding_matrix
-from keras_textattn.text.vectors import read_vectors
-from keras_textattn.text.vectors import train_word2vec
+from keras_textattn.text.vectors import coverage
+from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
@@ -43,7 +42,6 @@ from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
-from keras_textattn.vocabulary import RESERVED
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -328,7 +326,7 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     if config.embeddings:
         size = best_model.get_layer("embedding").output_dim
         metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,
-                                 "coverage": float(np.mean(embedding_rows(size)[1][RESERVED:best_vocabulary])),
+                                 "coverage": coverage(embedding_rows(size)[1], best_vocabulary),
                                  "frozen": hypermodel.frozen(best)}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
@@ -383,16 +381,10 @@ def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
         with np.load(path) as stored:
             return stored["rows"], stored["covered"]
     source = config.embeddings["source"]
-    vocabulary = encoder.get_vocabulary()
-    if source == "word2vec":
-        vectors = train_word2vec(encoder, train_rows, size, seed=config.seed)
-    else:
-        vectors, _ = read_vectors(source, vocabulary)
-    rows, coverage = embedding_matrix(vocabulary, vectors, size, seed=config.seed)
-    covered = np.array([word in vectors for word in vocabulary])
+    rows, covered = initial_embedding(source, encoder, train_rows, size, seed=config.seed)
     write_atomically(path, lambda temporary: np.savez(temporary, rows=rows, covered=covered))
     if verbose:
-        print(f"Embeddings from {source} ({size} dimensions): {coverage:.1%} of the vocabulary has a vector")
+        print(f"Embeddings from {source} ({size} dimensions): {coverage(covered):.1%} of the vocabulary has a vector")
     return rows, covered
 
 
