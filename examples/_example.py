@@ -18,6 +18,8 @@ from keras_textattn_cli import progress_verbosity
 
 # `tune()`'s data arguments, taken from what an example passes `train()`.
 TUNE_DATA_ARGUMENTS = ("test_data", "text_column", "label_column", "header", "label_offset", "label_names", "data_dir")
+# The encoder lengths an example passes `train()`: its search reads the texts at the same lengths.
+ENCODER_LENGTHS = ("sequence_length", "max_sentences")
 
 
 def parse_args(description, default_output):
@@ -90,6 +92,7 @@ def _search(args, model, data, train_kwargs):
     config = load_config(args.tune)
     if config.model != model:
         raise SystemExit(f"{args.tune} tunes {config.model}; this example trains {model}")
+    config.encoder.update({name: train_kwargs[name] for name in ENCODER_LENGTHS if name in train_kwargs})
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
     rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs,

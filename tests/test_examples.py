@@ -49,6 +49,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     assert metrics["label_names"] == ["World", "Sports", "Business", "Sci/Tech"]
     assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"
     assert all(metrics["model_kwargs"][name] == value for name, value in search["model_kwargs"].items())
+    assert search["encoder"]["sequence_length"] == metrics["encoder"]["sequence_length"] == 128  # the example's
     assert metrics["accuracy"]["test"] > 0.7
     assert (export / "tflite" / "model.tflite").is_file()
     from keras_textattn.inference import predict
