@@ -219,13 +219,19 @@ def _check_positive(**values):
             raise RunError(f"{name.replace('_', '-')} must be a positive number; got {value!r}")
 
 
-def choose_lengths_saying_so(spec, options, texts, verbose):
+def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
     """`choose_open_lengths` for `spec`'s encoder `options` on the training `texts`, printing (when
-    `verbose`) what was chosen and, when the length stopped at the model's most, how many texts it cuts."""
+    `verbose`) what was chosen and, when the length stopped at the model's most, how many texts it cuts.
+    The messages say how to set a length: `train`'s flags, or (`in_config`) a tuner config's `encoder`."""
     chosen = choose_open_lengths(options, texts, longest=spec.longest_text)
+
+    def setting(name, value=None):
+        if in_config:
+            return f"encoder.{name}" + ("" if value is None else f": {value}") + " in the config"
+        return f"--{name.replace('_', '-')}" + ("" if value is None else f" {value}")
+
     if chosen and verbose:
-        print("Chosen from the training texts (95th percentile; give --sequence-length"
-              f"{' / --max-sentences' if 'max_sentences' in chosen else ''} to set): "
+        print(f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))} to set): "
               + ", ".join(f"{name} {value}" for name, value in chosen.items()))
     length = chosen.get("sequence_length")
     if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
@@ -233,8 +239,8 @@ def choose_lengths_saying_so(spec, options, texts, verbose):
         share, whole = texts_cut(texts, length)
         if share > 0.05:
             print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
-                  f"default and are cut; --sequence-length {whole} reads 95% of them whole (slower; on IMDB, 768 "
-                  "tokens instead of 256 gave about 2 points: BENCHMARKS.md)")
+                  f"default and are cut; {setting('sequence_length', whole)} reads 95% of them whole (slower; on "
+                  "IMDB, 768 tokens instead of 256 gave about 2 points: BENCHMARKS.md)")
     return chosen
 
 

@@ -280,7 +280,8 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
         spec = get_spec(config.model)
         largest = config.largest_vocabulary()
         options = spec.encoder_options(config.fixed, **config.encoder, **({"max_tokens": largest} if largest else {}))
-        encoder = TextEncoder(**{**options, **choose_lengths_saying_so(spec, options, dataset["train"], verbose)})
+        chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose, in_config=True)
+        encoder = TextEncoder(**{**options, **chosen})
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         save_encoder(encoder_path, encoder)

@@ -1,5 +1,7 @@
 """Sequence shapes chosen from the training texts when a run does not give them."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -84,7 +86,7 @@ def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path
     train("lama", str(path), str(tmp_path / "run"), epochs=1, max_tokens=500, verbose=1,
           model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
     printed = {"train": capsys.readouterr().out}
-    # A search whose config leaves the length open says the same.
+    # A search whose config leaves the length open says the same, naming the config's setting (tune has no flag).
     from keras_textattn.tuning import tune
 
     config = tmp_path / "lama.yaml"
@@ -93,8 +95,11 @@ def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path
                       "hyperparameters:\n  num_heads: {type: int, min: 1, max: 2, default: 2}\n")
     tune(config, str(path), tmp_path / "search", verbose=1)
     printed["tune"] = capsys.readouterr().out
+    settings = {"train": ("--sequence-length", "--sequence-length "),
+                "tune": ("encoder.sequence_length in the config", "encoder.sequence_length: ")}
     for command, lines in printed.items():
-        assert "Chosen from the training texts (95th percentile; give --sequence-length to set): sequence_length 256" \
-            in lines, command
-        assert "of the training texts are longer than the 256 tokens lama reads by default and are cut; " \
-               "--sequence-length" in lines, command
+        give, set_to = settings[command]
+        assert f"Chosen from the training texts (95th percentile; give {give} to set): sequence_length 256" in lines, \
+            command
+        assert re.search("of the training texts are longer than the 256 tokens lama reads by default and are cut; "
+                         + re.escape(set_to) + r"\d+ (in the config )?reads 95% of them whole", lines), command
