@@ -227,20 +227,21 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
 
     def setting(name, value=None):
         if in_config:
-            return f"encoder.{name}" + ("" if value is None else f": {value}") + " in the config"
+            return f"encoder.{name}" + ("" if value is None else f": {value}")
         return f"--{name.replace('_', '-')}" + ("" if value is None else f" {value}")
 
+    where = " in the config" if in_config else ""
     if chosen and verbose:
-        print(f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))} to set): "
-              + ", ".join(f"{name} {value}" for name, value in chosen.items()))
+        print(f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))}{where} to "
+              "set): " + ", ".join(f"{name} {value}" for name, value in chosen.items()))
     length = chosen.get("sequence_length")
     if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
         # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
         share, whole = texts_cut(texts, length)
         if share > 0.05:
             print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
-                  f"default and are cut; {setting('sequence_length', whole)} reads 95% of them whole (slower; on "
-                  "IMDB, 768 tokens instead of 256 gave about 2 points: BENCHMARKS.md)")
+                  f"default and are cut; {setting('sequence_length', whole)}{where} reads 95% of them whole "
+                  "(slower; on IMDB, 768 tokens instead of 256 gave about 2 points: BENCHMARKS.md)")
     return chosen
 
 
