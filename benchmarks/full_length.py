@@ -42,6 +42,7 @@ from accuracy import load
 def encode(dataset_name, data_dir, length, dimension, output, seed=0):
     """Token ids and a word2vec matrix for `dataset_name`'s train and test splits (TensorFlow)."""
     from keras_textattn.text import TextEncoder
+    from keras_textattn.text.vectors import coverage
     from keras_textattn.text.vectors import embedding_matrix
     from keras_textattn.text.vectors import train_word2vec
 
@@ -60,11 +61,11 @@ def encode(dataset_name, data_dir, length, dimension, output, seed=0):
         arrays[f"{split}_labels"] = np.concatenate(labels).astype(np.int64)
     longer = float(np.mean(np.concatenate(counts) > length))
     vectors = train_word2vec(encoder, dataset["train"], dimension, seed=seed)
-    matrix, coverage = embedding_matrix(encoder.get_vocabulary(), vectors, dimension, seed=seed)
+    matrix, covered = embedding_matrix(encoder.get_vocabulary(), vectors, dimension, seed=seed)
     np.savez_compressed(output, embeddings=matrix.astype(np.float16), num_classes=dataset.num_classes,
                         length=length, dataset=dataset_name, **arrays)
     print(f"{output}: {len(arrays['train_ids'])} / {len(arrays['test_ids'])} texts of {length} ids; "
-          f"{longer:.1%} of the training texts are longer; word2vec {dimension}-d covers {coverage:.1%}")
+          f"{longer:.1%} of the training texts are longer; word2vec {dimension}-d covers {coverage(covered):.1%}")
 
 
 def fit(ids_file, models, seeds, epochs, batch_size, learning_rate, patience, results):

@@ -239,15 +239,14 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
 def initial_embedding(source, encoder, texts, dimension, seed=0):
     """The initial rows of a token embedding for `encoder`'s vocabulary, from `source`:
     "word2vec" (`train_word2vec` on `texts`, seeded) or a vectors file (`read_vectors`; the
-    caller checks its dimension, `vectors_dimension`). Returns `(rows, covered)`: the
-    `embedding_matrix` rows, and for each id whether it has a vector (see `coverage`)."""
+    caller checks its dimension, `vectors_dimension`). Returns `embedding_matrix`'s `(rows,
+    covered)`: the rows, and for each id whether it has a vector (see `coverage`)."""
     vocabulary = encoder.get_vocabulary()
     if source == "word2vec":
         vectors = train_word2vec(encoder, texts, dimension, seed=seed)
     else:
         vectors, _ = read_vectors(source, vocabulary)
-    rows, _ = embedding_matrix(vocabulary, vectors, dimension, seed=seed)
-    return rows, np.array([word in vectors for word in vocabulary])
+    return embedding_matrix(vocabulary, vectors, dimension, seed=seed)
 
 
 def coverage(covered, size=None):
@@ -269,18 +268,18 @@ def embedding_matrix(vocabulary, vectors, dimension, seed=0, scale=0.05):
     (to 0.2: 0.750; 3 epochs, seed 0).
 
     Returns:
-        `(matrix (len(vocabulary), dimension) float32, coverage)`: coverage is the fraction
-        of the vocabulary (padding and OOV left out) that has a vector.
+        `(matrix (len(vocabulary), dimension) float32, covered (len(vocabulary),) bool)`:
+        which ids got a word's vector (padding and OOV never do); `coverage(covered)` is the
+        fraction of the vocabulary that has one.
     """
     rng = np.random.default_rng(seed)
     matrix = rng.normal(0.0, scale, (len(vocabulary), dimension)).astype("float32")
     matrix[PAD_ID] = 0.0
     if vectors:
         factor = scale / max(float(np.std(np.stack(list(vectors.values())))), 1e-12)
-    words = vocabulary[RESERVED:]
-    covered = 0
-    for index, word in enumerate(words, start=RESERVED):
+    covered = np.zeros(len(vocabulary), bool)
+    for index, word in enumerate(vocabulary[RESERVED:], start=RESERVED):
         if word in vectors:
             matrix[index] = vectors[word] * factor
-            covered += 1
-    return matrix, covered / max(len(words), 1)
+            covered[index] = True
+    return matrix, covered

@@ -12,6 +12,7 @@ from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.text import TextEncoder
 from keras_textattn.text.vectors import VectorsError
+from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import embedding_matrix
 from keras_textattn.text.vectors import read_vectors
 from keras_textattn.text.vectors import train_word2vec
@@ -65,8 +66,9 @@ def test_embedding_matrix_rows():
     """Covered words get their vector, rescaled together to a standard deviation of 0.05; padding
     zeros; each uncovered word a random row of its own, seeded."""
     vectors = {"good": np.array([1.0, -1.0, 2.0], "float32"), "dull": np.array([-2.0, 0.5, 1.0], "float32")}
-    matrix, coverage = embedding_matrix(VOCABULARY, vectors, 3, seed=3)
-    assert coverage == 0.5 and matrix.shape == (6, 3) and matrix.dtype == np.float32
+    matrix, covered = embedding_matrix(VOCABULARY, vectors, 3, seed=3)
+    assert covered.tolist() == [False, False, True, False, False, True] and coverage(covered) == 0.5
+    assert matrix.shape == (6, 3) and matrix.dtype == np.float32
     factor = 0.05 / np.std(np.stack(list(vectors.values())))
     np.testing.assert_allclose(matrix[2], vectors["good"] * factor, rtol=1e-6)
     np.testing.assert_allclose(matrix[5], vectors["dull"] * factor, rtol=1e-6)
