@@ -36,6 +36,7 @@ import numpy as np
 from accuracy import DATASETS
 from accuracy import DEFAULT_DATA
 from accuracy import VOCABULARY
+from accuracy import builder_arguments
 from accuracy import row_suffix
 from accuracy import tfidf_classifier
 
@@ -102,12 +103,13 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
         return {**accuracy, "seconds": time.perf_counter() - start}
     from keras_textattn.training import train
 
+    spec, options = builder_arguments(model)
     with tempfile.TemporaryDirectory() as folder:
         files = {name: os.path.join(folder, f"{name}.csv") for name in ("train", "validation")}
         write_csv(files["train"], train_texts[~mask], train_labels[~mask])
         write_csv(files["validation"], train_texts[mask], train_labels[mask])
-        metrics = train(model, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
-                        test_data=test_path, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
+        metrics = train(spec, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
+                        test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
                         bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay, seed=seed,
                         verbose=0)
     return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
@@ -141,7 +143,7 @@ def main(argv=None):
     parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
     parser.add_argument("--results", default="benchmarks/results/validation_split.jsonl", help="JSON lines, appended")
     parser.add_argument("--models", nargs="+", default=["tfidf_lr", "scalable_attention"],
-                        help="tfidf_lr or names of keras_textattn.models.SPECS")
+                        help="tfidf_lr, names of keras_textattn.models.SPECS or accuracy.py's variants (dual_axial_mean)")
     parser.add_argument("--carves", nargs="+", type=int, default=[0, 4, 8], choices=range(BLOCKS),
                         help="which carves of each kind: the random seed, and the id tenth")
     parser.add_argument("--kinds", nargs="+", choices=CARVES, default=list(CARVES), help="which kinds of carve")

@@ -95,8 +95,8 @@ def _search(args, model, data, train_kwargs):
     config.encoder.update({name: train_kwargs[name] for name in ENCODER_LENGTHS if name in train_kwargs})
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
-    rows = tune(config, data, directory, max_trials=args.tune_trials, epochs=args.epochs,
-                dtype_policy=args.dtype_policy, verbose=progress_verbosity(),
+    rows = tune(config, data, directory, preset="cpu" if args.small else "paper", max_trials=args.tune_trials,
+                epochs=args.epochs, dtype_policy=args.dtype_policy, verbose=progress_verbosity(),
                 **search_embeddings(model, args.small, train_kwargs), **options)
     with open(os.path.join(directory, "best", "metrics.json")) as handle:
         best = json.load(handle)["model_kwargs"]

@@ -216,6 +216,9 @@ def _parser():
     tune.add_argument("--data", required=True, help="a TFDS name or a CSV/TSV file, as for train")
     tune.add_argument("--directory", required=True, help="the search folder; rerun the same command to resume")
     tune.add_argument("--tuner", choices=["random", "bayesian", "hyperband"], default="random")
+    tune.add_argument("--preset", choices=["cpu", "paper"],
+                      help="the sizes a trial takes where the config neither fixes nor searches them, as for train: "
+                           "cpu or paper; default: the config's (cpu when it says none)")
     tune.add_argument("--max-trials", type=int, help="default: the config's")
     tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
     tune.add_argument("--validation-fraction", type=float, default=0.1)
@@ -404,7 +407,7 @@ def _export(args):
 def _tune(args):
     from keras_textattn.tuning import tune
 
-    rows = tune(args.config, args.data, args.directory, tuner=args.tuner, max_trials=args.max_trials,
+    rows = tune(args.config, args.data, args.directory, tuner=args.tuner, preset=args.preset, max_trials=args.max_trials,
                 epochs=args.epochs, verbose=progress_verbosity(args.quiet), validation_fraction=args.validation_fraction,
                 class_weight=args.class_weight, dtype_policy=args.dtype_policy, embeddings=args.embeddings,
                 freeze_embeddings=args.freeze_embeddings, **_data_options(args))

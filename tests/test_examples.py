@@ -44,7 +44,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     assert f"Results: {output}" in result.stdout
     assert "━" not in result.stdout and "val_accuracy: " in result.stdout  # to a pipe: a line per epoch, no bar
     search = json.loads((tmp_path / "run-search" / "best" / "metrics.json").read_text())
-    assert search["dtype_policy"] == "mixed_bfloat16"  # the search trains as the run does
+    assert search["dtype_policy"] == "mixed_bfloat16" and search["preset"] == "cpu"  # the search trains as the run does
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["label_names"] == ["World", "Sports", "Business", "Sci/Tech"]
     assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"

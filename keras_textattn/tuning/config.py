@@ -9,8 +9,10 @@ import yaml
 
 from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
+from keras_textattn.models import PRESETS
 
-TOP_LEVEL = {"model": True, "objective": False, "tuner": False, "encoder": False, "fixed": False, "hyperparameters": True}
+TOP_LEVEL = {"model": True, "objective": False, "preset": False, "tuner": False, "encoder": False, "fixed": False,
+             "hyperparameters": True}
 TUNER_SETTINGS = {"max_trials": int, "epochs": int, "batch_size": int, "executions_per_trial": int, "seed": int}
 ENCODER_SETTINGS = {"max_tokens": int, "min_frequency": int, "sequence_length": int, "max_sentences": int, "bigram_buckets": int}
 OBJECTIVES = ("val_accuracy", "val_loss", "accuracy", "loss")
@@ -34,10 +36,14 @@ class ConfigError(UserError):
 
 @dataclasses.dataclass
 class TuningConfig:
-    """A checked tuner config: `hyperparameters` maps a name to its spec dict."""
+    """A checked tuner config: `hyperparameters` maps a name to its spec dict. `preset`:
+    the builder arguments a trial takes where the config neither fixes nor searches them,
+    as `train`'s preset ("cpu": sizes that train in minutes on 2 cores; "paper": the
+    builder's own defaults, the paper's sizes)."""
 
     path: str
     model: str
+    preset: str = "cpu"
     objective: str = "val_accuracy"
     max_trials: int = 10
     epochs: int = 3
@@ -101,6 +107,10 @@ def load_config(path):
     if model not in BUILDERS:
         fail("model", f"unknown model {model!r}", ", ".join(sorted(BUILDERS)))
     config = TuningConfig(path=path, model=model)
+    preset = raw.get("preset", config.preset)
+    if preset not in PRESETS:
+        fail("preset", f"unknown preset {preset!r}", ", ".join(PRESETS))
+    config.preset = preset
     objective = raw.get("objective", config.objective)
     if objective not in OBJECTIVES:
         fail("objective", f"unknown objective {objective!r}", ", ".join(OBJECTIVES))

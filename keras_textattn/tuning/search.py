@@ -25,6 +25,7 @@ from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
+from keras_textattn.models import PRESETS
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
 from keras_textattn.text.vectors import coverage
@@ -93,7 +94,7 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         return min(hp.values.get("max_tokens") or full, full)
 
     def build(self, hp):
-        values = {**self.config.fixed, **self.declare(hp)}
+        values = {**_preset_arguments(self.config), **self.declare(hp)}
         model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
                             vocabulary_size=self.vocabulary_size(hp),
                             **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
@@ -117,6 +118,12 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size), labels))
                                   for batches in (x, validation_data))
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
+
+
+def _preset_arguments(config):
+    """The builder arguments a trial takes before its searched ones: the config's preset's,
+    then its `fixed` ones."""
+    return {**get_spec(config.model).preset_arguments(config.preset), **config.fixed}
 
 
 def _builder_arguments(values):
@@ -218,7 +225,7 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
     return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
 
 
-def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=None, class_weight=None,
+def tune(config, data, directory, *, tuner="random", preset=None, max_trials=None, epochs=None, class_weight=None,
          dtype_policy=None, embeddings=None, freeze_embeddings=False, verbose=1, **data_options):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
@@ -245,7 +252,9 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
             `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
             `label_names`, `data_dir`, `group_column` and `validation_fraction`.
         tuner: "random", "bayesian" or "hyperband".
-        max_trials, epochs: override the config's.
+        preset, max_trials, epochs: override the config's. The preset ("cpu", the
+            default, or "paper") gives the builder arguments the config neither fixes
+            nor searches, as for `train`; the training settings stay the config's.
         class_weight: "balanced" or `{class name: weight}`, as for `train`.
         dtype_policy: "mixed_float16" or "mixed_bfloat16" for GPUs and TPUs, as for
             `train` (None: Keras's global policy); recorded in best/metrics.json.
@@ -265,6 +274,10 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
     check_dtype_policy(dtype_policy)  # here, before the data is read
+    if preset is not None:
+        if preset not in PRESETS:
+            raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
+        config.preset = preset
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
     config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings)  # here, before the data is read
@@ -313,13 +326,14 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
     best_vocabulary = hypermodel.vocabulary_size(best_hp)
     if best_vocabulary < encoder.vocabulary_size():
         encoder = encoder.cut_vocabulary(best_vocabulary)  # as the best trial read its texts
-    best = {**config.fixed, **hypermodel.declare(best_hp)}
+    best = {**_preset_arguments(config), **hypermodel.declare(best_hp)}
     accuracy = {}
     for split in dataset.splits:
         batches = make_batches(dataset[split], encoder, config.batch_size, cache=False, rows=(dataset.rows or {}).get(split))
         results = best_model.evaluate(batches, verbose=0, return_dict=True)
         accuracy[split] = float(results["accuracy"])
-    metrics = {"model": config.model, "model_kwargs": _builder_arguments(best), "hyperparameters": best,
+    metrics = {"model": config.model, "preset": config.preset, "model_kwargs": _builder_arguments(best),
+               "hyperparameters": {**config.fixed, **hypermodel.declare(best_hp)},
                "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
@@ -334,12 +348,13 @@ def tune(config, data, directory, *, tuner="random", max_trials=None, epochs=Non
 
 
 def _embedding_size(config):
-    """The builder argument that sizes the token embedding, and its value: fixed, or the
-    default of its search space, or the builder's default."""
+    """The builder argument that sizes the token embedding, and its value: the default of its
+    search space, or fixed, or the preset's, or the builder's default."""
     argument = get_spec(config.model).embedding_size_argument
     if argument in config.hyperparameters:
         return argument, config.hyperparameters[argument]["default"]
-    return argument, config.fixed.get(argument, inspect.signature(get_spec(config.model).build).parameters[argument].default)
+    given = _preset_arguments(config)
+    return argument, given.get(argument, inspect.signature(get_spec(config.model).build).parameters[argument].default)
 
 
 def _embeddings_setting(config, embeddings, freeze_embeddings):

@@ -104,6 +104,33 @@ def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
         load_config(tiny_config)
 
 
+@pytest.mark.parametrize("preset, expected", [(None, {"embedding_dim": 64, "gru_units": 32, "mlp_units": 64}),
+                                               ("paper", {"embedding_dim": 100, "gru_units": 50, "mlp_units": 512})])
+def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expected, tmp_path):
+    """Builder arguments a config neither fixes nor searches come from its preset, as for `train`:
+    "cpu" by default (the paper's LAMA, at 512 MLP units and 100-d embeddings, is what made a
+    search slow on 2 cores), "paper" for the builder's own defaults; `fixed` and searched values win."""
+    import keras_tuner
+
+    from keras_textattn.text import TextEncoder
+    from keras_textattn.tuning.search import TextAttentionHyperModel
+
+    text = (CONFIGS / "lama.yaml").read_text() + "fixed: {gru_units: 40}\n"
+    path = tmp_path / "lama.yaml"
+    path.write_text(text if preset is None else f"preset: {preset}\n{text}")
+    config = load_config(path)
+    assert config.preset == (preset or "cpu")
+    encoder = TextEncoder(max_tokens=50, sequence_length=12)
+    encoder.adapt(["a film worth seeing", "not worth the ticket"])
+    model = TextAttentionHyperModel(config, 2, encoder).build(keras_tuner.HyperParameters())
+    assert model.get_layer("embedding").output_dim == expected["embedding_dim"]
+    assert model.get_layer("bigru").forward_layer.units == 40  # fixed, over the preset's 32
+    assert model.get_layer("mlp").units == expected["mlp_units"]
+    path.write_text(f"preset: laptop\n{text}")
+    with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
+        load_config(path)
+
+
 def test_tuner_seed_zero_is_a_seed(tiny_config):
     """0 is the default seed, so a config may say it; a negative seed is refused."""
     tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, seed: 0}"))
@@ -147,6 +174,11 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
     metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
     assert metrics["model_kwargs"]["hidden_units"] == json.loads(rows[0]["hidden_units"])
+    # The whole model: searched, fixed (over the cpu preset's 64) and the preset's own sizes.
+    assert metrics["preset"] == "cpu" and metrics["model_kwargs"]["embedding_dim"] == 16
+    assert model.get_layer("embedding").output_dim == 16
+    with pytest.raises(RunError, match=r"holds a search of another config \(it differs in preset\)"):
+        tune(tiny_config, data, tmp_path / "search", preset="paper", verbose=0)  # its trials would mix with these
     weights = metrics["class_weight"]
     assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
 
