@@ -279,6 +279,12 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
             raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
         config.preset = preset
     config.max_trials = max_trials or config.max_trials
+    taken = {name: value for name, value in get_spec(config.model).preset_arguments(config.preset).items()
+             if name not in config.fixed and name not in config.hyperparameters}
+    if taken and verbose:
+        print(f"Every trial's {config.model} has the {config.preset} preset's "
+              + ", ".join(f"{name} {value}" for name, value in taken.items())
+              + " (neither fixed nor searched in the config; --preset paper for the paper's sizes)")
     config.epochs = epochs or config.epochs
     config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings)  # here, before the data is read
     keras.utils.set_random_seed(config.seed)

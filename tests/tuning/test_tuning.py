@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_textattn.datasets import DataError
 from keras_textattn.datasets import make_batches
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
@@ -106,7 +107,7 @@ def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
 
 @pytest.mark.parametrize("preset, expected", [(None, {"embedding_dim": 64, "gru_units": 32, "mlp_units": 64}),
                                                ("paper", {"embedding_dim": 100, "gru_units": 50, "mlp_units": 512})])
-def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expected, tmp_path):
+def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expected, tmp_path, capsys):
     """Builder arguments a config neither fixes nor searches come from its preset, as for `train`:
     "cpu" by default (the paper's LAMA, at 512 MLP units and 100-d embeddings, is what made a
     search slow on 2 cores), "paper" for the builder's own defaults; `fixed` and searched values win."""
@@ -126,6 +127,11 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
     assert model.get_layer("embedding").output_dim == expected["embedding_dim"]
     assert model.get_layer("bigru").forward_layer.units == 40  # fixed, over the preset's 32
     assert model.get_layer("mlp").units == expected["mlp_units"]
+    with pytest.raises(DataError, match="Data file not found"):
+        tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search")  # says what the trials take, then fails
+    said = capsys.readouterr().out
+    assert ("Every trial's lama has the cpu preset's embedding_dim 64, mlp_units 64 (neither fixed nor searched"
+            in said) == (preset is None)
     path.write_text(f"preset: laptop\n{text}")
     with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
         load_config(path)
