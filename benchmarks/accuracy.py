@@ -132,6 +132,9 @@ DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
 # Bigrams paired as written (before 2026-11-24 the only kind): against the vocabulary's (the default).
 DEFAULTS["dual_axial+defaults_token_bigrams"] = ("dual_axial", {"bigrams_of": "tokens"}, 3)
 TRAINED.update(DEFAULTS)
+# The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
+# dual-axial's sum and mean (BENCHMARKS.md, IMDB).
+TRAINED.update({f"{name}+train": (name, {}, 3) for name in ("dual_axial", "dual_axial_mean")})
 TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {}, 3),
                 "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced"}, 3)})
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).

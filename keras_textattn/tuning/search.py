@@ -279,13 +279,13 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
             raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
         config.preset = preset
     config.max_trials = max_trials or config.max_trials
+    config.epochs = epochs or config.epochs
     taken = {name: value for name, value in get_spec(config.model).preset_arguments(config.preset).items()
              if name not in config.fixed and name not in config.hyperparameters}
     if taken and verbose:
         print(f"Every trial's {config.model} has the {config.preset} preset's "
               + ", ".join(f"{name} {value}" for name, value in taken.items())
               + " (neither fixed nor searched in the config; --preset paper for the paper's sizes)")
-    config.epochs = epochs or config.epochs
     config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings)  # here, before the data is read
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
@@ -332,14 +332,15 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     best_vocabulary = hypermodel.vocabulary_size(best_hp)
     if best_vocabulary < encoder.vocabulary_size():
         encoder = encoder.cut_vocabulary(best_vocabulary)  # as the best trial read its texts
-    best = {**_preset_arguments(config), **hypermodel.declare(best_hp)}
+    searched = hypermodel.declare(best_hp)
+    best = {**_preset_arguments(config), **searched}
     accuracy = {}
     for split in dataset.splits:
         batches = make_batches(dataset[split], encoder, config.batch_size, cache=False, rows=(dataset.rows or {}).get(split))
         results = best_model.evaluate(batches, verbose=0, return_dict=True)
         accuracy[split] = float(results["accuracy"])
     metrics = {"model": config.model, "preset": config.preset, "model_kwargs": _builder_arguments(best),
-               "hyperparameters": {**config.fixed, **hypermodel.declare(best_hp)},
+               "hyperparameters": {**config.fixed, **searched},
                "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
