@@ -34,6 +34,24 @@ class ConfigError(UserError):
     """A tuner config that cannot be used; the message names the file, the key and what is allowed."""
 
 
+class _TwiceGiven(Exception):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise _TwiceGiven(f"{key}: given twice (line {key_node.start_mark.line + 1}); YAML would keep the "
+                                  "last one silently")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 @dataclasses.dataclass
 class TuningConfig:
     """A checked tuner config: `hyperparameters` maps a name to its spec dict. `preset`:
@@ -80,7 +98,7 @@ def load_config(path):
     """Read and check a tuner config.
 
     Raises:
-        ConfigError: an unknown key, a wrong type, an empty range, a default outside
+        ConfigError: a key given twice, an unknown key, a wrong type, an empty range, a default outside
             its range or choices, or a hyperparameter the model's builder does not take.
     """
     path = os.fspath(path)
@@ -88,9 +106,11 @@ def load_config(path):
         raise ConfigError(f"{path}: no such tuner config")
     with open(path, encoding="utf-8") as handle:
         try:
-            raw = yaml.safe_load(handle)
+            raw = yaml.load(handle, Loader=_UniqueKeyLoader)
         except yaml.YAMLError as error:
             raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+        except _TwiceGiven as error:
+            raise ConfigError(f"{path}: {error}") from None
 
     def fail(key, problem, allowed=None):
         raise ConfigError(f"{path}: {key}: {problem}" + (f"; allowed: {allowed}" if allowed else ""))

@@ -72,6 +72,7 @@ def test_shipped_configs_default_to_the_papers_values():
     "change, message",
     [
         ("learning_rat: 0.1\n", r"tiny.yaml: learning_rat: unknown key; allowed: model, objective"),
+        ("model: lama\n", r"tiny.yaml: model: given twice \(line 2\); YAML would keep the last one silently"),
         ("  fc_units: {type: int, min: 32, max: 8, default: 16}\n", r"tiny.yaml: hyperparameters.fc_units: empty range"),
         ("  fc_units: {type: int, min: 8, max: 32, default: 64}\n",
          r"tiny.yaml: hyperparameters.fc_units.default: 64 is outside the range; allowed: 8 to 32"),
@@ -116,7 +117,8 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
     from keras_textattn.text import TextEncoder
     from keras_textattn.tuning.search import TextAttentionHyperModel
 
-    text = (CONFIGS / "lama.yaml").read_text() + "fixed: {gru_units: 40}\n"
+    text = "".join(line for line in (CONFIGS / "lama.yaml").read_text().splitlines(keepends=True)
+                   if not line.startswith("preset:")) + "fixed: {gru_units: 40}\n"
     path = tmp_path / "lama.yaml"
     path.write_text(text if preset is None else f"preset: {preset}\n{text}")
     config = load_config(path)
