@@ -63,6 +63,7 @@ def test_shipped_configs_default_to_the_papers_values():
     assert defaults["scalable_attention"]["hidden_units"] == []
     assert defaults["dual_axial"]["variant"] == "dual_axial"
     assert all(c.objective == "val_accuracy" and c.direction == "max" for c in configs.values())
+    assert {c.preset for c in configs.values()} == {"cpu"}  # sizes that finish on 2 cores, as train's default
     # Text lengths are left to the data, chosen as `train` chooses them: a fixed 15 sentences x 40 words
     # made HCAN's trials on one-sentence SST-2 texts 3x slower (86 s against 27 s for one epoch).
     assert not [name for name, c in configs.items() if {"sequence_length", "max_sentences"} & set(c.encoder)]
