@@ -391,8 +391,7 @@ def train(
     _backend.require_tensorflow("Training")
     if model not in SPECS:
         raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(SPECS))}")
-    if preset not in PRESETS:
-        raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
+    check_preset(preset)
     _check_positive(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, sequence_length=sequence_length,
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every,
                     early_stopping=early_stopping, clip_norm=clip_norm, adapt_rows=adapt_rows)
@@ -710,6 +709,12 @@ def _scores(classifier, rows, batches, num_classes):
     predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
     f1 = f1_score(truth, predicted, labels=list(range(num_classes)), average="macro", zero_division=0)
     return float(np.mean(truth == predicted)), float(f1)
+
+
+def check_preset(preset):
+    """`preset` is one of `PRESETS` ("cpu", "paper")."""
+    if preset not in PRESETS:
+        raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
 
 
 def check_embeddings(embeddings, freeze_embeddings):

@@ -25,7 +25,6 @@ from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
-from keras_textattn.models import PRESETS
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
 from keras_textattn.text.vectors import coverage
@@ -38,6 +37,7 @@ from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.run_folder import without_optimizer_state_warning
 from keras_textattn.training.train import check_embeddings
+from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
@@ -275,8 +275,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
     check_dtype_policy(dtype_policy)  # here, before the data is read
     if preset is not None:
-        if preset not in PRESETS:
-            raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
+        check_preset(preset)
         config.preset = preset
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs

@@ -135,6 +135,8 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
     said = capsys.readouterr().out
     assert ("Every trial's lama has the cpu preset's embedding_dim 64, mlp_units 64 (neither fixed nor searched"
             in said) == (preset is None)
+    with pytest.raises(RunError, match=r"unknown preset 'laptop' \(--preset\); choose one of cpu, paper"):
+        tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", preset="laptop")  # before the data is read
     path.write_text(f"preset: laptop\n{text}")
     with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
         load_config(path)
