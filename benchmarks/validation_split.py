@@ -93,7 +93,8 @@ def write_csv(path, texts, labels):
 
 
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
-        length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None):
+        length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None,
+        lr_schedule=None):
     """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
     start = time.perf_counter()
     if model == "tfidf_lr":
@@ -110,8 +111,8 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
         write_csv(files["validation"], train_texts[mask], train_labels[mask])
         metrics = train(spec, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
                         test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
-                        bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay, seed=seed,
-                        verbose=0)
+                        bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay,
+                        lr_schedule=lr_schedule, seed=seed, verbose=0)
     return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
             "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
 
@@ -156,6 +157,7 @@ def main(argv=None):
                         help="Keras models with bigrams: what they pair (default: the vocabulary's tokens; 'tokens': "
                              "as written, rows '@tokens')")
     parser.add_argument("--weight-decay", type=float, help="Keras models: decoupled weight decay (row '@wd<x>')")
+    parser.add_argument("--lr-schedule", help="Keras models: train()'s learning-rate schedule (row '@<schedule>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
@@ -189,6 +191,7 @@ def main(argv=None):
             row_name += f"@b{args.bigram_buckets}" if args.bigram_buckets is not None else ""
             row_name += "@tokens" if args.bigrams_of == "tokens" else ""
             row_name += f"@wd{args.weight_decay:g}" if args.weight_decay is not None else ""
+            row_name += f"@{args.lr_schedule}" if args.lr_schedule not in (None, "constant") else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:
             for k in args.carves:
@@ -197,7 +200,7 @@ def main(argv=None):
                 result = run(model, texts, labels, held_out(carve, k, labels, ids), test_texts, test_labels, test_path,
                              seed=k, max_tokens=args.max_tokens, length=args.length, epochs=args.epochs,
                              bigram_buckets=args.bigram_buckets, bigrams_of=args.bigrams_of,
-                             weight_decay=args.weight_decay)
+                             weight_decay=args.weight_decay, lr_schedule=args.lr_schedule)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
                 print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
                       f"{result['seconds']:.0f} s", flush=True)
