@@ -71,10 +71,12 @@ KERAS_MODELS = PAPER_MODELS + ("transformer", "bigru", "kim_cnn")
 VARIANTS = {"lama": ("lama", {"use_context": True}), "dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 
 
-def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None, official_validation=False):
-    """What a row's name adds for settings other than the defaults: "@768@v2000@e2@b200000@dev"."""
+def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None, official_validation=False,
+               lr_schedule=None):
+    """What a row's name adds for settings other than the defaults: "@768@v2000@e2@b200000@cosine@dev"."""
     return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
             + (f"@e{epochs}" if epochs != 3 else "") + (f"@b{bigram_buckets}" if bigram_buckets is not None else "")
+            + (f"@{lr_schedule}" if lr_schedule not in (None, "constant") else "")
             + ("@dev" if official_validation else ""))
 
 
@@ -217,8 +219,13 @@ def texts_and_labels(split):
     return texts, np.array(labels)
 
 
-def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None):
+def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None,
+              lr_schedule=None):
+    """A plain row: the model at its cpu preset, Adam at 1e-3 (`lr_schedule`: a schedule of
+    `train()` that is a function of the epoch, e.g. "cosine"), `epochs` epochs."""
     import keras
+
+    from keras_textattn.training.schedules import schedule_callbacks
 
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import get_spec
@@ -242,6 +249,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     # --shuffle-buffer 10000 repeats the runs before that (a buffer over IMDB's label-sorted file).
     model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed, rows=dataset.rows["train"],
                            shuffle_buffer=shuffle_buffer), epochs=epochs, verbose=0,
+              callbacks=schedule_callbacks(lr_schedule, 1e-3, epochs, folder=None),
               shuffle=False)  # make_batches shuffles; Keras ignores (and warns about) shuffle for a tf.data input
     seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(make_batches(dataset["test"], encoder, 256), verbose=0)
@@ -463,6 +471,8 @@ def main(argv=None):
                         help="our models' vocabulary; rows of another size are recorded as '<model>@v<tokens>'")
     parser.add_argument("--bigram-buckets", type=int, help="plain Keras models: hashed bigrams of the vocabulary's "
                         "tokens (default: 20,000 for dual-axial, none for the others); rows '<model>@b<N>'")
+    parser.add_argument("--lr-schedule", help="plain Keras models: a learning-rate schedule of train() that is a "
+                        "function of the epoch (cosine, step:E1,...); rows '<model>@<schedule>'")
     parser.add_argument("--official-validation", action="store_true",
                         help="rows run through train(): validate on the dataset's own validation file (SST-2's dev "
                              "set) and train on every training row, instead of holding 10%% out; rows '<model>@dev'")
@@ -484,6 +494,9 @@ def main(argv=None):
                      "recipe's epochs, fastText and TF-IDF for their own")
     if args.bigram_buckets is not None and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
         parser.error("--bigram-buckets is for the plain Keras models")
+    if args.lr_schedule is not None and (set(args.models) - set(KERAS_MODELS) - set(VARIANTS)
+                                         or args.lr_schedule == "plateau"):
+        parser.error("--lr-schedule is for the plain Keras models, and not 'plateau' (they have no validation data)")
     if args.official_validation and (set(args.models) - set(TRAINED) or set(args.datasets) - set(VALIDATION)):
         parser.error(f"--official-validation is for the rows run through train() ('+' rows), on {', '.join(VALIDATION)}")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
@@ -493,7 +506,7 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
     suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets,
-                        args.official_validation)
+                        args.official_validation, args.lr_schedule)
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
@@ -516,7 +529,7 @@ def main(argv=None):
                 result = run_tfidf(dataset, seed, length)
             else:
                 result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
-                                   args.bigram_buckets)
+                                   args.bigram_buckets, args.lr_schedule)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
             print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
