@@ -156,3 +156,22 @@ def test_vectors_from_a_datasets_own_test_texts_are_refused(shared_data, tmp_pat
     assert refused.stderr.strip().endswith("imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows "
                                            "on that dataset would learn from the texts they are tested on")
     assert not results.exists() or not results.read_text().strip()
+
+
+def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
+    """A plain row trained with a schedule says so in its name; the plateau (which reads
+    validation data the plain rows do not have) and schedules for other rows are refused."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from accuracy import row_suffix
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
+    assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
+    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(tmp_path / "accuracy.jsonl"),
+               "--datasets", "trec", "--seeds", "0", "--data-dir", str(shared_data)]
+    for models, schedule in ((["scalable_attention"], "plateau"), (["fasttext"], "cosine")):
+        refused = subprocess.run(command + ["--models", *models, "--lr-schedule", schedule], capture_output=True,
+                                 text=True, timeout=120)
+        assert refused.returncode == 2 and "--lr-schedule is for the plain Keras models" in refused.stderr
+    assert not (tmp_path / "accuracy.jsonl").exists()
