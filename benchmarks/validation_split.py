@@ -16,8 +16,9 @@ the test accuracy (the official 25,000 test reviews, read once per run):
     python benchmarks/validation_split.py --quick      # TF-IDF, one carve of each kind, 2,000 reviews per label
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
-3 epochs, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs` and `--bigram-buckets`
-change that and name the row, e.g. "scalable_attention@768@v2000@e6"; each row keeps the held-out
+3 epochs at a constant rate, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs`,
+`--bigram-buckets`, `--lr-schedule` and others change that and name the row, e.g.
+"scalable_attention@768@v2000@e6"; each row keeps the held-out
 accuracy after every epoch). Results are appended to benchmarks/results/validation_split.jsonl;
 a rerun skips what is there.
 """
@@ -157,7 +158,9 @@ def main(argv=None):
                         help="Keras models with bigrams: what they pair (default: the vocabulary's tokens; 'tokens': "
                              "as written, rows '@tokens')")
     parser.add_argument("--weight-decay", type=float, help="Keras models: decoupled weight decay (row '@wd<x>')")
-    parser.add_argument("--lr-schedule", help="Keras models: train()'s learning-rate schedule (row '@<schedule>')")
+    parser.add_argument("--lr-schedule", default="constant",
+                        help="Keras models: train()'s learning-rate schedule (rows other than constant are named "
+                             "'@<schedule>'; constant also for scalable attention, whose train() default is cosine)")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
@@ -191,7 +194,7 @@ def main(argv=None):
             row_name += f"@b{args.bigram_buckets}" if args.bigram_buckets is not None else ""
             row_name += "@tokens" if args.bigrams_of == "tokens" else ""
             row_name += f"@wd{args.weight_decay:g}" if args.weight_decay is not None else ""
-            row_name += f"@{args.lr_schedule}" if args.lr_schedule not in (None, "constant") else ""
+            row_name += f"@{args.lr_schedule}" if args.lr_schedule != "constant" else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:
             for k in args.carves:

@@ -33,6 +33,9 @@ class ModelSpec:
         paper_training: `train()` arguments of the paper's recipe (e.g. LAMA's word2vec
             embeddings and early stopping with patience 5), the defaults of the "paper"
             preset for those a user leaves unset.
+        cpu_training: `train()` arguments of the "cpu" preset for those a user leaves
+            unset, where held-out data preferred them to `train()`'s own defaults
+            (scalable attention: the cosine schedule; BENCHMARKS.md).
     """
 
     name: str
@@ -43,6 +46,7 @@ class ModelSpec:
     longest_text: int = None
     embedding_size_argument: str = "embedding_dim"
     paper_training: dict = dataclasses.field(default_factory=dict)
+    cpu_training: dict = dataclasses.field(default_factory=dict)
 
     def builder_arguments(self):
         """The names the builder takes besides `num_classes`."""
@@ -82,8 +86,8 @@ class ModelSpec:
         return dict(self.cpu_defaults) if _checked(preset) == "cpu" else {}
 
     def training_defaults(self, preset):
-        """`train()` arguments of a preset: the paper's recipe for "paper", none for "cpu"."""
-        return dict(self.paper_training) if _checked(preset) == "paper" else {}
+        """`train()` arguments of a preset: the paper's recipe for "paper", `cpu_training` for "cpu"."""
+        return dict(self.paper_training if _checked(preset) == "paper" else self.cpu_training)
 
 
 def _checked(preset):

@@ -43,19 +43,24 @@ def parse_schedule(schedule):
                    "(step: increasing epochs counted from 1, e.g. step:20,25)")
 
 
+def rate_of_epoch(schedule, learning_rate, epochs):
+    """`epoch -> rate` (epoch counted from 0) of a schedule that is a function of the epoch
+    ("cosine", "step:..."); None for "constant" and "plateau"."""
+    kind, drops = parse_schedule(schedule)
+    if kind == "cosine":
+        return lambda epoch: learning_rate * (1 + math.cos(math.pi * epoch / epochs)) / 2
+    if kind == "step":
+        return lambda epoch: learning_rate * 0.1 ** sum(epoch + 1 >= drop for drop in drops)
+    return None
+
+
 def schedule_callbacks(schedule, learning_rate, epochs, folder):
     """The callbacks that apply `schedule` (a name of the module docstring) to a run whose
-    resumable state lives in `folder` (the run's backup folder)."""
-    kind, drops = parse_schedule(schedule)
-    if kind == "constant":
-        return []
-    if kind == "plateau":
+    resumable state lives in `folder` (the run's backup folder; only the plateau keeps any)."""
+    if parse_schedule(schedule)[0] == "plateau":
         return [ResumablePlateau(folder, factor=0.5, patience=1, min_lr=learning_rate / 100)]
-    if kind == "cosine":
-        return [keras.callbacks.LearningRateScheduler(
-            lambda epoch: learning_rate * (1 + math.cos(math.pi * epoch / epochs)) / 2)]
-    return [keras.callbacks.LearningRateScheduler(
-        lambda epoch: learning_rate * 0.1 ** sum(epoch + 1 >= drop for drop in drops))]
+    rate = rate_of_epoch(schedule, learning_rate, epochs)
+    return [keras.callbacks.LearningRateScheduler(rate)] if rate else []
 
 
 class ResumablePlateau(keras.callbacks.ReduceLROnPlateau):

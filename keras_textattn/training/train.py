@@ -51,6 +51,7 @@ from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
 from keras_textattn.training.schedules import parse_schedule
+from keras_textattn.training.schedules import rate_of_epoch
 from keras_textattn.training.schedules import schedule_callbacks
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
@@ -436,8 +437,9 @@ def train(
         raise RunError(f"early stopping (--early-stopping) is not available with --distribute {distribute}")
     if class_weight is not None and several_workers:
         raise RunError(f"class weights (--class-weight) are not available with --distribute {distribute}")
-    if parse_schedule(arguments_used["lr_schedule"])[0] != "constant" and several_workers:
-        raise RunError(f"learning-rate schedules (--lr-schedule) are not available with --distribute {distribute}")
+    if parse_schedule(arguments_used["lr_schedule"])[0] == "plateau" and several_workers:
+        raise RunError(f"the plateau schedule (--lr-schedule plateau) is not available with --distribute {distribute} "
+                       "(its loop has no validation loss); cosine and step are")
     if (distribute == "ray") != (workers is not None) or (workers is not None and (
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
         raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
@@ -448,8 +450,8 @@ def train(
         return train_on_ray({name: value for name, value in call.items() if name not in ("workers", "ray_address")},
                             workers, ray_address)
     if recipe and verbose:
-        print(f"The {model} paper's recipe (--preset paper; give the option to change it): "
-              + ", ".join(f"{name} {value}" for name, value in recipe.items()))
+        whose = f"The {model} paper's recipe (--preset paper; " if preset == "paper" else f"The {model} cpu preset's training ("
+        print(whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items()))
     strategy = make_strategy(distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     chief = _is_chief(strategy)
     _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
@@ -552,7 +554,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
-        history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size)
+        history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
+                                    rate_of_epoch(arguments["lr_schedule"], arguments["learning_rate"], epochs))
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
@@ -637,7 +640,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     return metrics
 
 
-def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size):
+def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate=None):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -647,7 +650,9 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     when there are at least as many as workers, else every n-th row), batched by
     `batches_of(rows, per-worker batch size)`. The loss of each replica is averaged over
     the global batch (`tf.nn.compute_average_loss`), so the summed gradients equal
-    single-device gradients. Not resumable: a restarted multi-worker run starts again
+    single-device gradients. `rate`: `epoch -> learning rate` of the run's schedule (cosine,
+    step), set before each epoch as `fit`'s `LearningRateScheduler` sets it; None: the
+    optimizer's rate throughout. Not resumable: a restarted multi-worker run starts again
     from its first epoch.
     """
 
@@ -676,13 +681,16 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     def step(ids, labels):
         return strategy.reduce("SUM", strategy.run(replica_step, args=(ids, labels)), axis=None)
 
-    history = {"epoch": [], "loss": [], "seconds": []}
+    history = {"epoch": [], "loss": [], "learning_rate": [], "seconds": []}
     for epoch in range(epochs):
+        if rate:
+            model.optimizer.learning_rate = rate(epoch)
         start = time.perf_counter()
         losses = [float(step(ids, labels)) for ids, labels in distributed]
         history["seconds"].append(time.perf_counter() - start)
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
+        history["learning_rate"].append(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
     return history
 
 

@@ -10,10 +10,12 @@ import yaml
 from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
 from keras_textattn.models import PRESETS
+from keras_textattn.training.schedules import parse_schedule
 
 TOP_LEVEL = {"model": True, "objective": False, "preset": False, "tuner": False, "encoder": False, "fixed": False,
              "hyperparameters": True}
-TUNER_SETTINGS = {"max_trials": int, "epochs": int, "batch_size": int, "executions_per_trial": int, "seed": int}
+TUNER_SETTINGS = {"max_trials": int, "epochs": int, "batch_size": int, "executions_per_trial": int, "seed": int,
+                  "lr_schedule": str}
 ENCODER_SETTINGS = {"max_tokens": int, "min_frequency": int, "sequence_length": int, "max_sentences": int, "bigram_buckets": int}
 OBJECTIVES = ("val_accuracy", "val_loss", "accuracy", "loss")
 TYPES = ("int", "float", "choice", "boolean")
@@ -57,7 +59,9 @@ class TuningConfig:
     """A checked tuner config: `hyperparameters` maps a name to its spec dict. `preset`:
     the builder arguments a trial takes where the config neither fixes nor searches them,
     as `train`'s preset ("cpu": sizes that train in minutes on 2 cores; "paper": the
-    builder's own defaults, the paper's sizes)."""
+    builder's own defaults, the paper's sizes). `lr_schedule`: every trial's learning-rate
+    schedule, a function of the epoch ("constant", "cosine", "step:E1,..."); None until
+    `tune` sets the preset's, as `train` would use (`ModelSpec.training_defaults`)."""
 
     path: str
     model: str
@@ -68,6 +72,7 @@ class TuningConfig:
     batch_size: int = 32
     executions_per_trial: int = 1
     seed: int = 0
+    lr_schedule: str = None
     encoder: dict = dataclasses.field(default_factory=dict)
     fixed: dict = dataclasses.field(default_factory=dict)
     hyperparameters: dict = dataclasses.field(default_factory=dict)
@@ -142,6 +147,15 @@ def load_config(path):
         for key, value in values.items():
             if key not in allowed:
                 fail(f"{section}.{key}", "unknown key", ", ".join(allowed))
+            if key == "lr_schedule":  # a function of the epoch: trials have no resumable plateau state
+                try:
+                    kind = parse_schedule(value)[0] if isinstance(value, str) else None
+                except UserError:
+                    kind = None
+                if kind not in ("constant", "cosine", "step"):
+                    fail(f"{section}.{key}", f"expected a schedule that is a function of the epoch, got {value!r}",
+                         "constant, cosine, step:E1,E2,... (increasing epochs counted from 1)")
+                continue
             smallest = 0 if key == "seed" else 1
             if not _is(value, allowed[key]) or value < smallest:
                 fail(f"{section}.{key}", f"expected {'an integer >= 0' if smallest == 0 else 'a positive integer'}, "

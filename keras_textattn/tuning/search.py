@@ -36,6 +36,7 @@ from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.run_folder import without_optimizer_state_warning
+from keras_textattn.training.schedules import rate_of_epoch
 from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
@@ -112,7 +113,12 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         return bool(values.get("freeze_embeddings", self.config.embeddings and self.config.embeddings["frozen"]))
 
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
-        """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV."""
+        """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV,
+        with the config's learning-rate schedule from the trial's rate."""
+        rate = rate_of_epoch(self.config.lr_schedule, hp.values.get("learning_rate", 1e-3),
+                             kwargs.get("epochs", self.config.epochs))
+        if rate:
+            kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), keras.callbacks.LearningRateScheduler(rate)]
         size = self.vocabulary_size(hp)
         if size < self.encoder.vocabulary_size():
             x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size), labels))
@@ -254,7 +260,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         tuner: "random", "bayesian" or "hyperband".
         preset, max_trials, epochs: override the config's. The preset ("cpu", the
             default, or "paper") gives the builder arguments the config neither fixes
-            nor searches, as for `train`; the training settings stay the config's.
+            nor searches, as for `train`, and the learning-rate schedule unless the
+            config's `tuner.lr_schedule` gives one (scalable attention's cpu preset:
+            cosine); the other training settings stay the config's.
         class_weight: "balanced" or `{class name: weight}`, as for `train`.
         dtype_policy: "mixed_float16" or "mixed_bfloat16" for GPUs and TPUs, as for
             `train` (None: Keras's global policy); recorded in best/metrics.json.
@@ -285,6 +293,11 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         print(f"Every trial's {config.model} has the {config.preset} preset's "
               + ", ".join(f"{name} {value}" for name, value in taken.items())
               + " (neither fixed nor searched in the config; --preset paper for the paper's sizes)")
+    if config.lr_schedule is None:  # as `train` would train with the preset
+        config.lr_schedule = get_spec(config.model).training_defaults(config.preset).get("lr_schedule", "constant")
+        if config.lr_schedule != "constant" and verbose:
+            print(f"Every trial trains with the {config.lr_schedule} learning-rate schedule, the {config.preset} "
+                  f"preset's for {config.model} (tuner.lr_schedule in the config to change it)")
     config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings)  # here, before the data is read
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
@@ -343,7 +356,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
                "accuracy": accuracy,
                "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
                "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
-               "class_weight": weights_by_name, "dtype_policy": best_model.dtype_policy.name}
+               "class_weight": weights_by_name, "dtype_policy": best_model.dtype_policy.name,
+               "lr_schedule": config.lr_schedule}
     if config.embeddings:
         size = best_model.get_layer("embedding").output_dim
         metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,

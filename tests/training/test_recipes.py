@@ -110,6 +110,27 @@ def test_step_schedule_and_clipping(sst2_dev, tmp_path):
     assert model.optimizer.global_clipnorm == 0.5 and metrics["clip_norm"] == 0.5
 
 
+def test_scalable_attention_trains_with_its_cpu_presets_cosine_schedule(sst2_dev, tmp_path, capsys):
+    """Held-out data preferred the cosine schedule for scalable attention (BENCHMARKS.md): its cpu
+    preset trains with it unless a schedule is given, says so, and records it; the paper preset
+    keeps a constant rate (the paper names no schedule), as do models without such a default."""
+    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "cosine"), epochs=3,
+                    **{**SMALL, "verbose": 1})
+    assert ("The scalable_attention cpu preset's training (give the option to change it): lr_schedule cosine"
+            in capsys.readouterr().out)
+    assert metrics["lr_schedule"] == "cosine"
+    np.testing.assert_allclose(metrics["history"]["learning_rate"], 1e-3 * (1 + np.cos(np.pi * np.arange(3) / 3)) / 2,
+                               rtol=1e-6)
+    assert json.loads((tmp_path / "cosine" / "run.json").read_text())["lr_schedule"] is None  # only what was given
+    constant = train("scalable_attention", sst2_dev, str(tmp_path / "constant"), epochs=2, lr_schedule="constant",
+                     **SMALL)
+    assert constant["lr_schedule"] == "constant" and "learning_rate" not in constant["history"]
+    optimizer = keras.models.load_model(tmp_path / "constant" / "model.keras").optimizer
+    assert np.isclose(float(optimizer.learning_rate), 1e-3)  # cosine would have left 5e-4 after 2 epochs
+    assert get_spec("scalable_attention").training_defaults("paper") == {}
+    assert get_spec("dual_axial").training_defaults("cpu") == {}
+
+
 def test_hashed_bigrams_for_a_flat_model_and_what_they_pair(sst2_dev, tmp_path):
     """`bigram_buckets` gives scalable attention a bigram input; the run folder's encoder pairs
     the vocabulary's tokens by default and the tokens as written with `bigrams_of="tokens"`."""

@@ -72,6 +72,9 @@ def sst2(shared_data):
         (["--workers", "2"], "--workers only goes with it; got distribute 'none', workers 2"),
         (["--distribute", "ray", "--workers", "2", "--early-stopping", "2"], "early stopping (--early-stopping) is not "
                                                                              "available with --distribute ray"),
+        (["--distribute", "ray", "--workers", "2", "--lr-schedule", "plateau"],
+         "the plateau schedule (--lr-schedule plateau) is not available with --distribute ray (its loop has no "
+         "validation loss); cosine and step are"),
         (["--skip-bad-rows"], "skip_bad_rows (--skip-bad-rows) is for streamed data"),
         (["--data", "no/such/train-*.csv"], "No data files found at 'no/such/train-*.csv'"),
         (["--adapt-rows", "0"], "adapt-rows must be a positive number; got 0"),
@@ -377,16 +380,19 @@ def multi_worker_run(sst2_shards):
 def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_path):
     """The multi-worker loop (one worker here) trains under mixed_float16 as in float32: Keras's
     LossScaleOptimizer unscales what it applies, so the loop must differentiate the scaled loss
-    (it did not: the updates were 1/32768 of the intended, test accuracy 0.56 against 0.74)."""
+    (it did not: the updates were 1/32768 of the intended, test accuracy 0.56 against 0.74).
+    It also applies the run's schedule: "step:1" trains the first epoch at a tenth of 0.01,
+    the usual 1e-3 (at 0.01, the schedule ignored, history would say so)."""
     _, args = sst2_shards
     output = tmp_path / "mixed-run"  # not beside the shards: one run folder there is the next test's check
     env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": [f"localhost:{_free_ports(1)[0]}"]},
                                                  "task": {"type": "worker", "index": 0}}))
-    result = _run([*args, "--output", str(output), "--distribute", "multi-worker", "--dtype-policy", "mixed_float16"],
-                  env=env)
+    result = _run([*args, "--output", str(output), "--distribute", "multi-worker", "--dtype-policy", "mixed_float16",
+                   "--learning-rate", "0.01", "--lr-schedule", "step:1"], env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     metrics = _metrics(output)
     assert metrics["dtype_policy"] == "mixed_float16" and metrics["accuracy"]["test"] > 0.68
+    np.testing.assert_allclose(metrics["history"]["learning_rate"], [1e-3], rtol=1e-6)
 
 
 @pytest.mark.xdist_group("multi_worker")

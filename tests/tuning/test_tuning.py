@@ -151,6 +151,39 @@ def test_tuner_seed_zero_is_a_seed(tiny_config):
         load_config(tiny_config)
 
 
+def test_trials_train_with_the_schedule_train_would_use(tiny_config, tmp_path, capsys):
+    """Scalable attention's cpu preset trains with the cosine schedule (`train`'s default for it),
+    so its trials do, from each trial's own rate; `tuner.lr_schedule` changes it, and a schedule
+    that is not a function of the epoch (the plateau) is refused."""
+    import keras_tuner
+
+    from keras_textattn.text import TextEncoder
+    from keras_textattn.tuning.search import TextAttentionHyperModel
+
+    with pytest.raises(DataError, match="Data file not found"):
+        tune(tiny_config, str(tmp_path / "no-such.csv"), tmp_path / "search")  # says the schedule, then fails
+    assert ("Every trial trains with the cosine learning-rate schedule, the cpu preset's for scalable_attention"
+            in capsys.readouterr().out)
+    config = load_config(tiny_config)
+    assert config.lr_schedule is None  # until `tune` sets the preset's
+    config.lr_schedule = "cosine"
+    texts, labels = ["a film worth seeing", "not worth the ticket"] * 8, np.array([1, 0] * 8)
+    encoder = TextEncoder(max_tokens=50, sequence_length=12)
+    encoder.adapt(texts)
+    hypermodel = TextAttentionHyperModel(config, 2, encoder)
+    hp = keras_tuner.HyperParameters()
+    hp.Fixed("learning_rate", 0.01)
+    history = hypermodel.fit(hp, hypermodel.build(hp), encoder(texts), labels, epochs=4, verbose=0)
+    np.testing.assert_allclose(history.history["learning_rate"], 0.01 * (1 + np.cos(np.pi * np.arange(4) / 4)) / 2,
+                               rtol=1e-6)
+    tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, lr_schedule: constant}"))
+    assert load_config(tiny_config).lr_schedule == "constant"
+    tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, lr_schedule: plateau}"))
+    with pytest.raises(ConfigError, match=r"tiny.yaml: tuner.lr_schedule: expected a schedule that is a function of "
+                                          r"the epoch, got 'plateau'; allowed: constant, cosine, step:E1,E2,..."):
+        load_config(tiny_config)
+
+
 def test_fixed_vocabulary_belongs_under_encoder(tiny_config):
     tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, max_tokens: 500}"))
     with pytest.raises(ConfigError, match=r"tiny.yaml: fixed.max_tokens: a fixed max_tokens is set under `encoder`"):
@@ -187,9 +220,11 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     assert metrics["model_kwargs"]["hidden_units"] == json.loads(rows[0]["hidden_units"])
     # The whole model: searched, fixed (over the cpu preset's 64) and the preset's own sizes.
     assert metrics["preset"] == "cpu" and metrics["model_kwargs"]["embedding_dim"] == 16
+    assert metrics["lr_schedule"] == "cosine"  # scalable attention's cpu preset trains with it, as `train` does
     assert model.get_layer("embedding").output_dim == 16
-    with pytest.raises(RunError, match=r"holds a search of another config \(it differs in preset\)"):
-        tune(tiny_config, data, tmp_path / "search", preset="paper", verbose=0)  # its trials would mix with these
+    # Its trials would mix with these (the paper preset also trains with a constant rate).
+    with pytest.raises(RunError, match=r"holds a search of another config \(it differs in lr_schedule, preset\)"):
+        tune(tiny_config, data, tmp_path / "search", preset="paper", verbose=0)
     weights = metrics["class_weight"]
     assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
 
