@@ -237,11 +237,10 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     `train()` that is a function of the epoch, e.g. "cosine"), `epochs` epochs."""
     import keras
 
-    from keras_textattn.training.schedules import schedule_callbacks
-
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import get_spec
     from keras_textattn.text import TextEncoder
+    from keras_textattn.training.schedules import schedule_callbacks
 
     model_name, options = builder_arguments(model_name)
     spec = get_spec(model_name)
