@@ -25,6 +25,9 @@ from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 
 SCHEDULES = ("constant", "cosine", "plateau", "step:E1,E2,...")
+# The kinds whose rate is a function of the epoch alone (`rate_of_epoch`): the ones a loop
+# without validation data (multi-worker, a tuner trial) can apply.
+EPOCH_SCHEDULES = ("constant", "cosine", "step")
 
 
 def parse_schedule(schedule):

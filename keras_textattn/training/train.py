@@ -50,6 +50,7 @@ from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
+from keras_textattn.training.schedules import EPOCH_SCHEDULES
 from keras_textattn.training.schedules import parse_schedule
 from keras_textattn.training.schedules import rate_of_epoch
 from keras_textattn.training.schedules import schedule_callbacks
@@ -437,7 +438,7 @@ def train(
         raise RunError(f"early stopping (--early-stopping) is not available with --distribute {distribute}")
     if class_weight is not None and several_workers:
         raise RunError(f"class weights (--class-weight) are not available with --distribute {distribute}")
-    if parse_schedule(arguments_used["lr_schedule"])[0] == "plateau" and several_workers:
+    if parse_schedule(arguments_used["lr_schedule"])[0] not in EPOCH_SCHEDULES and several_workers:
         raise RunError(f"the plateau schedule (--lr-schedule plateau) is not available with --distribute {distribute} "
                        "(its loop has no validation loss); cosine and step are")
     if (distribute == "ray") != (workers is not None) or (workers is not None and (

@@ -10,6 +10,7 @@ import yaml
 from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
 from keras_textattn.models import PRESETS
+from keras_textattn.training.schedules import EPOCH_SCHEDULES
 from keras_textattn.training.schedules import parse_schedule
 
 TOP_LEVEL = {"model": True, "objective": False, "preset": False, "tuner": False, "encoder": False, "fixed": False,
@@ -152,7 +153,7 @@ def load_config(path):
                     kind = parse_schedule(value)[0] if isinstance(value, str) else None
                 except UserError:
                     kind = None
-                if kind not in ("constant", "cosine", "step"):
+                if kind not in EPOCH_SCHEDULES:
                     fail(f"{section}.{key}", f"expected a schedule that is a function of the epoch, got {value!r}",
                          "constant, cosine, step:E1,E2,... (increasing epochs counted from 1)")
                 continue
