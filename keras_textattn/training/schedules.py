@@ -1,17 +1,20 @@
 """Learning-rate schedules of `train()`, each resumable after a kill.
 
 - "constant": Adam's rate throughout (the default).
-- "cosine": per epoch, `rate * (1 + cos(pi * epoch / epochs)) / 2` (epoch counted from 0,
-  `epochs` the most `train` may run): the full rate first, near zero at the end.
+- "cosine": `rate * (1 + cos(pi * t / epochs)) / 2`, set before every batch, where `t` is
+  the training done in epochs (epoch counted from 0, plus the fraction of its batches done)
+  and `epochs` the most `train` may run: the full rate at the first step, near zero at the
+  last, as Keras's `CosineDecay` over all the steps.
 - "step:E1,E2,...": the rate divided by 10 from each listed epoch on, counted from 1 as the
   papers count (CSPAN, sec. 3.1: "step:20,25" trains epochs 1-19 at the rate, 20-24 at a
   tenth, 25 on at a hundredth).
 - "plateau": the rate halved after an epoch whose validation loss is not the lowest so far
   (Keras's `ReduceLROnPlateau`, patience 1, at least a hundredth of the rate).
 
-The first two are functions of the epoch, set at each epoch's start (a resumed run sets the
-same rate). The plateau's counters are saved per epoch beside the run's checkpoints, and the
-rate itself is an optimizer variable, saved in every checkpoint.
+The first two are functions of the training done (`rate_at`), so a resumed run sets the
+same rates; a run's history records each epoch's first rate. The plateau's counters are
+saved per epoch beside the run's checkpoints, and the rate itself is an optimizer variable,
+saved in every checkpoint.
 """
 
 import json
@@ -25,7 +28,7 @@ from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 
 SCHEDULES = ("constant", "cosine", "plateau", "step:E1,E2,...")
-# The kinds whose rate is a function of the epoch alone (`rate_of_epoch`): the ones a loop
+# The kinds whose rate is a function of the training done alone (`rate_at`): the ones a loop
 # without validation data (multi-worker, a tuner trial) can apply.
 EPOCH_SCHEDULES = ("constant", "cosine", "step")
 
@@ -46,14 +49,15 @@ def parse_schedule(schedule):
                    "(step: increasing epochs counted from 1, e.g. step:20,25)")
 
 
-def rate_of_epoch(schedule, learning_rate, epochs):
-    """`epoch -> rate` (epoch counted from 0) of a schedule that is a function of the epoch
-    ("cosine", "step:..."); None for "constant" and "plateau"."""
+def rate_at(schedule, learning_rate, epochs):
+    """`t -> rate` of a schedule that is a function of the training done ("cosine",
+    "step:..."), `t` in epochs (epoch counted from 0 plus the fraction of its batches done);
+    None for "constant" and "plateau"."""
     kind, drops = parse_schedule(schedule)
     if kind == "cosine":
-        return lambda epoch: learning_rate * (1 + math.cos(math.pi * epoch / epochs)) / 2
+        return lambda t: learning_rate * (1 + math.cos(math.pi * t / epochs)) / 2
     if kind == "step":
-        return lambda epoch: learning_rate * 0.1 ** sum(epoch + 1 >= drop for drop in drops)
+        return lambda t: learning_rate * 0.1 ** sum(int(t) + 1 >= drop for drop in drops)
     return None
 
 
@@ -62,8 +66,33 @@ def schedule_callbacks(schedule, learning_rate, epochs, folder):
     resumable state lives in `folder` (the run's backup folder; only the plateau keeps any)."""
     if parse_schedule(schedule)[0] == "plateau":
         return [ResumablePlateau(folder, factor=0.5, patience=1, min_lr=learning_rate / 100)]
-    rate = rate_of_epoch(schedule, learning_rate, epochs)
-    return [keras.callbacks.LearningRateScheduler(rate)] if rate else []
+    rate = rate_at(schedule, learning_rate, epochs)
+    return [ScheduledRate(rate)] if rate else []
+
+
+class ScheduledRate(keras.callbacks.Callback):
+    """Sets the optimizer's rate to `rate(t)` before every batch, `t` the training done in
+    epochs (`rate_at`), and logs each epoch's first rate as `learning_rate` (as Keras's
+    `LearningRateScheduler`, which sets it once an epoch). When `fit` does not know how many
+    batches an epoch has (data of unknown size), the rate changes once an epoch."""
+
+    def __init__(self, rate):
+        super().__init__()
+        self.rate = rate
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+        self.model.optimizer.learning_rate = self.rate(epoch)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        batches = self.params.get("steps")
+        if batches:
+            self.model.optimizer.learning_rate = self.rate(self.epoch + batch / batches)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["learning_rate"] = float(self.rate(epoch))
 
 
 class ResumablePlateau(keras.callbacks.ReduceLROnPlateau):

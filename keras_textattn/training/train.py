@@ -6,6 +6,7 @@ What a run folder holds, and how it is read: `keras_textattn.run_folder`.
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import shutil
 import signal
@@ -52,7 +53,7 @@ from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
 from keras_textattn.training.schedules import EPOCH_SCHEDULES
 from keras_textattn.training.schedules import parse_schedule
-from keras_textattn.training.schedules import rate_of_epoch
+from keras_textattn.training.schedules import rate_at
 from keras_textattn.training.schedules import schedule_callbacks
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
@@ -556,7 +557,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
         history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
-                                    rate_of_epoch(arguments["lr_schedule"], arguments["learning_rate"], epochs))
+                                    rate_at(arguments["lr_schedule"], arguments["learning_rate"], epochs),
+                                    math.ceil(rows["train"] / batch_size))
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
@@ -641,7 +643,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     return metrics
 
 
-def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate=None):
+def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate=None, batches=1):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -651,10 +653,10 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     when there are at least as many as workers, else every n-th row), batched by
     `batches_of(rows, per-worker batch size)`. The loss of each replica is averaged over
     the global batch (`tf.nn.compute_average_loss`), so the summed gradients equal
-    single-device gradients. `rate`: `epoch -> learning rate` of the run's schedule (cosine,
-    step), set before each epoch as `fit`'s `LearningRateScheduler` sets it; None: the
-    optimizer's rate throughout. Not resumable: a restarted multi-worker run starts again
-    from its first epoch.
+    single-device gradients. `rate`: `t -> learning rate` of the run's schedule (cosine,
+    step; `schedules.rate_at`), set before each batch as `fit`'s `ScheduledRate` sets it,
+    `t` counted with `batches` global batches an epoch; None: the optimizer's rate
+    throughout. Not resumable: a restarted multi-worker run starts again from its first epoch.
     """
 
     def worker_batches(context):
@@ -684,14 +686,16 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
 
     history = {"epoch": [], "loss": [], "learning_rate": [], "seconds": []}
     for epoch in range(epochs):
-        if rate:
-            model.optimizer.learning_rate = rate(epoch)
-        start = time.perf_counter()
-        losses = [float(step(ids, labels)) for ids, labels in distributed]
+        start, losses = time.perf_counter(), []
+        for batch, (ids, labels) in enumerate(distributed):
+            if rate:
+                model.optimizer.learning_rate = rate(epoch + batch / batches)
+            losses.append(float(step(ids, labels)))
         history["seconds"].append(time.perf_counter() - start)
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
-        history["learning_rate"].append(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
+        history["learning_rate"].append(float(rate(epoch)) if rate else
+                                        float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
     return history
 
 

@@ -144,13 +144,35 @@ def test_hashed_bigrams_for_a_flat_model_and_what_they_pair(sst2_dev, tmp_path):
             assert json.load(handle)["bigrams_of"] == bigrams_of
 
 
-def test_cosine_schedule_starts_high_and_ends_low(tmp_path):
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
-    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy")
-    history = model.fit(np.zeros((4, 2)), np.zeros(4), epochs=4, verbose=0,
-                        callbacks=schedule_callbacks("cosine", 0.01, 4, str(tmp_path)))
-    np.testing.assert_allclose(history.history["learning_rate"], 0.01 * (1 + np.cos(np.pi * np.arange(4) / 4)) / 2,
-                               rtol=1e-6)
+class _RatesOfBatches(keras.callbacks.Callback):
+    """Records the optimizer's rate each batch trains with (placed after the schedule)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rates = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+
+def test_cosine_schedule_lowers_the_rate_every_batch_to_near_zero(tmp_path):
+    """Cosine as Keras's `CosineDecay` over all the steps: 4 epochs of 4 batches train at
+    0.01 (1 + cos(pi k / 16)) / 2 for step k, the last at 1% of the rate; the history
+    records each epoch's first rate, and a run resumed at epoch 2 trains at the same rates."""
+    def fit(initial_epoch=0):
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
+        model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy")
+        rates = _RatesOfBatches()
+        history = model.fit(np.zeros((16, 2)), np.zeros(16), batch_size=4, epochs=4, initial_epoch=initial_epoch,
+                            verbose=0, callbacks=[*schedule_callbacks("cosine", 0.01, 4, str(tmp_path)), rates])
+        return rates.rates, history.history["learning_rate"]
+
+    expected = 0.01 * (1 + np.cos(np.pi * np.arange(16) / 16)) / 2
+    rates, by_epoch = fit()
+    np.testing.assert_allclose(rates, expected, rtol=1e-6)
+    assert rates[-1] < 0.0002
+    np.testing.assert_allclose(by_epoch, expected[::4], rtol=1e-6)
+    np.testing.assert_allclose(fit(initial_epoch=2)[0], expected[8:], rtol=1e-6)
 
 
 def test_plateau_state_survives_a_restart(tmp_path):

@@ -377,6 +377,25 @@ def multi_worker_run(sst2_shards):
     return output, outputs
 
 
+def test_multi_worker_loop_lowers_a_cosine_rate_every_batch():
+    """The multi-worker loop sets the schedule's rate before every batch, as `fit` does: after 2
+    epochs of 4 batches the rate is the cosine's at 1.75 epochs (at 1 had it been set once an
+    epoch), and the history records each epoch's first rate."""
+    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.training.schedules import rate_at
+    from keras_textattn.training.train import _fit_multi_worker
+
+    rows = tf.data.Dataset.from_tensor_slices((np.zeros((16, 2), "float32"), np.zeros(16, "int32")))
+    data = TextClassificationData(splits={"train": rows}, label_names=["a", "b"])
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(keras.optimizers.Adam(0.01))
+    rate = rate_at("cosine", 0.01, 2)
+    history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
+                                rate, batches=4)
+    assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate(1.75))
+    np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
+
+
 def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_path):
     """The multi-worker loop (one worker here) trains under mixed_float16 as in float32: Keras's
     LossScaleOptimizer unscales what it applies, so the loop must differentiate the scaled loss
