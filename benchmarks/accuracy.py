@@ -152,7 +152,7 @@ DEFAULTS["scalable_attention+defaults_constant"] = ("scalable_attention", {"lr_s
 # The same defaults with dual-axial's hashed bigrams (50,000 buckets of the vocabulary's tokens) for
 # the flat models that have none by default: should bigrams be their default too?
 DEFAULTS.update({f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3)
-                 for name in ("scalable_attention", "lama", "cspan")})
+                 for name in ("scalable_attention", "lama")})
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).

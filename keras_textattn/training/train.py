@@ -643,7 +643,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     return metrics
 
 
-def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate=None, batches=1):
+def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate, batches):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch

@@ -391,7 +391,7 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch():
     model.compile(keras.optimizers.Adam(0.01))
     rate = rate_at("cosine", 0.01, 2)
     history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
-                                rate, batches=4)
+                                rate, 4)
     assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate(1.75))
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
 
