@@ -61,9 +61,10 @@ def rate_at(schedule, learning_rate, epochs):
     return None
 
 
-def schedule_callbacks(schedule, learning_rate, epochs, folder):
+def schedule_callbacks(schedule, learning_rate, epochs, folder=None):
     """The callbacks that apply `schedule` (a name of the module docstring) to a run whose
-    resumable state lives in `folder` (the run's backup folder; only the plateau keeps any)."""
+    resumable state lives in `folder` (the run's backup folder; only the plateau keeps any,
+    so it may be None for the `EPOCH_SCHEDULES`, e.g. in a tuner trial)."""
     if parse_schedule(schedule)[0] == "plateau":
         return [ResumablePlateau(folder, factor=0.5, patience=1, min_lr=learning_rate / 100)]
     rate = rate_at(schedule, learning_rate, epochs)
@@ -83,12 +84,10 @@ class ScheduledRate(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
-        self.model.optimizer.learning_rate = self.rate(epoch)
 
     def on_train_batch_begin(self, batch, logs=None):
         batches = self.params.get("steps")
-        if batches:
-            self.model.optimizer.learning_rate = self.rate(self.epoch + batch / batches)
+        self.model.optimizer.learning_rate = self.rate(self.epoch + batch / batches if batches else self.epoch)
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:

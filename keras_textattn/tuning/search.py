@@ -36,8 +36,7 @@ from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.run_folder import without_optimizer_state_warning
-from keras_textattn.training.schedules import ScheduledRate
-from keras_textattn.training.schedules import rate_at
+from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
@@ -116,10 +115,9 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
         """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV,
         with the config's learning-rate schedule from the trial's rate."""
-        rate = rate_at(self.config.lr_schedule, hp.values.get("learning_rate", 1e-3),
-                       kwargs.get("epochs", self.config.epochs))
-        if rate:
-            kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), ScheduledRate(rate)]
+        kwargs["callbacks"] = [*(kwargs.get("callbacks") or []),
+                               *schedule_callbacks(self.config.lr_schedule, hp.values.get("learning_rate", 1e-3),
+                                                   kwargs.get("epochs", self.config.epochs))]
         size = self.vocabulary_size(hp)
         if size < self.encoder.vocabulary_size():
             x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size), labels))
