@@ -20,7 +20,8 @@ The rules (see `TextEncoder`):
    folding (`lowercase`; ICU's, which also drops default-ignorable characters such as
    the soft hyphen: here format characters, category Cf); a token left empty is `[UNK]`.
 5. Keep the first `sequence_length` tokens (words per sentence; and the first
-   `max_sentences` sentences); look each up in the vocabulary: line i of
+   `max_sentences` rows, where with `split_long_sentences` a longer sentence goes on
+   in the next rows, `sequence_length` words each); look each up in the vocabulary: line i of
    vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV).
 
 Differences left: ICU (in the graph) and Python may fold a few rare characters
@@ -78,9 +79,10 @@ class ClientTokenizer:
         self.ids = {token: index for index, token in enumerate(tokens) if index >= 2}
         self.unknown = tokens[OOV_ID]
         # Folders exported before these settings existed lack them: their encoder did not split
-        # CJK text and paired the tokens as written.
+        # CJK text, paired the tokens as written and cut long sentences.
         self.split_cjk = self.config.get("split_cjk", False)
         self.bigrams_of = self.config.get("bigrams_of", "tokens")
+        self.split_long_sentences = self.config.get("split_long_sentences", False)
         self._sentence_end = re.compile(CJK_SENTENCE_END if self.split_cjk else SENTENCE_END)
 
     def tokens(self, text):
@@ -129,10 +131,13 @@ class ClientTokenizer:
         if config["hierarchical"]:
             if isinstance(text, bytes):
                 text = text.decode("utf-8", errors="replace")
+            width = config["sequence_length"]
             sentences = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
-            ids = np.full((config["max_sentences"], config["sequence_length"]), PAD_ID, np.int32)
+            if self.split_long_sentences:
+                sentences = [tokens[start:start + width] for tokens in sentences for start in range(0, len(tokens), width)]
+            ids = np.full((config["max_sentences"], width), PAD_ID, np.int32)
             for row, tokens in enumerate(sentences[: config["max_sentences"]]):
-                ids[row] = self._ids(tokens, config["sequence_length"])
+                ids[row] = self._ids(tokens, width)
             return {"token_ids": ids[None]}
         tokens = self.tokens(text)
         inputs = {"token_ids": self._ids(tokens, config["sequence_length"])[None]}

@@ -75,7 +75,7 @@ def write_tokenizer_files(folder, encoder, inputs=None):
     config = encoder.get_config()
     settings = {key: config[key] for key in (
         "sequence_length", "max_sentences", "hierarchical", "lowercase", "strip_html", "normalization", "bigram_buckets",
-        "split_cjk", "bigrams_of")}
+        "split_cjk", "bigrams_of", "split_long_sentences")}
     settings.update(padding_id=PAD_ID, oov_id=OOV_ID, inputs=inputs or {})
     _write_json(os.path.join(folder, "encoder.json"), settings)
 

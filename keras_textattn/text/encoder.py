@@ -67,7 +67,14 @@ class TextEncoder(keras.layers.Layer):
     sentences on `.`, `!` and `?` (the paper's rule; with `split_cjk` also on `。`
     and the fullwidth `！`, `．`, `？`), sentences with no token are dropped, and the
     output is `(batch, max_sentences, sequence_length)` with padding on both axes; a
-    padded sentence is all zeros.
+    padded sentence is all zeros. A sentence longer than `sequence_length` words goes on
+    in the next rows (`split_long_sentences=True`, the default), so a text is cut only
+    after `max_sentences x sequence_length` words: text without sentence ends (R8's,
+    lower-cased without punctuation; transcripts) is one long "sentence", which would
+    otherwise be cut after its first `sequence_length` words. HCAN's paper reads whole
+    documents (sec. 4.3, one document a step, no cut); with fixed shapes this keeps the
+    most of each. Encoders saved before this option existed load with
+    `split_long_sentences=False`, so their ids do not change.
 
     Chinese and Japanese (`split_cjk=True`, the default): these scripts put no spaces
     between words, so a sentence would be one "word" that no other text repeats. Each
@@ -88,6 +95,8 @@ class TextEncoder(keras.layers.Layer):
         hierarchical: sentence-then-word output for HCAN.
         split_cjk: each CJK ideograph a token, and CJK sentence ends (above).
         bigrams_of: "vocabulary" or "tokens": what the bigrams pair (above).
+        split_long_sentences: when hierarchical, a sentence longer than
+            `sequence_length` words continues in the next rows (above).
     """
 
     def __init__(
@@ -103,6 +112,7 @@ class TextEncoder(keras.layers.Layer):
         hierarchical=False,
         split_cjk=True,
         bigrams_of="vocabulary",
+        split_long_sentences=True,
         **kwargs,
     ):
         _backend.require_tensorflow("TextEncoder")
@@ -152,6 +162,7 @@ class TextEncoder(keras.layers.Layer):
         self.hierarchical = hierarchical
         self.split_cjk = bool(split_cjk)
         self.bigrams_of = bigrams_of
+        self.split_long_sentences = bool(split_long_sentences)
         # Tokens are the text between delimiters, and the delimiters matched by `_kept`.
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
         self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
@@ -193,20 +204,21 @@ class TextEncoder(keras.layers.Layer):
             pieces = list(zip(starts.to_list()[0], pieces.to_list()[0]))
         else:
             pieces = [(0, raw)]
+        # Rows of `width` tokens: a long sentence goes on in the next rows when the encoder splits it.
+        width = self.sequence_length if self._splits_sentences() else None
         spans, row = [], 0
         for piece_start, piece in pieces:
             tokens, begins, ends = (t.to_list()[0] for t in self.tokenize_with_offsets(tf.constant([piece])))
-            if not tokens:
-                continue  # the encoder drops sentences without tokens
-            if self.hierarchical and self.max_sentences is not None and row >= self.max_sentences:
-                break
             for k, (token, begin, end) in enumerate(zip(tokens, begins, ends)):
-                if self.sequence_length is not None and k >= self.sequence_length:
+                sentence, word = (row + k // width, k % width) if width else (row, k)
+                if self.sequence_length is not None and word >= self.sequence_length:
                     break
-                position = (row, k) if self.hierarchical else (k,)
+                if self.hierarchical and self.max_sentences is not None and sentence >= self.max_sentences:
+                    break
+                position = (sentence, word) if self.hierarchical else (k,)
                 start = len(raw[: piece_start + begin].decode("utf-8", "ignore"))
                 spans.append((position, token.decode("utf-8"), start, start + len(token.decode("utf-8"))))
-            row += 1
+            row += -(-len(tokens) // width) if width else int(bool(tokens))  # no token, no row
         return spans
 
     def count_tokens(self, texts):
@@ -354,8 +366,13 @@ class TextEncoder(keras.layers.Layer):
         words = self.tokenize(sentences.flat_values)  # (all sentences, words)
         words = sentences.with_flat_values(words)  # (batch, sentences, words)
         words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
+        if self._splits_sentences():
+            words = _split_rows(words, self.sequence_length)
         words = words[:, : self.max_sentences, : self.sequence_length]
         return self._pad(self._ids(words), [None, self.max_sentences, self.sequence_length])
+
+    def _splits_sentences(self):
+        return self.hierarchical and self.split_long_sentences and self.sequence_length is not None
 
     def _ids(self, tokens):
         return tokens.with_flat_values(tf.cast(self.lookup(tokens.flat_values), "int32"))
@@ -401,16 +418,30 @@ class TextEncoder(keras.layers.Layer):
                 "hierarchical": self.hierarchical,
                 "split_cjk": self.split_cjk,
                 "bigrams_of": self.bigrams_of,
+                "split_long_sentences": self.split_long_sentences,
             }
         )
         return config
 
     @classmethod
     def from_config(cls, config):
-        # Encoders saved before these options existed read CJK text as runs of letters and paired
-        # the tokens as written: keep that.
-        return super().from_config({"split_cjk": False, "bigrams_of": "tokens", **config})
+        # Encoders saved before these options existed read CJK text as runs of letters, paired
+        # the tokens as written and cut long sentences: keep that.
+        return super().from_config({"split_cjk": False, "bigrams_of": "tokens", "split_long_sentences": False,
+                                    **config})
 
     def load_assets(self, dir_path):
         # The vocabulary itself is restored by the StringLookup sublayer's assets.
         self._adapted = True
+
+
+def _split_rows(words, width):
+    """Ragged `(batch, sentences, words)` with every sentence of more than `width` words
+    split into rows of `width` (the last holds the rest), in order."""
+    sentences = words.values  # (all sentences, words)
+    lengths = sentences.row_lengths()
+    starts = tf.ragged.range((lengths + width - 1) // width) * width  # (all sentences, rows): first word of each
+    row_lengths = tf.minimum(tf.gather(lengths, starts.value_rowids()) - starts.flat_values, width)
+    rows = tf.RaggedTensor.from_row_lengths(sentences.flat_values, row_lengths)  # (all rows, words)
+    rows_per_text = tf.math.unsorted_segment_sum(starts.row_lengths(), words.value_rowids(), words.nrows())
+    return tf.RaggedTensor.from_row_lengths(rows, rows_per_text)

@@ -43,14 +43,19 @@ def choose_lengths(texts, hierarchical=False, longest=None):
 
     Returns:
         `{"sequence_length": tokens per text (a multiple of 8, 8 to `longest`)}`; when
-        hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30).
+        hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30): rows of
+        that many words, a longer sentence taking several (`TextEncoder`'s `split_long_sentences`).
     """
     counts = _token_counts(texts, hierarchical)
     if not hierarchical:
         return {"sequence_length": _cover(np.concatenate([[]] + counts), (TOKENS[0], longest or TOKENS[1]), multiple=8)}
-    sentences = np.concatenate([[]] + [c[0] for c in counts])
+    sentences = np.concatenate([[]] + [c[0] for c in counts]).astype(int)
     words = np.concatenate([[]] + [c[1] for c in counts])
-    return {"sequence_length": _cover(words, WORDS_PER_SENTENCE, multiple=8), "max_sentences": _cover(sentences, SENTENCES)}
+    width = _cover(words, WORDS_PER_SENTENCE, multiple=8)
+    # Rows per text once sentences longer than `width` words go on in the next rows (`TextEncoder`).
+    rows = np.bincount(np.repeat(np.arange(len(sentences)), sentences), weights=np.ceil(words / width),
+                       minlength=len(sentences))
+    return {"sequence_length": width, "max_sentences": _cover(rows, SENTENCES)}
 
 
 def choose_open_lengths(options, texts, longest=None):

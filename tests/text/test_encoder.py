@@ -123,6 +123,38 @@ def test_hierarchical_sentences_and_words():
     assert (ids[2, 0] > 0).sum() == 3 and (ids[2, 1:] == 0).all()
 
 
+def test_long_sentences_go_on_in_the_next_rows():
+    """Text without sentence ends (R8's) is one "sentence": it fills the rows in order, so HCAN reads
+    `max_sentences x sequence_length` of its words, not the first `sequence_length`."""
+    words = [f"w{i}" for i in range(10)]
+    encoder = TextEncoder(hierarchical=True, sequence_length=4, max_sentences=4)
+    encoder.set_vocabulary(words)
+    assert encoder.split_long_sentences
+    n = {w: encoder.get_vocabulary().index(w) for w in words}
+    texts = [" ".join(words), "w0 w1. w0 w1 w2 w3 w4! w9", "", "w1 " * 100]
+    ids = _ids(encoder, texts)
+    rows = {0: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w8", "w9"]],
+            1: [["w0", "w1"], ["w0", "w1", "w2", "w3"], ["w4"], ["w9"]], 2: [], 3: [["w1"] * 4] * 4}
+    for text, expected in rows.items():
+        wanted = np.zeros((4, 4), int)
+        for r, row in enumerate(expected):
+            wanted[r, : len(row)] = [n[w] for w in row]
+        np.testing.assert_array_equal(ids[text], wanted)
+    # The explain maps' positions follow the same rows.
+    for text, row_ids in zip(texts, ids):
+        spans = encoder.token_spans(text)
+        assert len(spans) == (row_ids > 0).sum()
+        assert all(row_ids[position] == n[token] for position, token, _, _ in spans)
+    # Cut instead (and so encoders saved before the option load): each sentence's first 4 words.
+    config = {k: v for k, v in encoder.get_config().items() if k != "split_long_sentences"}
+    for cut in (TextEncoder.from_config(config), TextEncoder(**{**config, "split_long_sentences": False})):
+        assert not cut.split_long_sentences
+        cut.set_vocabulary(words)
+        np.testing.assert_array_equal(_ids(cut, texts[:1])[0, 0], ids[0, 0])
+        assert (_ids(cut, texts[:1])[0, 1:] == 0).all()
+        assert [p for p, *_ in cut.token_spans(texts[0])] == [(0, k) for k in range(4)]
+
+
 CJK = ["我喜欢这部电影。剧情很好！Great film", "日本語のテキストです｡とても良い", "한국어 문장입니다", "𠀀𠀁 ok"]
 
 
