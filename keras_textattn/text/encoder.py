@@ -208,6 +208,8 @@ class TextEncoder(keras.layers.Layer):
         width = self.sequence_length if self._splits_sentences() else None
         spans, row = [], 0
         for piece_start, piece in pieces:
+            if self.hierarchical and self.max_sentences is not None and row >= self.max_sentences:
+                break
             tokens, begins, ends = (t.to_list()[0] for t in self.tokenize_with_offsets(tf.constant([piece])))
             for k, (token, begin, end) in enumerate(zip(tokens, begins, ends)):
                 sentence, word = (row + k // width, k % width) if width else (row, k)
