@@ -15,8 +15,8 @@ they finish; a rerun skips what is there, so a stopped run resumes.
 CPU sizes (the papers' sizes do not fit a 2-core CPU in hours): each model's cpu preset
 (`ModelSpec.cpu_defaults`, what `train()` uses by default: embeddings of 64, 32 for
 dual-axial; HCAN 64 wide with 4 heads; the baselines 64 wide), 3 epochs, Adam 1e-3,
-batch 32, 20,000-token vocabulary, texts cut to the lengths in DATASETS; HCAN 24 words
-per sentence; dual-axial 20,000 hashed bigram buckets (`train()`'s default is 50,000, which
+batch 32, 20,000-token vocabulary, texts cut to the lengths in DATASETS; HCAN rows of 24
+words, as many as fit in that length; dual-axial 20,000 hashed bigram buckets (`train()`'s default is 50,000, which
 scored 2 points more on IMDB: `--bigram-buckets`). Same for every seed.
 
 The models of TRAINED run through `train()` as a user runs it: "<model>+recipe" is the
@@ -27,7 +27,9 @@ attention's "+defaults_constant": the other schedule), "dual_axial+train" its de
 `--length` ("+train_cosine": with the cosine schedule), and "scalable_attention+balanced" /
 "+unweighted" measure class weights (macro F1 on the test set is recorded beside accuracy).
 Rows whose name says "epoch_cosine" were measured when `train()`'s cosine schedule set the rate
-once an epoch (until 2026-11-24; it now lowers it before every batch): they cannot be rerun.
+once an epoch (until 2026-11-24; it now lowers it before every batch), and "hcan...@cut_sentences"
+when HCAN's encoder cut each sentence after its words per sentence (until 2026-11-25; a longer
+sentence now goes on in the next rows): they cannot be rerun.
 For example:
 
     python benchmarks/accuracy.py --datasets sst2 --models lama+recipe --seeds 0 1 2
@@ -137,6 +139,9 @@ TRAINED["lama+paper_adam_stop_on_accuracy"] = ("lama", {**PAPER_ADAM, "early_sto
                                                PAPER_EPOCHS["lama"])
 # The same with LAMA's vocabulary rule (sec. 4: "All words appearing less than 5 times are discarded").
 TRAINED["lama+paper_adam_min5"] = ("lama", {**PAPER_ADAM, "min_frequency": 5}, PAPER_EPOCHS["lama"])
+# The same with 50,000 buckets of hashed bigrams (they helped LAMA+ctx's defaults on R8's test split).
+TRAINED["lama+paper_adam_min5_bigrams"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "bigram_buckets": 50000},
+                                           PAPER_EPOCHS["lama"])
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
 DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
@@ -153,6 +158,10 @@ DEFAULTS["scalable_attention+defaults_constant"] = ("scalable_attention", {"lr_s
 # the flat models that have none by default: should bigrams be their default too?
 DEFAULTS.update({f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3)
                  for name in ("scalable_attention", "lama")})
+# Scalable attention's defaults with a longer cosine (its rate reaches near zero at the last epoch).
+DEFAULTS.update({f"scalable_attention+defaults_e{epochs}": ("scalable_attention", {}, epochs) for epochs in (5, 8)})
+# ... and with the paper's sizes (embedding 100, FC 256) instead of the cpu preset's (64, 64).
+DEFAULTS["scalable_attention+defaults_paper_sizes"] = ("scalable_attention", {"preset": "paper", "lr_schedule": "cosine"}, 3)
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).
