@@ -21,3 +21,22 @@ CJK_IDEOGRAPHS = (
 # halfwidth forms of `!`, `.`, `?` and the ideographic full stop.
 SENTENCE_END = "[.!?]+"
 CJK_SENTENCE_END = "[.!?\u3002\uff01\uff0e\uff1f\uff61]+"
+
+
+def sentence_rows(lengths, width, max_rows=None):
+    """Which rows a hierarchical text of sentences with `lengths` tokens is read as (HCAN's
+    `TextEncoder(split_long_sentences=True)`): `[(sentence, first token)]` in reading order. Each
+    sentence's first `width` tokens are a row; the first `max_rows` sentences keep theirs, and
+    rows left over (fewer sentences than `max_rows`) hold the rest of long sentences, `width`
+    tokens each, in order. No sentence is dropped for the tail of another."""
+    spare = float("inf") if max_rows is None else max(max_rows - len(lengths), 0)
+    rows, tails = [], 0
+    for sentence, length in enumerate(lengths):
+        for start in range(0, length, width):
+            if start == 0:
+                keep = max_rows is None or sentence < max_rows
+            else:
+                keep, tails = tails < spare, tails + 1
+            if keep:
+                rows.append((sentence, start))
+    return rows

@@ -20,8 +20,8 @@ The rules (see `TextEncoder`):
    folding (`lowercase`; ICU's, which also drops default-ignorable characters such as
    the soft hyphen: here format characters, category Cf); a token left empty is `[UNK]`.
 5. Keep the first `sequence_length` tokens (words per sentence; and the first
-   `max_sentences` rows, where with `split_long_sentences` a longer sentence goes on
-   in the next rows, `sequence_length` words each); look each up in the vocabulary: line i of
+   `max_sentences` sentences, where with `split_long_sentences` rows left over hold the
+   rest of long sentences: `vocabulary.sentence_rows`); look each up in the vocabulary: line i of
    vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV).
 
 Differences left: ICU (in the graph) and Python may fold a few rare characters
@@ -44,6 +44,7 @@ from keras_textattn.vocabulary import CJK_SENTENCE_END
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 from keras_textattn.vocabulary import SENTENCE_END
+from keras_textattn.vocabulary import sentence_rows
 
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 # Besides Unicode separators (category Z): ASCII whitespace, NUL, and the other characters
@@ -134,7 +135,8 @@ class ClientTokenizer:
             width = config["sequence_length"]
             sentences = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
             if self.split_long_sentences:
-                sentences = [tokens[start:start + width] for tokens in sentences for start in range(0, len(tokens), width)]
+                rows = sentence_rows([len(tokens) for tokens in sentences], width, config["max_sentences"])
+                sentences = [sentences[sentence][start:start + width] for sentence, start in rows]
             ids = np.full((config["max_sentences"], width), PAD_ID, np.int32)
             for row, tokens in enumerate(sentences[: config["max_sentences"]]):
                 ids[row] = self._ids(tokens, width)

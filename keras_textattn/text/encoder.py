@@ -20,6 +20,7 @@ from keras_textattn.vocabulary import PAD_ID  # noqa: F401
 from keras_textattn.vocabulary import CJK_IDEOGRAPHS
 from keras_textattn.vocabulary import CJK_SENTENCE_END
 from keras_textattn.vocabulary import SENTENCE_END
+from keras_textattn.vocabulary import sentence_rows
 OOV_TOKEN = "[UNK]"
 
 # A word is a run of letters, digits, combining marks or "_"; every other
@@ -67,14 +68,16 @@ class TextEncoder(keras.layers.Layer):
     sentences on `.`, `!` and `?` (the paper's rule; with `split_cjk` also on `。`
     and the fullwidth `！`, `．`, `？`), sentences with no token are dropped, and the
     output is `(batch, max_sentences, sequence_length)` with padding on both axes; a
-    padded sentence is all zeros. A sentence longer than `sequence_length` words goes on
-    in the next rows (`split_long_sentences=True`, the default), so a text is cut only
-    after `max_sentences x sequence_length` words: text without sentence ends (R8's,
-    lower-cased without punctuation; transcripts) is one long "sentence", which would
-    otherwise be cut after its first `sequence_length` words. HCAN's paper reads whole
-    documents (sec. 4.3, one document a step, no cut); with fixed shapes this keeps the
-    most of each. Encoders saved before this option existed load with
-    `split_long_sentences=False`, so their ids do not change.
+    padded sentence is all zeros. Rows left over by a text with fewer sentences than
+    `max_sentences` hold the rest of its sentences longer than `sequence_length` words, in
+    order (`split_long_sentences=True`, the default; `vocabulary.sentence_rows`): text
+    without sentence ends (R8's, lower-cased without punctuation; transcripts) is one long
+    "sentence", which would otherwise be cut after its first `sequence_length` words, and
+    no sentence is dropped for the tail of another (continuing every long sentence in the
+    next rows pushed IMDB reviews' last sentences out and cost HCAN 2.4 points there,
+    BENCHMARKS.md). HCAN's paper reads whole documents (sec. 4.3, one document a step, no
+    cut); with fixed shapes this keeps the most of each. Encoders saved before this option
+    existed load with `split_long_sentences=False`, so their ids do not change.
 
     Chinese and Japanese (`split_cjk=True`, the default): these scripts put no spaces
     between words, so a sentence would be one "word" that no other text repeats. Each
@@ -95,8 +98,8 @@ class TextEncoder(keras.layers.Layer):
         hierarchical: sentence-then-word output for HCAN.
         split_cjk: each CJK ideograph a token, and CJK sentence ends (above).
         bigrams_of: "vocabulary" or "tokens": what the bigrams pair (above).
-        split_long_sentences: when hierarchical, a sentence longer than
-            `sequence_length` words continues in the next rows (above).
+        split_long_sentences: when hierarchical, rows left over hold the rest of
+            sentences longer than `sequence_length` words (above).
     """
 
     def __init__(
@@ -204,23 +207,26 @@ class TextEncoder(keras.layers.Layer):
             pieces = list(zip(starts.to_list()[0], pieces.to_list()[0]))
         else:
             pieces = [(0, raw)]
-        # Rows of `width` tokens: a long sentence goes on in the next rows when the encoder splits it.
-        width = self.sequence_length if self._splits_sentences() else None
-        spans, row = [], 0
+        spans, tokenized = [], []
         for piece_start, piece in pieces:
-            if self.hierarchical and self.max_sentences is not None and row >= self.max_sentences:
-                break
+            if self.hierarchical and self.max_sentences is not None and len(tokenized) >= self.max_sentences:
+                break  # more sentences change no row: none of theirs is read, and no row is left over
             tokens, begins, ends = (t.to_list()[0] for t in self.tokenize_with_offsets(tf.constant([piece])))
-            for k, (token, begin, end) in enumerate(zip(tokens, begins, ends)):
-                sentence, word = (row + k // width, k % width) if width else (row, k)
-                if self.sequence_length is not None and word >= self.sequence_length:
+            if tokens:  # the encoder drops sentences without tokens
+                tokenized.append((piece_start, list(zip(tokens, begins, ends))))
+        width = self.sequence_length
+        if self._splits_sentences():  # rows of `width` tokens, as `vocabulary.sentence_rows` reads them
+            rows = sentence_rows([len(t) for _, t in tokenized], width, self.max_sentences)
+        else:
+            rows = [(sentence, 0) for sentence in range(len(tokenized))][: self.max_sentences]
+        for row, (sentence, first) in enumerate(rows):
+            piece_start, tokens = tokenized[sentence]
+            for k, (token, begin, end) in enumerate(tokens[first:], start=first):
+                if width is not None and k - first >= width:
                     break
-                if self.hierarchical and self.max_sentences is not None and sentence >= self.max_sentences:
-                    break
-                position = (sentence, word) if self.hierarchical else (k,)
+                position = (row, k - first) if self.hierarchical else (k,)
                 start = len(raw[: piece_start + begin].decode("utf-8", "ignore"))
                 spans.append((position, token.decode("utf-8"), start, start + len(token.decode("utf-8"))))
-            row += -(-len(tokens) // width) if width else int(bool(tokens))  # no token, no row
         return spans
 
     def count_tokens(self, texts):
@@ -369,7 +375,7 @@ class TextEncoder(keras.layers.Layer):
         words = sentences.with_flat_values(words)  # (batch, sentences, words)
         words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
         if self._splits_sentences():
-            words = _split_rows(words, self.sequence_length)
+            words = _split_rows(words, self.sequence_length, self.max_sentences)
         words = words[:, : self.max_sentences, : self.sequence_length]
         return self._pad(self._ids(words), [None, self.max_sentences, self.sequence_length])
 
@@ -437,13 +443,26 @@ class TextEncoder(keras.layers.Layer):
         self._adapted = True
 
 
-def _split_rows(words, width):
-    """Ragged `(batch, sentences, words)` with every sentence of more than `width` words
-    split into rows of `width` (the last holds the rest), in order."""
+def _split_rows(words, width, max_rows=None):
+    """Ragged `(batch, sentences, words)` read as rows of at most `width` words, in order, as
+    `vocabulary.sentence_rows` says: each sentence's first `width` words a row (the first
+    `max_rows` sentences'), and rows left over hold the rest of long sentences."""
     sentences = words.values  # (all sentences, words)
     lengths = sentences.row_lengths()
-    starts = tf.ragged.range((lengths + width - 1) // width) * width  # (all sentences, rows): first word of each
-    row_lengths = tf.minimum(tf.gather(lengths, starts.value_rowids()) - starts.flat_values, width)
-    rows = tf.RaggedTensor.from_row_lengths(sentences.flat_values, row_lengths)  # (all rows, words)
-    rows_per_text = tf.math.unsorted_segment_sum(starts.row_lengths(), words.value_rowids(), words.nrows())
-    return tf.RaggedTensor.from_row_lengths(rows, rows_per_text)
+    starts = tf.ragged.range((lengths + width - 1) // width) * width  # (all sentences, pieces): first word of each
+    piece_sentence = starts.value_rowids()
+    piece_text = tf.gather(words.value_rowids(), piece_sentence)
+    piece_lengths = tf.minimum(tf.gather(lengths, piece_sentence) - starts.flat_values, width)
+    pieces = tf.RaggedTensor.from_row_lengths(sentences.flat_values, piece_lengths)  # (all pieces, words)
+    if max_rows is not None:
+        sentence_index = tf.range(tf.size(lengths, out_type=tf.int64)) - tf.gather(words.row_starts(), words.value_rowids())
+        is_tail = starts.flat_values > 0
+        tails_before = tf.cumsum(tf.cast(is_tail, tf.int64), exclusive=True)  # over all texts' pieces, in order
+        tail_rank = tails_before - tf.gather(
+            tf.math.unsorted_segment_min(tails_before, piece_text, words.nrows()), piece_text)
+        spare = tf.maximum(max_rows - words.row_lengths(), 0)
+        keep = tf.where(is_tail, tail_rank < tf.gather(spare, piece_text),
+                        tf.gather(sentence_index, piece_sentence) < max_rows)
+        pieces, piece_text = tf.ragged.boolean_mask(pieces, keep), tf.boolean_mask(piece_text, keep)
+    rows_per_text = tf.math.unsorted_segment_sum(tf.ones_like(piece_text), piece_text, words.nrows())
+    return tf.RaggedTensor.from_row_lengths(pieces, rows_per_text)

@@ -123,18 +123,22 @@ def test_hierarchical_sentences_and_words():
     assert (ids[2, 0] > 0).sum() == 3 and (ids[2, 1:] == 0).all()
 
 
-def test_long_sentences_go_on_in_the_next_rows():
+def test_rows_left_over_hold_the_rest_of_long_sentences():
     """Text without sentence ends (R8's) is one "sentence": it fills the rows in order, so HCAN reads
-    `max_sentences x sequence_length` of its words, not the first `sequence_length`."""
+    `max_sentences x sequence_length` of its words, not the first `sequence_length`. A text with
+    more sentences gives no sentence's row to another's tail (IMDB's last sentences stay read)."""
     words = [f"w{i}" for i in range(10)]
     encoder = TextEncoder(hierarchical=True, sequence_length=4, max_sentences=4)
     encoder.set_vocabulary(words)
     assert encoder.split_long_sentences
     n = {w: encoder.get_vocabulary().index(w) for w in words}
-    texts = [" ".join(words), "w0 w1. w0 w1 w2 w3 w4! w9", "", "w1 " * 100]
+    texts = [" ".join(words), "w0 w1. w0 w1 w2 w3 w4! w9", "", "w1 " * 100,
+             "w0 w1 w2 w3 w4 w5. w6. w7. w8. w9", "w0 w1 w2 w3 w4 w5 w6 w7 w8. w9. w1"]
     ids = _ids(encoder, texts)
     rows = {0: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w8", "w9"]],
-            1: [["w0", "w1"], ["w0", "w1", "w2", "w3"], ["w4"], ["w9"]], 2: [], 3: [["w1"] * 4] * 4}
+            1: [["w0", "w1"], ["w0", "w1", "w2", "w3"], ["w4"], ["w9"]], 2: [], 3: [["w1"] * 4] * 4,
+            4: [["w0", "w1", "w2", "w3"], ["w6"], ["w7"], ["w8"]],  # 5 sentences: no row left over
+            5: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w9"], ["w1"]]}  # one left over: w8 is not read
     for text, expected in rows.items():
         wanted = np.zeros((4, 4), int)
         for r, row in enumerate(expected):
