@@ -15,8 +15,8 @@ they finish; a rerun skips what is there, so a stopped run resumes.
 CPU sizes (the papers' sizes do not fit a 2-core CPU in hours): each model's cpu preset
 (`ModelSpec.cpu_defaults`, what `train()` uses by default: embeddings of 64, 32 for
 dual-axial; HCAN 64 wide with 4 heads; the baselines 64 wide), 3 epochs, Adam 1e-3,
-batch 32, 20,000-token vocabulary, texts cut to the lengths in DATASETS; HCAN rows of 24
-words, as many as fit in that length; dual-axial 20,000 hashed bigram buckets (`train()`'s default is 50,000, which
+batch 32, 20,000-token vocabulary, texts cut to the lengths in DATASETS; HCAN 24 words
+per sentence; dual-axial 20,000 hashed bigram buckets (`train()`'s default is 50,000, which
 scored 2 points more on IMDB: `--bigram-buckets`). Same for every seed.
 
 The models of TRAINED run through `train()` as a user runs it: "<model>+recipe" is the
@@ -27,9 +27,10 @@ attention's "+defaults_constant": the other schedule), "dual_axial+train" its de
 `--length` ("+train_cosine": with the cosine schedule), and "scalable_attention+balanced" /
 "+unweighted" measure class weights (macro F1 on the test set is recorded beside accuracy).
 Rows whose name says "epoch_cosine" were measured when `train()`'s cosine schedule set the rate
-once an epoch (until 2026-11-24; it now lowers it before every batch), and "hcan...@cut_sentences"
-when HCAN's encoder cut each sentence after its words per sentence (until 2026-11-25; a longer
-sentence now goes on in the next rows): they cannot be rerun.
+once an epoch (until 2026-11-24; it now lowers it before every batch): they cannot be rerun.
+"hcan...@split_long_sentences" rows read HCAN's texts with `TextEncoder(split_long_sentences=True)`
+(measured with a library whose default it was for an hour on 2026-11-25; the
+"@split_every_sentence" row with a first version of it that continued every long sentence).
 For example:
 
     python benchmarks/accuracy.py --datasets sst2 --models lama+recipe --seeds 0 1 2

@@ -128,8 +128,7 @@ def _parser():
     text.add_argument("--sequence-length", type=int,
                       help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
                            "training texts, 8 to 256 (scalable_attention: to 1024; hcan: 8 to 64 words)")
-    text.add_argument("--max-sentences", type=int, help="hcan only: rows of --sequence-length words (a longer sentence takes "
-                      "several); default: the 95th percentile, 1 to 30")
+    text.add_argument("--max-sentences", type=int, help="hcan only; default: the 95th percentile, 1 to 30")
     text.add_argument("--bigram-buckets", type=int,
                       help="hashed bigrams added to the embeddings, for any flat model; 0: none "
                            "(default: 50000 for dual_axial, none for the others)")

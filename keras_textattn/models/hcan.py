@@ -58,8 +58,8 @@ def build_hcan_classifier(
     Inputs: with `hierarchical=True` ids `(batch, max_sentences, sequence_length)`,
     `sequence_length` words per sentence (an encoder with `hierarchical=True` and fixed
     sizes, whose `sequence_length` means the same, or the two sizes; the paper reads whole
-    documents, and the encoder continues a longer sentence in the next rows, so text without
-    sentence ends is not cut after its first row); else the flat
+    documents: `TextEncoder(split_long_sentences=True)` reads text without sentence ends
+    past its first row); else the flat
     variant on `(batch, sequence_length)`. `parallel=False` (one self-attention) and
     `pooling="max"` are the paper's other Table 2 variants. `bigram_buckets` (flat
     variant only): hashed bigrams added to the embeddings (`embed_tokens`; not the paper's).

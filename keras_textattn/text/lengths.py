@@ -30,7 +30,7 @@ def _token_counts(texts, hierarchical=False):
     return [counter.count_tokens(batch) for batch in texts.take(SAMPLE).batch(1024).prefetch(tf.data.AUTOTUNE)]
 
 
-def choose_lengths(texts, hierarchical=False, longest=None):
+def choose_lengths(texts, hierarchical=False, longest=None, split_long_sentences=False):
     """The sequence shape that covers 95% of `texts` whole.
 
     Args:
@@ -43,8 +43,9 @@ def choose_lengths(texts, hierarchical=False, longest=None):
 
     Returns:
         `{"sequence_length": tokens per text (a multiple of 8, 8 to `longest`)}`; when
-        hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30): rows of
-        that many words, a longer sentence taking several (`TextEncoder`'s `split_long_sentences`).
+        hierarchical, words per sentence (8 to 64) and `"max_sentences"` (1 to 30): sentences,
+        or with `split_long_sentences` (as `TextEncoder`'s) the rows of that many words that
+        read a text whole, a longer sentence taking several.
     """
     counts = _token_counts(texts, hierarchical)
     if not hierarchical:
@@ -52,10 +53,10 @@ def choose_lengths(texts, hierarchical=False, longest=None):
     sentences = np.concatenate([[]] + [c[0] for c in counts]).astype(int)
     words = np.concatenate([[]] + [c[1] for c in counts])
     width = _cover(words, WORDS_PER_SENTENCE, multiple=8)
-    # Rows per text once sentences longer than `width` words go on in the next rows (`TextEncoder`).
-    rows = np.bincount(np.repeat(np.arange(len(sentences)), sentences), weights=np.ceil(words / width),
-                       minlength=len(sentences))
-    return {"sequence_length": width, "max_sentences": _cover(rows, SENTENCES)}
+    if split_long_sentences:  # rows that read each text whole, a sentence of more than `width` words taking several
+        sentences = np.bincount(np.repeat(np.arange(len(sentences)), sentences), weights=np.ceil(words / width),
+                                minlength=len(sentences))
+    return {"sequence_length": width, "max_sentences": _cover(sentences, SENTENCES)}
 
 
 def choose_open_lengths(options, texts, longest=None):

@@ -330,9 +330,8 @@ def train(
         adapt_rows: the vocabulary is counted on a seeded sample of at most this many
             training rows (all of them when there are fewer).
         max_tokens, min_frequency, sequence_length: of the encoder (`min_frequency` None: the
-            paper's under preset "paper", LAMA's and HCAN's 5, else 1); HCAN reads
-            `max_sentences` rows of `sequence_length` words (a longer sentence takes
-            several, `TextEncoder`'s `split_long_sentences`); the dual-axial
+            paper's under preset "paper", LAMA's and HCAN's 5, else 1); HCAN uses
+            `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
             flat model when given them (0: none); `bigrams_of`: what they pair, "vocabulary"
             (None: the encoder's default) or "tokens" (`TextEncoder`). `sequence_length` and

@@ -184,7 +184,7 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
                     {"sequence_length": 40, "bigram_buckets": 1000, "bigrams_of": "tokens"},
                     {"sequence_length": 64, "split_cjk": False},
                     {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_cjk": False},
-                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_long_sentences": False}):
+                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_long_sentences": True}):
         encoder = TextEncoder(max_tokens=3000, **options)
         encoder.adapt(texts[:1000] + cjk)
         folder = tmp_path / str(len(os.listdir(tmp_path)))

@@ -124,13 +124,13 @@ def test_hierarchical_sentences_and_words():
 
 
 def test_rows_left_over_hold_the_rest_of_long_sentences():
-    """Text without sentence ends (R8's) is one "sentence": it fills the rows in order, so HCAN reads
-    `max_sentences x sequence_length` of its words, not the first `sequence_length`. A text with
-    more sentences gives no sentence's row to another's tail (IMDB's last sentences stay read)."""
+    """With `split_long_sentences`, text without sentence ends (R8's) is one "sentence" that fills the
+    rows in order, so HCAN reads `max_sentences x sequence_length` of its words, not the first
+    `sequence_length`; a text with more sentences gives no sentence's row to another's tail."""
     words = [f"w{i}" for i in range(10)]
-    encoder = TextEncoder(hierarchical=True, sequence_length=4, max_sentences=4)
+    assert not TextEncoder(hierarchical=True).split_long_sentences  # the default cuts (IMDB: BENCHMARKS.md)
+    encoder = TextEncoder(hierarchical=True, sequence_length=4, max_sentences=4, split_long_sentences=True)
     encoder.set_vocabulary(words)
-    assert encoder.split_long_sentences
     n = {w: encoder.get_vocabulary().index(w) for w in words}
     texts = [" ".join(words), "w0 w1. w0 w1 w2 w3 w4! w9", "", "w1 " * 100,
              "w0 w1 w2 w3 w4 w5. w6. w7. w8. w9", "w0 w1 w2 w3 w4 w5 w6 w7 w8. w9. w1"]
@@ -149,7 +149,8 @@ def test_rows_left_over_hold_the_rest_of_long_sentences():
         spans = encoder.token_spans(text)
         assert len(spans) == (row_ids > 0).sum()
         assert all(row_ids[position] == n[token] for position, token, _, _ in spans)
-    # Cut instead (and so encoders saved before the option load): each sentence's first 4 words.
+    assert TextEncoder.from_config(encoder.get_config()).split_long_sentences
+    # Cut (the default, and so encoders saved before the option load): each sentence's first 4 words.
     config = {k: v for k, v in encoder.get_config().items() if k != "split_long_sentences"}
     for cut in (TextEncoder.from_config(config), TextEncoder(**{**config, "split_long_sentences": False})):
         assert not cut.split_long_sentences

@@ -43,21 +43,25 @@ def test_lengths_cover_95_percent_of_real_texts(shared_data):
     tiny = tf.data.Dataset.from_tensor_slices(["a"] * 10)
     assert choose_lengths(tiny) == {"sequence_length": 8}
     huge = tf.data.Dataset.from_tensor_slices(["word " * 5000 + ". "] * 3)
-    assert choose_lengths(huge, hierarchical=True) == {"sequence_length": 64, "max_sentences": 30}  # rows of 64
+    assert choose_lengths(huge, hierarchical=True) == {"sequence_length": 64, "max_sentences": 1}
+    assert choose_lengths(huge, hierarchical=True, split_long_sentences=True) == {
+        "sequence_length": 64, "max_sentences": 30}  # rows of 64 words
     assert choose_lengths(huge) == {"sequence_length": 256}
     assert choose_lengths(huge, longest=1024) == {"sequence_length": 1024}
 
 
 def test_hierarchical_lengths_read_unpunctuated_texts_whole(shared_data):
     """R8 is lower-cased without punctuation, so each text is one "sentence" (95th percentile 355
-    words): the rows chosen hold 95% of the texts whole, where one row of 64 words held 48%."""
+    words): with `split_long_sentences` the rows chosen hold 95% of the texts whole, where one row
+    of 64 words holds 48%."""
     r8 = load_dataset(LocalFile(str(shared_data / "r8" / "train.csv.gz")), splits=("train",))["train"]
     texts = [t.decode() for t, _ in r8.take(2000).as_numpy_iterator()]
     sentences, _ = TextEncoder(hierarchical=True).count_tokens(texts)
     assert (sentences == 1).all()
-    shape = choose_lengths(r8, hierarchical=True)
+    assert choose_lengths(r8, hierarchical=True) == {"sequence_length": 64, "max_sentences": 1}
+    shape = choose_lengths(r8, hierarchical=True, split_long_sentences=True)
     assert shape == {"sequence_length": 64, "max_sentences": 6}
-    encoder = TextEncoder(hierarchical=True, **shape)
+    encoder = TextEncoder(hierarchical=True, split_long_sentences=True, **shape)
     encoder.adapt(texts)
     read = (keras.ops.convert_to_numpy(encoder(texts)) > 0).sum(axis=(1, 2))
     whole = read == TextEncoder().count_tokens(texts)
