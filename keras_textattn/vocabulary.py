@@ -1,5 +1,5 @@
-"""The reserved token ids and the CJK character sets, shared by the encoder, the models and
-the clients (no dependencies).
+"""The reserved token ids, the CJK character sets and HCAN's sentence rows, shared by the
+encoder, the models and the clients (no dependencies).
 
 Id 0 pads a text to its sequence length (every model masks it); id 1 is a token that is
 not in the vocabulary; the vocabulary's tokens follow, most frequent first.
