@@ -129,6 +129,10 @@ def _parser():
                       help="tokens per text (words per sentence for hcan); default: the 95th percentile of the "
                            "training texts, 8 to 256 (scalable_attention: to 1024; hcan: 8 to 64 words)")
     text.add_argument("--max-sentences", type=int, help="hcan only; default: the 95th percentile, 1 to 30")
+    text.add_argument("--split-long-sentences", action="store_true",
+                      help="hcan only: rows left over by a text's sentences hold the rest of its sentences longer "
+                           "than --sequence-length words instead of cutting them (worth a try where texts have "
+                           "few sentence ends; BENCHMARKS.md)")
     text.add_argument("--bigram-buckets", type=int,
                       help="hashed bigrams added to the embeddings, for any flat model; 0: none "
                            "(default: 50000 for dual_axial, none for the others)")
@@ -356,6 +360,7 @@ def _train(args):
         adapt_rows=args.adapt_rows,
         sequence_length=args.sequence_length,
         max_sentences=args.max_sentences,
+        split_long_sentences=args.split_long_sentences,
         bigram_buckets=args.bigram_buckets,
         bigrams_of=args.bigrams_of,
         embeddings=args.embeddings,

@@ -160,7 +160,8 @@ def test_vectors_from_a_datasets_own_test_texts_are_refused(shared_data, tmp_pat
 
 def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
     """A plain row trained with a schedule says so in its name; the plateau (which reads
-    validation data the plain rows do not have) and schedules for other rows are refused."""
+    validation data the plain rows do not have) and schedules for other rows are refused, as is
+    splitting long sentences for models that do not read sentences."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
         from accuracy import row_suffix
@@ -168,10 +169,14 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
         sys.path.remove(str(BENCHMARKS))
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
+    assert row_suffix(split_long_sentences=True) == "@split_long_sentences"
     command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(tmp_path / "accuracy.jsonl"),
                "--datasets", "trec", "--seeds", "0", "--data-dir", str(shared_data)]
-    for models, schedule in ((["scalable_attention"], "plateau"), (["fasttext"], "cosine")):
-        refused = subprocess.run(command + ["--models", *models, "--lr-schedule", schedule], capture_output=True,
-                                 text=True, timeout=120)
-        assert refused.returncode == 2 and "--lr-schedule is for the plain Keras models" in refused.stderr
+    for models, option, message in (
+            (["scalable_attention"], ["--lr-schedule", "plateau"], "--lr-schedule is for the plain Keras models"),
+            (["fasttext"], ["--lr-schedule", "cosine"], "--lr-schedule is for the plain Keras models"),
+            (["hcan", "lama+defaults"], ["--split-long-sentences"],
+             "--split-long-sentences is for the models that read sentences (hcan rows)")):
+        refused = subprocess.run(command + ["--models", *models, *option], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and message in refused.stderr
     assert not (tmp_path / "accuracy.jsonl").exists()

@@ -56,14 +56,15 @@ class ModelSpec:
         return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))
 
     def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=None,
-                        max_sentences=None, bigram_buckets=None, bigrams_of=None):
+                        max_sentences=None, split_long_sentences=False, bigram_buckets=None, bigrams_of=None):
         """The `TextEncoder` arguments for this model (with these builder arguments).
         Lengths left None are chosen from the data by `train` (`choose_lengths`);
-        `bigram_buckets` None is the model's default (`DEFAULT_BIGRAM_BUCKETS` when
-        `bigrams`, else none), 0 none; `bigrams_of` None is the encoder's default."""
+        `split_long_sentences` is for hierarchical texts; `bigram_buckets` None is the
+        model's default (`DEFAULT_BIGRAM_BUCKETS` when `bigrams`, else none), 0 none;
+        `bigrams_of` None is the encoder's default."""
         options = dict(max_tokens=max_tokens, min_frequency=min_frequency, sequence_length=sequence_length)
         if self.is_hierarchical(model_kwargs):
-            options.update(hierarchical=True, max_sentences=max_sentences)
+            options.update(hierarchical=True, max_sentences=max_sentences, split_long_sentences=split_long_sentences)
         if bigram_buckets is None:
             bigram_buckets = DEFAULT_BIGRAM_BUCKETS if self.bigrams else 0
         if bigram_buckets:

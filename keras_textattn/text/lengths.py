@@ -61,11 +61,13 @@ def choose_lengths(texts, hierarchical=False, longest=None, split_long_sentences
 
 def choose_open_lengths(options, texts, longest=None):
     """The `TextEncoder` lengths that `options` (its arguments) leaves None, chosen from
-    `texts` by `choose_lengths` (at most `longest` tokens): `{}` when every length is given."""
+    `texts` by `choose_lengths` (at most `longest` tokens; rows of words with the options'
+    `split_long_sentences`): `{}` when every length is given."""
     hierarchical = options.get("hierarchical", False)
     if options.get("sequence_length") is not None and (not hierarchical or options.get("max_sentences") is not None):
         return {}
-    chosen = choose_lengths(texts, hierarchical=hierarchical, longest=longest)
+    chosen = choose_lengths(texts, hierarchical=hierarchical, longest=longest,
+                            split_long_sentences=bool(options.get("split_long_sentences")))
     return {name: value for name, value in chosen.items() if options.get(name) is None}
 
 

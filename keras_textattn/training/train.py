@@ -60,10 +60,11 @@ from keras_textattn.training.schedules import schedule_callbacks
 # They are `train()`'s parameters of these names, saved in run.json.
 RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "text_column", "label_column", "header",
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
-                 "sequence_length", "max_sentences", "bigram_buckets", "bigrams_of", "embeddings", "freeze_embeddings",
-                 "batch_size", "optimizer", "learning_rate", "weight_decay", "lr_schedule", "clip_norm", "class_weight",
-                 "early_stopping", "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream",
-                 "skip_bad_rows", "adapt_rows", "group_column", "dtype_policy")
+                 "sequence_length", "max_sentences", "split_long_sentences", "bigram_buckets", "bigrams_of",
+                 "embeddings", "freeze_embeddings", "batch_size", "optimizer", "learning_rate", "weight_decay",
+                 "lr_schedule", "clip_norm", "class_weight", "early_stopping", "early_stopping_monitor",
+                 "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows", "adapt_rows", "group_column",
+                 "dtype_policy")
 
 
 def configure_cpu_devices(count):
@@ -184,8 +185,8 @@ def _run_state(output, overwrite, arguments):
         return "overwrite"
     stored_path = os.path.join(output, "run.json")
     if os.path.exists(stored_path):
-        # run.json written before the optimizer options: those runs trained with Adam and no weight decay.
-        stored = {"optimizer": "adam", "weight_decay": 0.0, **read_json(stored_path)}
+        # run.json written before these options: those runs trained with Adam, no weight decay, sentences cut.
+        stored = {"optimizer": "adam", "weight_decay": 0.0, "split_long_sentences": False, **read_json(stored_path)}
         changed = [f"{name} {stored.get(name)!r} -> {arguments[name]!r}" for name in RUN_ARGUMENTS
                    if stored.get(name) != arguments[name]]
         if changed:
@@ -271,6 +272,7 @@ def train(
     adapt_rows=ADAPT_ROWS,
     sequence_length=None,
     max_sentences=None,
+    split_long_sentences=False,
     bigram_buckets=None,
     bigrams_of=None,
     embeddings=None,
@@ -337,6 +339,10 @@ def train(
             (None: the encoder's default) or "tokens" (`TextEncoder`). `sequence_length` and
             `max_sentences` default to the 95th percentile of the training texts
             (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
+        split_long_sentences: HCAN: rows left over by a text's sentences hold the rest of
+            its sentences longer than `sequence_length` words instead of cutting them
+            (`TextEncoder`'s; the chosen `max_sentences` then counts rows). Not the default:
+            it gained on AG News and lost on IMDB (BENCHMARKS.md, "HCAN and long sentences").
         embeddings: initial vectors of the token embedding: "word2vec" (trained on the
             training split, tokenised as the encoder tokenises, the embedding's size,
             seeded; `keras_textattn.text.vectors.train_word2vec`) or the path of a
@@ -414,6 +420,11 @@ def train(
     spec = SPECS[model]
     if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
+    if not isinstance(split_long_sentences, bool):
+        raise RunError(f"split_long_sentences must be True or False; got {split_long_sentences!r}")
+    if split_long_sentences and not spec.is_hierarchical(model_kwargs):
+        raise RunError(f"split_long_sentences (--split-long-sentences) is for hierarchical models; {model} reads "
+                       "flat texts")
     if bigram_buckets and spec.is_hierarchical(model_kwargs):
         raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read flat texts; {model} reads sentences")
     if bigram_buckets is not None and (isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int)
@@ -520,7 +531,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         encoder = load_encoder(encoder_path)
     else:
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
-            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "bigram_buckets", "bigrams_of")
+            "max_tokens", "min_frequency", "sequence_length", "max_sentences", "split_long_sentences", "bigram_buckets",
+            "bigrams_of")
             if arguments[k] is not None})
         chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose)
         try:

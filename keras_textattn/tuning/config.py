@@ -10,6 +10,7 @@ import yaml
 from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
 from keras_textattn.models import PRESETS
+from keras_textattn.models import get_spec
 from keras_textattn.training.schedules import EPOCH_SCHEDULES
 from keras_textattn.training.schedules import parse_schedule
 
@@ -17,7 +18,8 @@ TOP_LEVEL = {"model": True, "objective": False, "preset": False, "tuner": False,
              "hyperparameters": True}
 TUNER_SETTINGS = {"max_trials": int, "epochs": int, "batch_size": int, "executions_per_trial": int, "seed": int,
                   "lr_schedule": str}
-ENCODER_SETTINGS = {"max_tokens": int, "min_frequency": int, "sequence_length": int, "max_sentences": int, "bigram_buckets": int}
+ENCODER_SETTINGS = {"max_tokens": int, "min_frequency": int, "sequence_length": int, "max_sentences": int,
+                    "split_long_sentences": bool, "bigram_buckets": int}
 OBJECTIVES = ("val_accuracy", "val_loss", "accuracy", "loss")
 TYPES = ("int", "float", "choice", "boolean")
 KEYS = {
@@ -157,6 +159,10 @@ def load_config(path):
                     fail(f"{section}.{key}", f"expected a schedule that is a function of the epoch, got {value!r}",
                          "constant, cosine, step:E1,E2,... (increasing epochs counted from 1)")
                 continue
+            if allowed[key] is bool:
+                if not _is(value, bool):
+                    fail(f"{section}.{key}", f"expected true or false, got {value!r}")
+                continue
             smallest = 0 if key == "seed" else 1
             if not _is(value, allowed[key]) or value < smallest:
                 fail(f"{section}.{key}", f"expected {'an integer >= 0' if smallest == 0 else 'a positive integer'}, "
@@ -182,6 +188,9 @@ def load_config(path):
             fail(f"fixed.{name}", "fixed frozen embeddings are asked for with --freeze-embeddings "
                                   "(tune(freeze_embeddings=True))")
     config.fixed = dict(fixed)
+    for name in ("max_sentences", "split_long_sentences"):
+        if name in config.encoder and not get_spec(model).is_hierarchical(config.fixed):
+            fail(f"encoder.{name}", f"for hierarchical models; {model} reads flat texts here")
 
     spaces = raw["hyperparameters"]
     if not isinstance(spaces, dict) or not spaces:

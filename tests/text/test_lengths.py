@@ -61,6 +61,9 @@ def test_hierarchical_lengths_read_unpunctuated_texts_whole(shared_data):
     assert choose_lengths(r8, hierarchical=True) == {"sequence_length": 64, "max_sentences": 1}
     shape = choose_lengths(r8, hierarchical=True, split_long_sentences=True)
     assert shape == {"sequence_length": 64, "max_sentences": 6}
+    # `train` and `tune` choose through the encoder's options, which carry the option.
+    options = get_spec("hcan").encoder_options(split_long_sentences=True)
+    assert options["split_long_sentences"] and choose_open_lengths(options, r8) == shape
     encoder = TextEncoder(hierarchical=True, split_long_sentences=True, **shape)
     encoder.adapt(texts)
     read = (keras.ops.convert_to_numpy(encoder(texts)) > 0).sum(axis=(1, 2))

@@ -55,6 +55,8 @@ def sst2(shared_data):
                                   "embedding_dim, gru_units, num_heads,"),
         (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
+        (["--split-long-sentences"], "split_long_sentences (--split-long-sentences) is for hierarchical models; lama "
+                                     "reads flat texts"),
         (["--model", "hcan", "--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read "
                                                          "flat texts; hcan reads sentences"),
         (["--bigrams-of", "tokens"], "bigrams_of (--bigrams-of) is for a run with bigrams; lama has none here"),
@@ -263,6 +265,32 @@ def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
     metrics = _metrics(output)
     assert (metrics["encoder"]["sequence_length"], metrics["encoder"]["max_sentences"]) == (40, 2)
     assert metrics["preset"] == "cpu" and metrics["model_kwargs"] == {"units": 64, "num_heads": 4}
+
+
+def test_hcan_splits_long_sentences_when_asked(shared_data, tmp_path, capsys):
+    """R8's texts have no sentence ends: with --split-long-sentences the rows chosen (and the
+    saved encoder) read them whole, a text of more than 64 words taking several rows."""
+    from keras_textattn.run_folder import load_run
+    from keras_textattn.text import TextEncoder
+
+    with gzip.open(shared_data / "r8" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.readlines()[:301]  # the header and 300 texts
+    data = tmp_path / "r8.csv"
+    data.write_text("".join(lines), encoding="utf-8")
+    output = tmp_path / "run"
+    assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
+                 "--max-tokens", "2000", "--split-long-sentences"]) == 0
+    printed = capsys.readouterr().out
+    metrics = _metrics(output)
+    rows = metrics["encoder"]["max_sentences"]
+    assert metrics["encoder"]["split_long_sentences"] and metrics["encoder"]["sequence_length"] == 64 and rows > 2
+    assert f"sequence_length 64, max_sentences {rows}" in printed
+    assert json.loads((output / "run.json").read_text())["split_long_sentences"] is True
+    _, encoder, _ = load_run(output)
+    texts = [line.split(",", 1)[1] for line in lines[1:]]
+    counts = TextEncoder().count_tokens(texts)
+    text, words = next((t, int(c)) for t, c in zip(texts, counts) if 64 < c <= 64 * rows)  # longer than a row
+    assert int((keras.ops.convert_to_numpy(encoder([text])) > 0).sum()) == words
 
 
 # -------------------------------------------------------------------- resume

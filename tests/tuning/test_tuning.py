@@ -13,9 +13,11 @@ import pytest
 
 from keras_textattn.datasets import DataError
 from keras_textattn.datasets import make_batches
+from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from keras_textattn.datasets import load_labelled_data
+from keras_textattn.text import TextEncoder
 from keras_textattn.tuning import ConfigError
 from keras_textattn.tuning import load_config
 from keras_textattn.tuning import tune
@@ -107,6 +109,35 @@ def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
         load_config(tiny_config)
 
 
+@pytest.mark.parametrize(
+    "model, encoder, message",
+    [
+        ("scalable_attention", "{split_long_sentences: true}",
+         r"tiny.yaml: encoder.split_long_sentences: for hierarchical models; scalable_attention reads flat texts here"),
+        ("scalable_attention", "{max_sentences: 4}",
+         r"tiny.yaml: encoder.max_sentences: for hierarchical models; scalable_attention reads flat texts here"),
+        ("hcan", "{split_long_sentences: 'yes'}", r"tiny.yaml: encoder.split_long_sentences: expected true or false, "
+                                                  r"got 'yes'"),
+        ("hcan", "{split_long_sentences: true}", None),
+    ],
+)
+def test_sentence_settings_are_for_models_that_read_sentences(tiny_config, model, encoder, message):
+    """HCAN's encoder settings are refused for flat models; a valid one reaches the encoder."""
+    tiny_config.write_text(TINY.replace("model: scalable_attention", f"model: {model}")
+                           .replace("encoder: {max_tokens: 3000, sequence_length: 24}", f"encoder: {encoder}")
+                           .replace("fixed: {embedding_dim: 16}\n", "")
+                           .replace("hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}",
+                                    "units: {type: choice, values: [8, 16], default: 8}")
+                           .replace("  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n", ""))
+    if message:
+        with pytest.raises(ConfigError, match=message):
+            load_config(tiny_config)
+        return
+    config = load_config(tiny_config)
+    options = get_spec(config.model).encoder_options(config.fixed, **config.encoder)
+    assert TextEncoder(**{**options, "max_sentences": 3}).split_long_sentences
+
+
 @pytest.mark.parametrize("preset, expected", [(None, {"embedding_dim": 64, "gru_units": 32, "mlp_units": 64}),
                                                ("paper", {"embedding_dim": 100, "gru_units": 50, "mlp_units": 512})])
 def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expected, tmp_path, capsys):
@@ -115,7 +146,6 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
     search slow on 2 cores), "paper" for the builder's own defaults; `fixed` and searched values win."""
     import keras_tuner
 
-    from keras_textattn.text import TextEncoder
     from keras_textattn.tuning.search import TextAttentionHyperModel
 
     text = "".join(line for line in (CONFIGS / "lama.yaml").read_text().splitlines(keepends=True)
@@ -157,7 +187,6 @@ def test_trials_train_with_the_schedule_train_would_use(tiny_config, tmp_path, c
     that is not a function of the epoch (the plateau) is refused."""
     import keras_tuner
 
-    from keras_textattn.text import TextEncoder
     from keras_textattn.tuning.search import TextAttentionHyperModel
 
     with pytest.raises(DataError, match="Data file not found"):
