@@ -29,8 +29,8 @@ attention's "+defaults_constant": the other schedule), "dual_axial+train" its de
 Rows whose name says "epoch_cosine" were measured when `train()`'s cosine schedule set the rate
 once an epoch (until 2026-11-24; it now lowers it before every batch): they cannot be rerun.
 "hcan...@split_long_sentences" rows read HCAN's texts with `TextEncoder(split_long_sentences=True)`
-(measured with a library whose default it was for an hour on 2026-11-25; the
-"@split_every_sentence" row with a first version of it that continued every long sentence).
+(`--split-long-sentences`; the "@split_every_sentence" row with a first version of it that continued
+every long sentence).
 For example:
 
     python benchmarks/accuracy.py --datasets sst2 --models lama+recipe --seeds 0 1 2
@@ -79,17 +79,26 @@ VARIANTS = {"lama": ("lama", {"use_context": True}), "dual_axial_mean": ("dual_a
 
 
 def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None, official_validation=False,
-               lr_schedule=None):
-    """What a row's name adds for settings other than the defaults: "@768@v2000@e2@b200000@cosine@dev"."""
+               lr_schedule=None, split_long_sentences=False):
+    """What a row's name adds for settings other than the defaults:
+    "@768@v2000@e2@b200000@cosine@dev", "@split_long_sentences"."""
     return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
             + (f"@e{epochs}" if epochs != 3 else "") + (f"@b{bigram_buckets}" if bigram_buckets is not None else "")
             + (f"@{lr_schedule}" if lr_schedule not in (None, "constant") else "")
-            + ("@dev" if official_validation else ""))
+            + ("@dev" if official_validation else "") + ("@split_long_sentences" if split_long_sentences else ""))
 
 
 def builder_arguments(row):
     """The model of a row and its builder arguments beyond the model's cpu preset."""
     return VARIANTS.get(row, (row, {}))
+
+
+def reads_sentences(row):
+    """Whether a row's model reads `(sentences, words)` ids (HCAN's rows)."""
+    from keras_textattn.models import SPECS
+
+    model, model_kwargs = builder_arguments(TRAINED[row][0] if row in TRAINED else row)
+    return model in SPECS and SPECS[model].is_hierarchical(model_kwargs)
 
 
 # The training recipe, through `train()` as a user runs it (same CPU sizes): word2vec
@@ -163,6 +172,8 @@ DEFAULTS.update({f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3
 DEFAULTS.update({f"scalable_attention+defaults_e{epochs}": ("scalable_attention", {}, epochs) for epochs in (5, 8)})
 # ... and with the paper's sizes (embedding 100, FC 256) instead of the cpu preset's (64, 64).
 DEFAULTS["scalable_attention+defaults_paper_sizes"] = ("scalable_attention", {"preset": "paper", "lr_schedule": "cosine"}, 3)
+# ... and with the words seen once in the training texts read as unknown (TF-IDF + LR's min_df 2).
+DEFAULTS.update({f"{name}+defaults_min2": (name, {"min_frequency": 2}, 3) for name in ("scalable_attention", "dual_axial")})
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).
@@ -213,7 +224,8 @@ def unlabelled_vectors(data_dir, model_name, corpus, dataset_name):
     return str(path)
 
 
-def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY, chosen_lengths=False):
+def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY, chosen_lengths=False,
+              split_long_sentences=False):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1, training
     seconds (word2vec, the encoder and every epoch) and the epochs it took. `chosen_lengths`:
     leave the lengths to `train()` (the row records what it chose) instead of `length`."""
@@ -233,10 +245,11 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=model_kwargs,
-                        max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0, **shape, **options)
+                        max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0,
+                        split_long_sentences=split_long_sentences, **shape, **options)
         seconds = time.perf_counter() - start
-    chosen = {name: metrics["encoder"][name] for name in ("sequence_length", "max_sentences")
-              if metrics["encoder"].get(name)} if chosen_lengths else {}
+    chosen = {name: metrics["encoder"][name] for name in ("sequence_length", "max_sentences", "split_long_sentences")
+              if metrics["encoder"].get("hierarchical") or name == "sequence_length"} if chosen_lengths else {}
     return {"accuracy": metrics["accuracy"]["test"], "train_seconds": seconds, "parameters": metrics["parameters"],
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
             "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"]["test"],
@@ -252,7 +265,7 @@ def texts_and_labels(split):
 
 
 def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None,
-              lr_schedule=None):
+              lr_schedule=None, split_long_sentences=False):
     """A plain row: the model at its cpu preset, Adam at 1e-3 (`lr_schedule`: a schedule of
     `train()` that is a function of the epoch, e.g. "cosine"), `epochs` epochs."""
     import keras
@@ -270,7 +283,8 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
         bigram_buckets = 20000 if spec.bigrams else 0
     encoder = TextEncoder(**spec.encoder_options(None, max_tokens=max_tokens, bigram_buckets=bigram_buckets,
                                                  sequence_length=words if spec.is_hierarchical() else length,
-                                                 max_sentences=max(2, length // words)))
+                                                 max_sentences=max(2, length // words),
+                                                 split_long_sentences=split_long_sentences))
     start = time.perf_counter()
     encoder.adapt(dataset["train"])
     model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
@@ -507,6 +521,9 @@ def main(argv=None):
     parser.add_argument("--official-validation", action="store_true",
                         help="rows run through train(): validate on the dataset's own validation file (SST-2's dev "
                              "set) and train on every training row, instead of holding 10%% out; rows '<model>@dev'")
+    parser.add_argument("--split-long-sentences", action="store_true",
+                        help="HCAN rows: TextEncoder(split_long_sentences=True), rows left over by a text's sentences "
+                             "hold the rest of its long sentences; rows '<model>@split_long_sentences'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--plot", metavar="PNG", help="draw test accuracy against training seconds on the first of "
                         "--datasets from the results file, say which rows reach fastText's accuracy, and stop")
@@ -530,6 +547,8 @@ def main(argv=None):
         parser.error("--lr-schedule is for the plain Keras models, and not 'plateau' (they have no validation data)")
     if args.official_validation and (set(args.models) - set(TRAINED) or set(args.datasets) - set(VALIDATION)):
         parser.error(f"--official-validation is for the rows run through train() ('+' rows), on {', '.join(VALIDATION)}")
+    if args.split_long_sentences and not all(reads_sentences(m) for m in args.models):
+        parser.error("--split-long-sentences is for the models that read sentences (hcan rows)")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if not (args.data_dir / "README.md").is_file():
@@ -537,7 +556,7 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
     suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets,
-                        args.official_validation, args.lr_schedule)
+                        args.official_validation, args.lr_schedule, args.split_long_sentences)
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
@@ -551,7 +570,8 @@ def main(argv=None):
                     options = {**options, "embeddings": unlabelled_vectors(args.data_dir, model, options["embeddings"],
                                                                            dataset_name)}
                 result = run_train(model, files(args.data_dir, dataset_name, args.official_validation), length, seed,
-                                   options, epochs, args.max_tokens, chosen_lengths=model_name in DEFAULTS)
+                                   options, epochs, args.max_tokens, chosen_lengths=model_name in DEFAULTS,
+                                   split_long_sentences=args.split_long_sentences)
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":
@@ -560,7 +580,7 @@ def main(argv=None):
                 result = run_tfidf(dataset, seed, length)
             else:
                 result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
-                                   args.bigram_buckets, args.lr_schedule)
+                                   args.bigram_buckets, args.lr_schedule, args.split_long_sentences)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
             print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
