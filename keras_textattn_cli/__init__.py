@@ -165,7 +165,7 @@ def _parser():
                      help="default: the paper's with --preset paper, else 1e-3 (adam) or 0.01 (sgd)")
     fit.add_argument("--weight-decay", type=float, help="decoupled weight decay (default: the paper's, else none)")
     fit.add_argument("--lr-schedule", metavar="SCHEDULE",
-                     help="constant (default; cosine for scalable_attention at --preset cpu), cosine (from the rate "
+                     help="constant (default; cosine for scalable_attention and cspan at --preset cpu), cosine (from the rate "
                           "to near zero at the last step), plateau "
                           "(halve when the validation loss does not improve), or step:E1,E2 (divide by 10 from each "
                           "epoch on, counted from 1)")
