@@ -73,9 +73,10 @@ class TextEncoder(keras.layers.Layer):
     than `max_sentences` hold the rest of its long sentences, in order
     (`vocabulary.sentence_rows`; no sentence is dropped for the tail of another). Text
     without sentence ends (R8's, lower-cased without punctuation; transcripts) is one long
-    "sentence", read whole that way (HCAN on R8 +2.1 points, AG News +1.3, SST-2 +1.6), but
-    on IMDB one seed of HCAN scored 0.874 against 0.889 cutting, so it is not the default
-    (BENCHMARKS.md, "HCAN and long sentences").
+    "sentence", read whole that way (HCAN at 24 words a row: R8 +2.1 points, AG News +1.3,
+    SST-2 +1.6); at the lengths `train` chooses, held-out data gains on AG News and SST-2 and
+    loses on R8, TREC and IMDB, so it is not the default (`train(split_long_sentences=True)`,
+    `--split-long-sentences`; BENCHMARKS.md, "HCAN and long sentences").
 
     Chinese and Japanese (`split_cjk=True`, the default): these scripts put no spaces
     between words, so a sentence would be one "word" that no other text repeats. Each
