@@ -134,7 +134,7 @@ def _parser():
                            "than --sequence-length words instead of cutting them (worth a try where texts have "
                            "few sentence ends; BENCHMARKS.md)")
     text.add_argument("--bigram-buckets", type=int,
-                      help="hashed bigrams added to the embeddings, for any flat model; 0: none "
+                      help="hashed bigrams added to the embeddings, for any model (hcan: within a sentence row); 0: none "
                            "(default: 50000 for dual_axial, none for the others)")
     text.add_argument("--bigrams-of", choices=["vocabulary", "tokens"],
                       help="what the bigrams pair: the tokens as the vocabulary sees them, a rarer one as unknown "

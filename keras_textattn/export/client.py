@@ -25,8 +25,9 @@ The rules (see `TextEncoder`):
    vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV).
 
 Differences left: ICU (in the graph) and Python may fold a few rare characters
-differently, and the dual-axial model's bigram ids are FarmHash Fingerprint64 of
-"token_i token_i+1" modulo `bigram_buckets`, plus 1, where with `bigrams_of:
+differently, and bigram ids (the dual-axial model's, and any model's trained with bigrams; HCAN's
+pair the words of a sentence row) are FarmHash Fingerprint64 of "token_i token_i+1" modulo
+`bigram_buckets`, plus 1, where with `bigrams_of:
 vocabulary` a token not in the vocabulary is written `[UNK]` (Guava's
 `Hashing.farmHashFingerprint64()` on Android); `encode` computes them with
 TensorFlow when it is installed.
@@ -125,32 +126,41 @@ class ClientTokenizer:
             ids[index] = self.ids.get(token, OOV_ID)
         return ids
 
+    def _bigram_ids(self, tokens, length):
+        """The hashed bigrams of a row's tokens (its words past `length` included: the last
+        kept word pairs with the next one), `length` ids."""
+        import tensorflow as tf
+
+        if self.bigrams_of == "vocabulary":
+            tokens = [token if token in self.ids else self.unknown for token in tokens]
+        pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:])][:length]
+        bigrams = np.zeros(length, np.int32)
+        if pairs:
+            bigrams[: len(pairs)] = tf.strings.to_hash_bucket_fast(pairs, self.config["bigram_buckets"]).numpy() + 1
+        return bigrams
+
     def encode(self, text):
         """One text to the model's inputs: `{"token_ids": (1, ...)}` int32 (plus
-        `"bigram_ids"` for the dual-axial model, computed with TensorFlow)."""
+        `"bigram_ids"` of the same shape for a model with bigrams, computed with TensorFlow)."""
         config = self.config
+        width = config["sequence_length"]
         if config["hierarchical"]:
             if isinstance(text, bytes):
                 text = text.decode("utf-8", errors="replace")
-            width = config["sequence_length"]
-            sentences = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
+            rows = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
             if self.split_long_sentences:
-                rows = sentence_rows([len(tokens) for tokens in sentences], width, config["max_sentences"])
-                sentences = [sentences[sentence][start:start + width] for sentence, start in rows]
-            ids = np.full((config["max_sentences"], width), PAD_ID, np.int32)
-            for row, tokens in enumerate(sentences[: config["max_sentences"]]):
-                ids[row] = self._ids(tokens, width)
-            return {"token_ids": ids[None]}
-        tokens = self.tokens(text)
-        inputs = {"token_ids": self._ids(tokens, config["sequence_length"])[None]}
+                spans = sentence_rows([len(tokens) for tokens in rows], width, config["max_sentences"])
+                rows = [rows[sentence][start:start + width] for sentence, start in spans]
+            rows = rows[: config["max_sentences"]]
+            shape = (config["max_sentences"], width)
+        else:
+            rows, shape = [self.tokens(text)], (width,)
+        inputs = {"token_ids": np.full(shape, PAD_ID, np.int32)}
         if config["bigram_buckets"]:
-            import tensorflow as tf
-
-            if self.bigrams_of == "vocabulary":
-                tokens = [token if token in self.ids else self.unknown for token in tokens]
-            pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:])][: config["sequence_length"]]
-            bigrams = np.zeros(config["sequence_length"], np.int32)
-            if pairs:
-                bigrams[: len(pairs)] = tf.strings.to_hash_bucket_fast(pairs, config["bigram_buckets"]).numpy() + 1
-            inputs["bigram_ids"] = bigrams[None]
-        return inputs
+            inputs["bigram_ids"] = np.zeros(shape, np.int32)
+        for row, tokens in enumerate(rows):
+            index = row if config["hierarchical"] else slice(None)
+            inputs["token_ids"][index] = self._ids(tokens, width)
+            if config["bigram_buckets"]:
+                inputs["bigram_ids"][index] = self._bigram_ids(tokens, width)
+        return {name: ids[None] for name, ids in inputs.items()}

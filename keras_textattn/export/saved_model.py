@@ -31,8 +31,8 @@ def saved_model(run, output, *, overwrite=False):
             float32 `[None, num_classes]`, `label_id` int32 `[None]`, `label`
             string `[None]` (the class name).
         token_ids: the model's own inputs (`token_ids` int32 `[None, length]`,
-            `[None, sentences, words]` for HCAN, plus `bigram_ids` for the
-            dual-axial model) -> the same three outputs.
+            `[None, sentences, words]` for HCAN, plus `bigram_ids` of that shape for
+            a model with bigrams) -> the same three outputs.
 
     The text encoder runs inside the graph and its vocabulary is the asset
     `assets/vocabulary.txt`; the class names by id are in `assets.extra/labels.json`.

@@ -30,7 +30,7 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     `encoder.json` (the tokenisation settings and the input names and shapes),
     `labels.json` and `verification.json`. The model takes one text per call:
     inputs `(1, sequence_length)` int32 (`(1, sentences, words)` for HCAN, plus
-    `bigram_ids` for the dual-axial model), output `probabilities` `(1, classes)`.
+    `bigram_ids` of that shape for a model with bigrams), output `probabilities` `(1, classes)`.
     A batch size of one is what a device needs, and it lets the converter turn
     the recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) into builtin ops, which
     fails for a dynamic batch. Tokenise with `ClientTokenizer` (or its port). A run

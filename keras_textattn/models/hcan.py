@@ -61,8 +61,9 @@ def build_hcan_classifier(
     documents: `TextEncoder(split_long_sentences=True)` reads text without sentence ends
     past its first row); else the flat
     variant on `(batch, sequence_length)`. `parallel=False` (one self-attention) and
-    `pooling="max"` are the paper's other Table 2 variants. `bigram_buckets` (flat
-    variant only): hashed bigrams added to the embeddings (`embed_tokens`; not the paper's).
+    `pooling="max"` are the paper's other Table 2 variants. `bigram_buckets`: hashed
+    bigrams added to the word embeddings (`embed_tokens`; not the paper's); hierarchical,
+    the bigram ids have the token ids' shape and pair words of the same sentence row.
     """
     if pooling not in ("target", "max"):
         raise ValueError(f"`pooling` must be 'target' or 'max'. Received: pooling={pooling!r}")
@@ -79,9 +80,6 @@ def build_hcan_classifier(
             "HCAN's learned position embeddings need fixed sizes: give sequence_length (and max_sentences when "
             "hierarchical), or an encoder with a fixed sequence_length (and max_sentences)."
         )
-    if hierarchical and bigram_buckets:
-        raise ValueError(f"Hashed bigrams are for the flat variant (hierarchical=False). Received: "
-                         f"hierarchical=True, bigram_buckets={bigram_buckets}")
     shape = (max_sentences, words) if hierarchical else None
     model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets, hierarchical_shape=shape)
     inputs, ids = model_inputs.inputs, model_inputs.token_ids
@@ -89,8 +87,11 @@ def build_hcan_classifier(
     if not hierarchical:
         x = _hierarchy(embed_tokens(model_inputs, units), padding_mask(ids), words, prefix="word", **options)
         return keras.Model(inputs, classifier_head(x, num_classes), name=name)
-    sentence_ids = ops.reshape(ids, (-1, words))  # every sentence a row: (batch * sentences, words)
-    sentence_inputs = model_inputs._replace(token_ids=sentence_ids)
+    bigram_ids = model_inputs.bigram_ids
+    sentence_inputs = model_inputs._replace(  # every sentence a row: (batch * sentences, words)
+        token_ids=ops.reshape(ids, (-1, words)),
+        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, words)))
+    sentence_ids = sentence_inputs.token_ids
     sentence_vectors = _hierarchy(embed_tokens(sentence_inputs, units), padding_mask(sentence_ids), words,
                                   prefix="word", **options)
     sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))

@@ -19,7 +19,7 @@ class ModelSpec:
         name: the name `train`, the CLI and the tuner configs use.
         build: the builder, `build(num_classes, vocabulary_size=..., <shape arguments>, **kwargs)`.
         bigrams: the model reads hashed bigram ids beside the token ids by default (its
-            paper's input); every flat model reads them when given `bigram_buckets`.
+            paper's input); every model reads them when given `bigram_buckets`.
         hierarchical: the model reads `(sentences, words)` ids; a builder argument
             of that name (HCAN's flat variant) overrides it.
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in

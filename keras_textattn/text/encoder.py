@@ -51,11 +51,14 @@ class TextEncoder(keras.layers.Layer):
     layers treat as an all-padding row. With `sequence_length=None` a batch is
     padded to its longest text (at least one step).
 
-    Bigrams (`bigram_buckets > 0`, for the dual-axial model, which adds bigram
-    information to its input): the call returns `(token_ids, bigram_ids)`, where
+    Bigrams (`bigram_buckets > 0`: the dual-axial model's input, and any model's on
+    request): the call returns `(token_ids, bigram_ids)`, where
     `bigram_ids[:, i]` is the bigram of tokens i and i+1 hashed (FarmHash
     fingerprint, as fastText hashes n-grams) into `1..bigram_buckets`, and 0 where
-    there is no next token. Hashing, not a learned bigram vocabulary: no second
+    there is no next token. Hierarchical, `bigram_ids` has the ids' shape and pairs the
+    words of a sentence row: a sentence cut after `sequence_length` words pairs its last
+    kept word with the next one; a row's last word that ends its sentence, or a row that
+    `split_long_sentences` cut off, has 0. Hashing, not a learned bigram vocabulary: no second
     vocabulary to adapt and store, unseen bigrams still get an id, and the memory is
     fixed by the number of buckets. `bigrams_of="vocabulary"` (the default) pairs the
     tokens as the vocabulary sees them: a token outside it is `[UNK]` in its bigrams, so
@@ -147,9 +150,6 @@ class TextEncoder(keras.layers.Layer):
         if bigrams_of not in ("vocabulary", "tokens"):
             raise ValueError("TextEncoder: `bigrams_of` must be 'vocabulary' or 'tokens'. "
                              f"Received: bigrams_of={bigrams_of!r}")
-        if hierarchical and bigram_buckets:
-            raise ValueError("TextEncoder: bigrams are not available in hierarchical mode. Received: "
-                             f"hierarchical=True, bigram_buckets={bigram_buckets}")
         if max_sentences is not None and not hierarchical:
             raise ValueError("TextEncoder: `max_sentences` needs hierarchical=True. "
                              f"Received: max_sentences={max_sentences}, hierarchical=False")
@@ -354,19 +354,7 @@ class TextEncoder(keras.layers.Layer):
         words = self.tokenize(texts)
         if self.sequence_length is not None:
             words = words[:, : self.sequence_length + 1]  # the last bigram needs the next token
-        token_ids = self._ids(words)
-        ids = self._pad(token_ids[:, : self.sequence_length], [None, self.sequence_length])
-        if not self.bigram_buckets:
-            return ids
-        if self.bigrams_of == "vocabulary":
-            words = tf.ragged.map_flat_values(
-                lambda word, i: tf.where(tf.equal(i, OOV_ID), OOV_TOKEN, word), words, token_ids)
-        pairs = tf.strings.join([words[:, :-1], words[:, 1:]], separator=" ")
-        bigrams = tf.strings.to_hash_bucket_fast(pairs[:, : self.sequence_length], self.bigram_buckets) + 1
-        bigram_ids = self._pad(tf.cast(bigrams, "int32"), [None, self.sequence_length])
-        if self.sequence_length is None:  # one bigram fewer than tokens: match the ids' width
-            bigram_ids = tf.pad(bigram_ids, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(bigram_ids)[1]]])
-        return ids, bigram_ids
+        return self._ids_and_bigrams(words, [None, self.sequence_length])
 
     def _encode_hierarchical(self, texts):
         sentences = tf_text.regex_split(texts, self._sentence_end)  # (batch, sentences)
@@ -375,8 +363,31 @@ class TextEncoder(keras.layers.Layer):
         words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
         if self._splits_sentences():
             words = _split_rows(words, self.sequence_length, self.max_sentences)
-        words = words[:, : self.max_sentences, : self.sequence_length]
-        return self._pad(self._ids(words), [None, self.max_sentences, self.sequence_length])
+        words = words[:, : self.max_sentences]
+        if self.sequence_length is not None:
+            words = words[:, :, : self.sequence_length + 1]  # a row's last bigram needs the next word
+        return self._ids_and_bigrams(words, [None, self.max_sentences, self.sequence_length])
+
+    def _ids_and_bigrams(self, words, shape):
+        """Ids of ragged `words` (texts, or texts of sentence rows) padded to `shape`, whose
+        last axis is `sequence_length`; with bigrams, `(ids, bigram_ids)` of that shape. The
+        words may run one past `sequence_length`: the last kept word's bigram pairs it with
+        its next word, as far as the row has one."""
+        token_ids = self._ids(words)
+        ids = self._pad(token_ids[..., : self.sequence_length], shape)
+        if not self.bigram_buckets:
+            return ids
+        if self.bigrams_of == "vocabulary":
+            words = tf.ragged.map_flat_values(
+                lambda word, i: tf.where(tf.equal(i, OOV_ID), OOV_TOKEN, word), words, token_ids)
+        rows = words.values if words.ragged_rank > 1 else words  # (rows, words): bigrams stay inside a row
+        pairs = tf.strings.join([rows[:, :-1], rows[:, 1:]], separator=" ")[:, : self.sequence_length]
+        bigrams = tf.cast(tf.strings.to_hash_bucket_fast(pairs, self.bigram_buckets) + 1, "int32")
+        bigram_ids = self._pad(words.with_values(bigrams) if words.ragged_rank > 1 else bigrams, shape)
+        if self.sequence_length is None:  # a row has one bigram fewer than tokens: match the ids' width
+            missing = tf.shape(ids)[-1] - tf.shape(bigram_ids)[-1]
+            bigram_ids = tf.pad(bigram_ids, [[0, 0]] * (len(shape) - 1) + [[0, missing]])
+        return ids, bigram_ids
 
     def _splits_sentences(self):
         return self.hierarchical and self.split_long_sentences and self.sequence_length is not None
@@ -401,8 +412,9 @@ class TextEncoder(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         if self.hierarchical:
-            return (input_shape[0], self.max_sentences, self.sequence_length)
-        shape = (input_shape[0], self.sequence_length)
+            shape = (input_shape[0], self.max_sentences, self.sequence_length)
+        else:
+            shape = (input_shape[0], self.sequence_length)
         return (shape, shape) if self.bigram_buckets else shape
 
     def compute_output_spec(self, inputs):

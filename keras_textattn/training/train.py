@@ -335,7 +335,7 @@ def train(
             paper's under preset "paper", LAMA's and HCAN's 5, else 1); HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
-            flat model when given them (0: none); `bigrams_of`: what they pair, "vocabulary"
+            model when given them (0: none; HCAN pairs words within a sentence row); `bigrams_of`: what they pair, "vocabulary"
             (None: the encoder's default) or "tokens" (`TextEncoder`). `sequence_length` and
             `max_sentences` default to the 95th percentile of the training texts
             (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
@@ -425,8 +425,6 @@ def train(
     if split_long_sentences and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"split_long_sentences (--split-long-sentences) is for hierarchical models; {model} reads "
                        "flat texts")
-    if bigram_buckets and spec.is_hierarchical(model_kwargs):
-        raise RunError(f"bigram_buckets (--bigram-buckets) is for models that read flat texts; {model} reads sentences")
     if bigram_buckets is not None and (isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int)
                                        or bigram_buckets < 0):
         raise RunError(f"bigram-buckets must be a whole number >= 0; got {bigram_buckets!r}")

@@ -184,7 +184,10 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
                     {"sequence_length": 40, "bigram_buckets": 1000, "bigrams_of": "tokens"},
                     {"sequence_length": 64, "split_cjk": False},
                     {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_cjk": False},
-                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_long_sentences": True}):
+                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_long_sentences": True},
+                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "bigram_buckets": 1000},
+                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "bigram_buckets": 1000,
+                     "split_long_sentences": True}):
         encoder = TextEncoder(max_tokens=3000, **options)
         encoder.adapt(texts[:1000] + cjk)
         folder = tmp_path / str(len(os.listdir(tmp_path)))
@@ -209,6 +212,7 @@ SMALL_VARIANTS = [
     ("hcan", {}),
     ("hcan", {"parallel": False, "pooling": "max"}),
     ("hcan", {"hierarchical": False}),
+    ("hcan", {"bigram_buckets": 64}),
     ("lama", {}),
     ("lama", {"use_context": True, "regularization": "positions"}),
     ("lama", {"use_rnn": False}),
@@ -239,8 +243,10 @@ def small_run(name, options, texts, folder, dtype_policy=None):
     encoder and the reloaded model."""
     spec = get_spec(name)
     hierarchical = spec.is_hierarchical(options)
+    options = dict(options)
+    buckets = options.pop("bigram_buckets", 64 if spec.bigrams else 0)  # the encoder's: shape_arguments passes it on
     encoder = TextEncoder(**spec.encoder_options(options, max_tokens=2000, sequence_length=10 if hierarchical else 24,
-                                                 max_sentences=3, bigram_buckets=64 if spec.bigrams else 0))
+                                                 max_sentences=3, bigram_buckets=buckets))
     encoder.adapt(texts)
     model = build_model(name, 4, dtype_policy=dtype_policy, vocabulary_size=encoder.vocabulary_size(),
                         **spec.shape_arguments(encoder), **SIZES[name], **options)

@@ -15,10 +15,8 @@ TEXTS = ["A great film. Loved it!", "Dull and slow. Bad acting?", "", "fine"]
 
 
 def _encoder(name):
-    """An adapted encoder for `name`; every flat model reads hashed bigrams too."""
-    spec = get_spec(name)
-    encoder = TextEncoder(**spec.encoder_options(sequence_length=6, max_sentences=3,
-                                                 bigram_buckets=0 if spec.is_hierarchical() else 16))
+    """An adapted encoder for `name`; every model reads hashed bigrams too (HCAN's per sentence row)."""
+    encoder = TextEncoder(**get_spec(name).encoder_options(sequence_length=6, max_sentences=3, bigram_buckets=16))
     encoder.adapt(TEXTS)
     return encoder
 

@@ -112,6 +112,29 @@ def test_bigrams_of_the_vocabulary_write_unknown_tokens_as_unk():
         ["a bad", "bad zebra", "zebra film", "film here"], 1000).numpy() + 1)
 
 
+def test_hierarchical_bigrams_pair_the_words_of_a_sentence_row():
+    """Reference: FarmHash of each row's pairs built in Python. A sentence cut after `sequence_length`
+    words pairs its last kept word with the next; a sentence's last word, and a row that
+    `split_long_sentences` cut off, pair with nothing (0); padded rows and words are 0."""
+    def hashed(pairs):
+        return list(tf.strings.to_hash_bucket_fast(pairs, 1000).numpy() + 1)
+
+    text = "A bad zebra film here today. Great fun!"
+    encoder = _adapted(hierarchical=True, max_sentences=3, sequence_length=4, bigram_buckets=1000)
+    ids, bigrams = (keras.ops.convert_to_numpy(t) for t in encoder([text, ""]))
+    assert ids.shape == bigrams.shape == (2, 3, 4)
+    np.testing.assert_array_equal(bigrams[0, 0], hashed(["a bad", "bad [UNK]", "[UNK] film", "film [UNK]"]))
+    np.testing.assert_array_equal(bigrams[0, 1], hashed(["great [UNK]"]) + [0, 0, 0])
+    np.testing.assert_array_equal(bigrams[0, 2], 0)
+    np.testing.assert_array_equal(bigrams[1], 0)
+    split = _adapted(hierarchical=True, max_sentences=3, sequence_length=4, bigram_buckets=1000,
+                     split_long_sentences=True, bigrams_of="tokens")
+    ids, bigrams = (keras.ops.convert_to_numpy(t)[0] for t in split([text]))
+    np.testing.assert_array_equal(bigrams, [hashed(["a bad", "bad zebra", "zebra film"]) + [0],
+                                            hashed(["here today"]) + [0, 0, 0], hashed(["great fun"]) + [0, 0, 0]])
+    assert ((bigrams > 0) <= (ids > 0)).all()
+
+
 def test_hierarchical_sentences_and_words():
     encoder = _adapted(hierarchical=True, max_sentences=3, sequence_length=4)
     ids = _ids(encoder, ["A bad film. A bad plot! Great?? Really great.", "", "no end mark"])
@@ -277,7 +300,6 @@ def test_wrong_inputs_raise_value_error():
         ({"normalization": "NFX"}, "normalization"),
         ({"bigram_buckets": -1}, "bigram_buckets"),
         ({"bigram_buckets": 10, "bigrams_of": "words"}, "bigrams_of"),
-        ({"hierarchical": True, "bigram_buckets": 10}, "hierarchical"),
         ({"max_sentences": 3}, "hierarchical=True"),
     ],
 )
@@ -286,7 +308,8 @@ def test_invalid_arguments(kwargs, message):
         TextEncoder(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"sequence_length": 6, "bigram_buckets": 20}, {"hierarchical": True}])
+@pytest.mark.parametrize("kwargs", [{"sequence_length": 6, "bigram_buckets": 20}, {"hierarchical": True},
+                                    {"hierarchical": True, "sequence_length": 3, "bigram_buckets": 20}])
 def test_save_and_load_round_trip(kwargs, tmp_path):
     encoder = _adapted(**kwargs)
     texts = tf.constant(CORPUS + ["never seen words here. a bad"])

@@ -57,8 +57,7 @@ def sst2(shared_data):
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
         (["--split-long-sentences"], "split_long_sentences (--split-long-sentences) is for hierarchical models; lama "
                                      "reads flat texts"),
-        (["--model", "hcan", "--bigram-buckets", "100"], "bigram_buckets (--bigram-buckets) is for models that read "
-                                                         "flat texts; hcan reads sentences"),
+        (["--model", "hcan", "--bigram-buckets", "-1"], "bigram-buckets must be a whole number >= 0; got -1"),
         (["--bigrams-of", "tokens"], "bigrams_of (--bigrams-of) is for a run with bigrams; lama has none here"),
         (["--embeddings", "no/such.vec"], "embeddings (--embeddings) must be 'word2vec' or a vectors file"),
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
@@ -291,6 +290,33 @@ def test_hcan_splits_long_sentences_when_asked(shared_data, tmp_path, capsys):
     counts = TextEncoder().count_tokens(texts)
     text, words = next((t, int(c)) for t, c in zip(texts, counts) if 64 < c <= 64 * rows)  # longer than a row
     assert int((keras.ops.convert_to_numpy(encoder([text])) > 0).sum()) == words
+
+
+def test_hcan_reads_hashed_bigrams_when_asked(shared_data, tmp_path):
+    """`--bigram-buckets` for HCAN: the saved encoder gives bigram ids of the token ids' shape, the
+    model has the bigram table, and the run folder and its TFLite export (whose client computes the
+    bigrams in Python) predict raw text as the model does."""
+    from keras_textattn import export
+    from keras_textattn.inference import Classifier
+    from keras_textattn.run_folder import load_run
+
+    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.readlines()[:301]  # the header and 300 sentences
+    data = tmp_path / "sst2.csv"
+    data.write_text("".join(lines), encoding="utf-8")
+    output = tmp_path / "run"
+    assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
+                 "--bigram-buckets", "5000", "--quiet"]) == 0
+    assert _metrics(output)["encoder"]["bigram_buckets"] == 5000
+    model, encoder, _ = load_run(output)
+    texts = [line.split(",", 1)[1] for line in lines[1:4]]
+    ids, bigrams = (keras.ops.convert_to_numpy(x) for x in encoder(texts))
+    assert ids.shape == bigrams.shape and ((bigrams > 0) <= (ids > 0)).all() and (bigrams > 0).any()
+    assert model.get_layer("bigram_embedding").input_dim == 5001
+    expected = keras.ops.convert_to_numpy(model([ids, bigrams]))
+    np.testing.assert_allclose(Classifier(output).probabilities(texts), expected, atol=1e-5)
+    export.tflite(output, tmp_path / "tflite")
+    np.testing.assert_allclose(Classifier(tmp_path / "tflite").probabilities(texts), expected, atol=1e-4)
 
 
 # -------------------------------------------------------------------- resume
