@@ -133,6 +133,9 @@ def test_hierarchical_bigrams_pair_the_words_of_a_sentence_row():
     np.testing.assert_array_equal(bigrams, [hashed(["a bad", "bad zebra", "zebra film"]) + [0],
                                             hashed(["here today"]) + [0, 0, 0], hashed(["great fun"]) + [0, 0, 0]])
     assert ((bigrams > 0) <= (ids > 0)).all()
+    free = _adapted(hierarchical=True, bigram_buckets=1000)  # sizes of the batch: the shapes still agree
+    ids, bigrams = (keras.ops.convert_to_numpy(t) for t in free([text, "one"]))
+    assert ids.shape == bigrams.shape == (2, 2, 6) and bigrams[1, 0, 0] == 0
 
 
 def test_hierarchical_sentences_and_words():
