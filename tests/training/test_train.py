@@ -266,16 +266,22 @@ def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
     assert metrics["preset"] == "cpu" and metrics["model_kwargs"] == {"units": 64, "num_heads": 4}
 
 
+def _first_rows(shared_data, dataset, tmp_path, rows=300):
+    """A local CSV of the header and first `rows` rows of `dataset`'s training file; and its lines."""
+    with gzip.open(shared_data / dataset / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.readlines()[: rows + 1]
+    data = tmp_path / f"{dataset}.csv"
+    data.write_text("".join(lines), encoding="utf-8")
+    return data, lines
+
+
 def test_hcan_splits_long_sentences_when_asked(shared_data, tmp_path, capsys):
     """R8's texts have no sentence ends: with --split-long-sentences the rows chosen (and the
     saved encoder) read them whole, a text of more than 64 words taking several rows."""
     from keras_textattn.run_folder import load_run
     from keras_textattn.text import TextEncoder
 
-    with gzip.open(shared_data / "r8" / "train.csv.gz", "rt", encoding="utf-8") as handle:
-        lines = handle.readlines()[:301]  # the header and 300 texts
-    data = tmp_path / "r8.csv"
-    data.write_text("".join(lines), encoding="utf-8")
+    data, lines = _first_rows(shared_data, "r8", tmp_path)
     output = tmp_path / "run"
     assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
                  "--max-tokens", "2000", "--split-long-sentences"]) == 0
@@ -300,10 +306,7 @@ def test_hcan_reads_hashed_bigrams_when_asked(shared_data, tmp_path):
     from keras_textattn.inference import Classifier
     from keras_textattn.run_folder import load_run
 
-    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8") as handle:
-        lines = handle.readlines()[:301]  # the header and 300 sentences
-    data = tmp_path / "sst2.csv"
-    data.write_text("".join(lines), encoding="utf-8")
+    data, lines = _first_rows(shared_data, "sst2", tmp_path)
     output = tmp_path / "run"
     assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
                  "--bigram-buckets", "5000", "--quiet"]) == 0
