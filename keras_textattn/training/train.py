@@ -335,8 +335,9 @@ def train(
             paper's under preset "paper", LAMA's and HCAN's 5, else 1); HCAN uses
             `sequence_length` words per sentence and `max_sentences`; the dual-axial
             model gets `bigram_buckets` hashed bigrams (50,000 by default), any other
-            model when given them (0: none; HCAN pairs words within a sentence row); `bigrams_of`: what they pair, "vocabulary"
-            (None: the encoder's default) or "tokens" (`TextEncoder`). `sequence_length` and
+            model when given them (0: none; HCAN's pair the words of a sentence row);
+            `bigrams_of`: what they pair, "vocabulary" (None: the encoder's default) or
+            "tokens" (`TextEncoder`). `sequence_length` and
             `max_sentences` default to the 95th percentile of the training texts
             (`keras_textattn.text.choose_lengths`), printed and saved with the encoder.
         split_long_sentences: HCAN: rows left over by a text's sentences hold the rest of
