@@ -155,6 +155,8 @@ TRAINED["lama+paper_adam_min5_bigrams"] = ("lama", {**PAPER_ADAM, "min_frequency
 # ... and instead with a cosine over 4 epochs (its best held-out epochs were the 1st, 3rd and 4th),
 # the paper's early stopping (patience 5) still keeping the best held-out epoch's weights.
 TRAINED["lama+paper_adam_min5_cosine"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"}, 4)
+# ... and over 6 (does a longer cosine suit LAMA+ctx's slower start on R8?).
+TRAINED["lama+paper_adam_min5_cosine_e6"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"}, 6)
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
 DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
