@@ -258,10 +258,13 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
 
 
-@pytest.mark.parametrize("model, sizes", [("scalable_attention", "embedding_dim: 16"),
-                                          ("dual_axial", "embedding_dim: 8, fc_units: 8"),  # token and bigram ids
-                                          ("hcan", "units: 8, num_heads: 2")])  # (sentences, words) ids, chosen count
-def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn, model, sizes):
+@pytest.mark.parametrize("model, sizes, buckets", [
+    ("scalable_attention", "embedding_dim: 16", None),
+    ("dual_axial", "embedding_dim: 8, fc_units: 8", None),  # token and bigram ids
+    ("hcan", "units: 8, num_heads: 2", None),  # (sentences, words) ids, chosen count
+    ("hcan", "units: 8, num_heads: 2", 1000),  # and bigram ids of that shape
+])
+def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn, model, sizes, buckets):
     """`max_tokens` as a hyperparameter: the encoder is adapted once with the largest value, each trial
     reads the ids beyond its own vocabulary as OOV (a 3-token trial would fail on larger ids), and the
     best run folder carries the encoder cut to the best trial's vocabulary, scoring what the table says."""
@@ -269,7 +272,8 @@ def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn,
         "model: scalable_attention", f"model: {model}").replace("embedding_dim: 16", sizes).replace(
         "  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}\n"
         "  fc_units: {type: choice, values: [8, 16, 32], default: 16}\n",
-        "  max_tokens: {type: choice, values: [3, 2000], default: 2000}\n").replace("max_trials: 3", "max_trials: 2"))
+        "  max_tokens: {type: choice, values: [3, 2000], default: 2000}\n").replace("max_trials: 3", "max_trials: 2")
+        .replace("sequence_length: 24}", "sequence_length: 24" + (f", bigram_buckets: {buckets}}}" if buckets else "}")))
     data = str(shared_data / "trec" / "train.csv.gz")
     rows = tune(tiny_config, data, tmp_path / "search", verbose=0)
     assert [row["max_tokens"] for row in rows] == [2000, 3]  # both ran; all words beat none
@@ -280,6 +284,8 @@ def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn,
 
     model, encoder, _ = load_run(tmp_path / "search" / "best")
     assert encoder.vocabulary_size() == 2000 and encoder.get_vocabulary() == searched.get_vocabulary()
+    if buckets:
+        assert encoder.bigram_buckets == buckets and model.get_layer("bigram_embedding").input_dim == buckets + 1
     validation = load_labelled_data(data, validation_fraction=0.1, seed=0)[0]["validation"]
     _, accuracy = model.evaluate(make_batches(validation, encoder, 64), verbose=0)
     np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
