@@ -351,10 +351,7 @@ class TextEncoder(keras.layers.Layer):
         texts = self._as_strings(inputs)
         if self.hierarchical:
             return self._encode_hierarchical(texts)
-        words = self.tokenize(texts)
-        if self.sequence_length is not None:
-            words = words[:, : self.sequence_length + 1]  # the last bigram needs the next token
-        return self._ids_and_bigrams(words, [None, self.sequence_length])
+        return self._ids_and_bigrams(self.tokenize(texts), [None, self.sequence_length])
 
     def _encode_hierarchical(self, texts):
         sentences = tf_text.regex_split(texts, self._sentence_end)  # (batch, sentences)
@@ -363,16 +360,14 @@ class TextEncoder(keras.layers.Layer):
         words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
         if self._splits_sentences():
             words = _split_rows(words, self.sequence_length, self.max_sentences)
-        words = words[:, : self.max_sentences]
-        if self.sequence_length is not None:
-            words = words[:, :, : self.sequence_length + 1]  # a row's last bigram needs the next word
-        return self._ids_and_bigrams(words, [None, self.max_sentences, self.sequence_length])
+        return self._ids_and_bigrams(words[:, : self.max_sentences], [None, self.max_sentences, self.sequence_length])
 
     def _ids_and_bigrams(self, words, shape):
-        """Ids of ragged `words` (texts, or texts of sentence rows) padded to `shape`, whose
-        last axis is `sequence_length`; with bigrams, `(ids, bigram_ids)` of that shape. The
-        words may run one past `sequence_length`: the last kept word's bigram pairs it with
-        its next word, as far as the row has one."""
+        """Ids of ragged `words` (texts, or texts of sentence rows) cut and padded to `shape`,
+        whose last axis is `sequence_length`; with bigrams, `(ids, bigram_ids)` of that shape,
+        the last kept word's bigram pairing it with its next word, as far as the row has one."""
+        if self.sequence_length is not None:  # with bigrams, one word more: the last bigram's second word
+            words = words[..., : self.sequence_length + (1 if self.bigram_buckets else 0)]
         token_ids = self._ids(words)
         ids = self._pad(token_ids[..., : self.sequence_length], shape)
         if not self.bigram_buckets:
@@ -380,10 +375,11 @@ class TextEncoder(keras.layers.Layer):
         if self.bigrams_of == "vocabulary":
             words = tf.ragged.map_flat_values(
                 lambda word, i: tf.where(tf.equal(i, OOV_ID), OOV_TOKEN, word), words, token_ids)
-        rows = words.values if words.ragged_rank > 1 else words  # (rows, words): bigrams stay inside a row
+        sentences = words.ragged_rank > 1
+        rows = words.values if sentences else words  # (rows, words): bigrams stay inside a row
         pairs = tf.strings.join([rows[:, :-1], rows[:, 1:]], separator=" ")[:, : self.sequence_length]
         bigrams = tf.cast(tf.strings.to_hash_bucket_fast(pairs, self.bigram_buckets) + 1, "int32")
-        bigram_ids = self._pad(words.with_values(bigrams) if words.ragged_rank > 1 else bigrams, shape)
+        bigram_ids = self._pad(words.with_values(bigrams) if sentences else bigrams, shape)
         if self.sequence_length is None:  # a row has one bigram fewer than tokens: match the ids' width
             missing = tf.shape(ids)[-1] - tf.shape(bigram_ids)[-1]
             bigram_ids = tf.pad(bigram_ids, [[0, 0]] * (len(shape) - 1) + [[0, missing]])
