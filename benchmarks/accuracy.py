@@ -133,6 +133,20 @@ UNLABELLED = {"imdb_vectors": ("imdb/train.csv.gz",), "imdb50k_vectors": ("imdb/
 for corpus in UNLABELLED:
     TRAINED.update({f"{name}+{corpus}": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
                                                 "embeddings": corpus}, RECIPE_EPOCHS) for name in PAPER_MODELS})
+# Fine-tuned from a run on another labelled corpus (`train(init_from=...)`, transfer learning):
+# the source run is `train()` on that corpus's training file with these options and epochs, the
+# same model and seed (written once into the temporary folder and reused; its epochs' seconds are
+# recorded as the row's `source_seconds`, apart from `train_seconds`, as for downloaded vectors); the row then
+# fine-tunes it with `train()`'s defaults, its encoder (vocabulary, length) the source's. SST-2's
+# sentences from IMDB's 25,000 training reviews (sentiment labels too) cut at 64 tokens, which hold
+# every SST-2 training sentence whole. Chosen on SST-2's dev set (BENCHMARKS.md). A source that reads the
+# row's own dataset is refused.
+# HCAN's source reads 2 sentences of 40 words, the shape `train()` chooses for SST-2 (chosen from
+# IMDB's reviews it would be 30 x 48, at which size it would then read each SST-2 sentence).
+LABELLED = {"imdb_run": ("imdb/train.csv.gz", {"sequence_length": 64}, 2),
+            "imdb_run_sentences": ("imdb/train.csv.gz", {"sequence_length": 40, "max_sentences": 2}, 2)}
+TRAINED.update({f"{name}+imdb_transfer": (name, {"init_from": "imdb_run_sentences" if name == "hcan" else "imdb_run"}, 3)
+                for name in PAPER_MODELS})
 # `train()`'s defaults with those vectors and the cosine schedule (3 epochs, no early stopping).
 TRAINED.update({f"{name}+imdb_vectors_cosine": (name, {"embeddings": "imdb_vectors", "lr_schedule": "cosine"}, 3)
                 for name in PAPER_MODELS})
@@ -234,6 +248,24 @@ def unlabelled_vectors(data_dir, model_name, corpus, dataset_name):
     return str(path)
 
 
+def source_run(data_dir, model_name, corpus, dataset_name, seed):
+    """`(folder, seconds)`: the finished run of `model_name` on the `LABELLED` corpus for `seed`,
+    trained once into the temporary folder and reused, and its epochs' seconds (metrics.json).
+    Refused (exit) when the corpus is one of `dataset_name`'s files."""
+    from keras_textattn.training import train
+
+    path, options, epochs = LABELLED[corpus]
+    if path in (DATASETS[dataset_name][0]["path"], DATASETS[dataset_name][1]["path"]):
+        raise SystemExit(f"{corpus} trains on {path}, a file of {dataset_name}: fine-tune on another dataset")
+    folder = pathlib.Path(tempfile.gettempdir()) / f"keras_textattn_{corpus}_{model_name}_seed{seed}"
+    if not (folder / "metrics.json").is_file():
+        model, model_kwargs = builder_arguments(model_name)
+        train(model, str(data_dir / path), str(folder), model_kwargs=model_kwargs, epochs=epochs, seed=seed,
+              verbose=0, **options)
+    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    return str(folder), float(sum(metrics["seconds_per_epoch"]))
+
+
 def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY, chosen_lengths=False,
               split_long_sentences=False):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1, training
@@ -253,7 +285,9 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
         shape = {"sequence_length": length}
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        metrics = train(model_name, data_files, os.path.join(folder, "run"), model_kwargs=model_kwargs,
+        # A run started from another (`init_from`) has that run's builder arguments.
+        metrics = train(model_name, data_files, os.path.join(folder, "run"),
+                        model_kwargs=None if "init_from" in options else model_kwargs,
                         max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0,
                         split_long_sentences=split_long_sentences, **shape, **options)
         seconds = time.perf_counter() - start
@@ -578,9 +612,16 @@ def main(argv=None):
                 if options.get("embeddings") in UNLABELLED:
                     options = {**options, "embeddings": unlabelled_vectors(args.data_dir, model, options["embeddings"],
                                                                            dataset_name)}
+                source_seconds = None
+                if options.get("init_from") in LABELLED:
+                    folder, source_seconds = source_run(args.data_dir, model, options["init_from"], dataset_name, seed)
+                    options = {**options, "init_from": folder}
                 result = run_train(model, files(args.data_dir, dataset_name, args.official_validation), length, seed,
-                                   options, epochs, args.max_tokens, chosen_lengths=model_name in DEFAULTS,
+                                   options, epochs, args.max_tokens,
+                                   chosen_lengths=model_name in DEFAULTS or "init_from" in options,
                                    split_long_sentences=args.split_long_sentences)
+                if source_seconds is not None:
+                    result["source_seconds"] = source_seconds
             elif model_name == "fasttext":
                 result = run_fasttext(dataset, seed)
             elif model_name == "tfidf_lr":

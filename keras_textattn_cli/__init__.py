@@ -113,7 +113,8 @@ def _parser():
     common.add_argument("--verbose", action="store_true", help="show TensorFlow's own log lines (hidden by default)")
     subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults, parents=[common])
     train = subcommand("train", help="train a model and write a run folder")
-    train.add_argument("--model", required=True, help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn")
+    train.add_argument("--model", help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn "
+                                        "(required, but with --init-from: that run's model)")
     train.add_argument("--data", required=True,
                        help="a TFDS name (e.g. imdb_reviews); a CSV/TSV, JSONL or TFRecord file (plain or .gz); "
                             "a glob ('train-*.csv.gz') or a folder of such shards")
@@ -143,6 +144,10 @@ def _parser():
                       help="initial word vectors: word2vec trained on the training texts, or a GloVe / word2vec / "
                            "fastText .vec file (plain or .gz) of the embedding's size")
     text.add_argument("--freeze-embeddings", action="store_true", help="keep the initial word vectors fixed")
+    text.add_argument("--init-from", metavar="RUN",
+                      help="fine-tune a finished run folder: its model, encoder and weights (the output layer starts "
+                           "afresh for this data's classes); the encoder options, --embeddings, --preset and --set "
+                           "then come from that run")
     fit = train.add_argument_group("training")
     fit.add_argument("--preset", choices=["cpu", "paper"], default="cpu",
                      help="cpu (sizes that train in minutes on 2 cores, those BENCHMARKS.md measures) or paper "
@@ -346,8 +351,11 @@ def progress_verbosity(quiet=False):
 
 
 def _train(args):
+    from keras_textattn.errors import UserError
     from keras_textattn.training import train
 
+    if args.model is None and args.init_from is None:
+        raise UserError("train needs --model (or --init-from, a run folder to fine-tune)")
     metrics = train(
         model=args.model,
         data=args.data,
@@ -365,6 +373,7 @@ def _train(args):
         bigrams_of=args.bigrams_of,
         embeddings=args.embeddings,
         freeze_embeddings=args.freeze_embeddings,
+        init_from=args.init_from,
         epochs=args.epochs,
         early_stopping=args.early_stopping,
         early_stopping_monitor=args.early_stopping_monitor,
@@ -387,7 +396,7 @@ def _train(args):
         verbose=progress_verbosity(args.quiet),
     )
     accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
-    print(f"Finished {args.model}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
+    print(f"Finished {metrics['model']}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
     if all(name.isdigit() for name in metrics["label_names"]):
         print(f"The classes are the file's integer labels, named {', '.join(metrics['label_names'][:5])}"
               f"{', ...' if len(metrics['label_names']) > 5 else ''}; --label-names gives them names")

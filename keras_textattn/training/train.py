@@ -5,6 +5,7 @@ What a run folder holds, and how it is read: `keras_textattn.run_folder`.
 
 import contextlib
 import dataclasses
+import inspect
 import json
 import math
 import os
@@ -35,6 +36,7 @@ from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
 from keras_textattn.run_folder import is_finished
 from keras_textattn.run_folder import load_encoder
+from keras_textattn.run_folder import load_run
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import recover_replacement
 from keras_textattn.run_folder import remove_temporary_files
@@ -64,7 +66,12 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "embeddings", "freeze_embeddings", "batch_size", "optimizer", "learning_rate", "weight_decay",
                  "lr_schedule", "clip_norm", "class_weight", "early_stopping", "early_stopping_monitor",
                  "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows", "adapt_rows", "group_column",
-                 "dtype_policy")
+                 "dtype_policy", "init_from")
+# What a run started from another (`init_from`) takes from it: the model's sizes, the encoder and
+# the initial weights. Given as well, they are refused.
+FROM_SOURCE_RUN = ("preset", "model_kwargs", "max_tokens", "min_frequency", "adapt_rows", "sequence_length",
+                   "max_sentences", "split_long_sentences", "bigram_buckets", "bigrams_of", "embeddings",
+                   "freeze_embeddings")
 
 
 def configure_cpu_devices(count):
@@ -186,7 +193,8 @@ def _run_state(output, overwrite, arguments):
     stored_path = os.path.join(output, "run.json")
     if os.path.exists(stored_path):
         # run.json written before these options: those runs trained with Adam, no weight decay, sentences cut.
-        stored = {"optimizer": "adam", "weight_decay": 0.0, "split_long_sentences": False, **read_json(stored_path)}
+        stored = {"optimizer": "adam", "weight_decay": 0.0, "split_long_sentences": False, "init_from": None,
+                  **read_json(stored_path)}
         changed = [f"{name} {stored.get(name)!r} -> {arguments[name]!r}" for name in RUN_ARGUMENTS
                    if stored.get(name) != arguments[name]]
         if changed:
@@ -250,7 +258,7 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
 
 
 def train(
-    model="lama",
+    model=None,
     data=None,
     output="runs/run",
     *,
@@ -277,6 +285,7 @@ def train(
     bigrams_of=None,
     embeddings=None,
     freeze_embeddings=False,
+    init_from=None,
     epochs=3,
     early_stopping=None,
     early_stopping_monitor=None,
@@ -301,7 +310,8 @@ def train(
     """Train `model` on `data` and write a run folder at `output` (see the module docstring).
 
     Args:
-        model: a name of `keras_textattn.models.SPECS`.
+        model: a name of `keras_textattn.models.SPECS`; None: "lama", or with `init_from` the
+            model of that run.
         data: a TFDS name, a local CSV/TSV file, or a dict of split name to
             `LocalFile` (for files in different formats); `test_data`,
             `validation_data`: local files in the format of `data` (without a
@@ -351,6 +361,15 @@ def train(
             dimension must be the embedding's). Words without a vector start random.
             `metrics.json` records the vocabulary's coverage. None: Keras's random init.
         freeze_embeddings: keep the token embedding fixed during training.
+        init_from: a finished run folder to fine-tune (transfer learning): the new run takes its
+            model (builder and sizes), its encoder (vocabulary, lengths, bigrams) and the weights
+            of every layer but the output layer ("logits"), which starts afresh for the new
+            data's classes, and trains them all with this run's training options (the cpu
+            preset's training defaults where not given). The options of `FROM_SOURCE_RUN`
+            (preset, model_kwargs, the encoder's, embeddings) come from that run and are refused
+            here. `metrics.json` records it (`initialised_from`); the new run folder holds the
+            weights and needs the other no more, but resuming an unfinished run reads it again.
+            On SST-2, scalable attention fine-tuned from a run on IMDB's reviews: BENCHMARKS.md.
         epochs: the most epochs to train.
         early_stopping: a patience: stop when that many epochs pass without a lower
             validation loss, and keep the weights of the epoch with the lowest one
@@ -399,6 +418,16 @@ def train(
     """
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
+    if init_from is not None:
+        model = _source_model(init_from, model)
+        defaults = inspect.signature(train).parameters
+        given_here = locals()
+        taken = [name for name in FROM_SOURCE_RUN if (given_here[name] or None) != (defaults[name].default or None)]
+        if taken:
+            flags = ["--set" if name == "model_kwargs" else "--" + name.replace("_", "-") for name in taken]
+            raise RunError(f"a run started from another (--init-from) takes its model's sizes, encoder and weights "
+                           f"from {init_from}; leave out {', '.join(flags)}")
+    model = model or "lama"
     if model not in SPECS:
         raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(SPECS))}")
     check_preset(preset)
@@ -442,7 +471,8 @@ def train(
     given = locals()
     arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
-    recipe = {name: value for name, value in spec.training_defaults(preset).items() if arguments[name] is None}
+    recipe = {name: value for name, value in spec.training_defaults(preset).items()
+              if arguments[name] is None and (init_from is None or name not in FROM_SOURCE_RUN)}
     arguments_used = _with_fallbacks({**arguments, **recipe})
     several_workers = distribute in ("multi-worker", "ray")
     if arguments_used["early_stopping"] is not None and several_workers:
@@ -524,10 +554,21 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     early_stopping = arguments["early_stopping"]
     batch_size = arguments["batch_size"]
     spec = get_spec(model)
-    model_kwargs = {**spec.preset_arguments(arguments["preset"]), **arguments["model_kwargs"]}
+    source_model = None
+    if arguments["init_from"] is not None:  # the sizes, encoder and weights of that run
+        source_model, source_encoder, _ = load_run(arguments["init_from"])
+        source_metrics = read_json(os.path.join(arguments["init_from"], "metrics.json"))
+        preset, model_kwargs = source_metrics["preset"], source_metrics["model_kwargs"]
+    else:
+        preset = arguments["preset"]
+        model_kwargs = {**spec.preset_arguments(preset), **arguments["model_kwargs"]}
     encoder_path = os.path.join(output, "encoder.keras")
     if resume and os.path.exists(encoder_path):
         encoder = load_encoder(encoder_path)
+    elif source_model is not None:
+        encoder = source_encoder
+        if chief:
+            save_encoder(encoder_path, encoder)
     else:
         options = spec.encoder_options(model_kwargs, **{k: arguments[k] for k in (
             "max_tokens", "min_frequency", "sequence_length", "max_sentences", "split_long_sentences", "bigram_buckets",
@@ -546,6 +587,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, arguments["model_kwargs"],
                             arguments["dtype_policy"])
         embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
+        initialised_from = _initialise_from(classifier, source_model, arguments["init_from"], verbose)
         classifier.compile(
             optimizer=_optimizer(arguments),
             loss="sparse_categorical_crossentropy",
@@ -616,7 +658,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     seconds = history.get("seconds", [])
     metrics = {
         "model": model,
-        "preset": arguments["preset"],
+        "preset": preset,
         "model_kwargs": model_kwargs,
         "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
@@ -640,6 +682,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         "clip_norm": arguments["clip_norm"],
         "dtype_policy": classifier.dtype_policy.name,
         "embeddings": embeddings,
+        "initialised_from": initialised_from,
         "best_epoch": best.best["epoch"] if best and best.best else None,
         "stopped_early": bool(best and best.stopped),
         "batch_size": batch_size,
@@ -770,6 +813,36 @@ def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):
               f"{' (frozen)' if arguments['freeze_embeddings'] else ''}")
     return {"source": source, "dimension": dimension, "coverage": share,
             "frozen": bool(arguments["freeze_embeddings"])}
+
+
+def _source_model(folder, model):
+    """The model trained by the finished run at `folder` (`init_from`), which `model` (None: any) must be."""
+    metrics_path = os.path.join(os.fspath(folder), "metrics.json")
+    if not os.path.isfile(metrics_path):
+        raise RunError(f"init_from (--init-from) must be a finished run folder; {folder} has no metrics.json")
+    trained = read_json(metrics_path).get("model")
+    if model is not None and model != trained:
+        raise RunError(f"{folder} trained {trained}, and a run started from it trains the same model; leave out "
+                       f"--model or give {trained}; got {model}")
+    return trained
+
+
+def _initialise_from(classifier, source, folder, verbose):
+    """Set every layer of `classifier` but its output layer ("logits") to the weights of the same
+    layer of `source`, the model of the run at `folder` (same builder, sizes and encoder).
+    Returns what metrics.json records, or None without a source."""
+    if source is None:
+        return None
+    copied = 0
+    for layer in source.layers:
+        if layer.name != "logits" and layer.weights:
+            weights = layer.get_weights()
+            classifier.get_layer(layer.name).set_weights(weights)
+            copied += sum(int(np.size(weight)) for weight in weights)
+    if verbose:
+        print(f"Initialised from {folder}: its encoder and {copied:,} weights, every layer but the output layer, "
+              "which starts afresh")
+    return {"run": os.path.abspath(folder), "weights": copied, "new_layers": ["logits"]}
 
 
 def _count(rows):
