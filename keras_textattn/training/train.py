@@ -419,6 +419,9 @@ def train(
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
     if init_from is not None:
+        if os.path.abspath(init_from) == os.path.abspath(output):
+            raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another "
+                           "--output")
         model = _source_model(init_from, model)
         defaults = inspect.signature(train).parameters
         given_here = locals()

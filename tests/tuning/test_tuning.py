@@ -18,6 +18,7 @@ from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.text import TextEncoder
+from keras_textattn.training import train
 from keras_textattn.tuning import ConfigError
 from keras_textattn.tuning import load_config
 from keras_textattn.tuning import tune
@@ -256,6 +257,11 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
         tune(tiny_config, data, tmp_path / "search", preset="paper", verbose=0)
     weights = metrics["class_weight"]
     assert sorted(weights) == sorted(metrics["label_names"]) and max(weights.values()) > 2 * min(weights.values())
+    # The best model starts a fine-tuning run (`train(init_from=...)`) with its searched sizes and encoder.
+    tuned = train(data=str(shared_data / "sst2" / "dev.csv.gz"), output=str(tmp_path / "tuned"),
+                  init_from=str(tmp_path / "search" / "best"), epochs=1, verbose=0)
+    assert (tuned["model"], tuned["model_kwargs"], tuned["encoder"]) == ("scalable_attention", metrics["model_kwargs"],
+                                                                         metrics["encoder"])
 
 
 @pytest.mark.parametrize("model, sizes, buckets", [
