@@ -38,6 +38,7 @@ For example:
 """
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -266,11 +267,28 @@ def source_run(data_dir, model_name, corpus, dataset_name, seed):
     return str(folder), float(sum(metrics["seconds_per_epoch"]))
 
 
+def trained_row(data_dir, row, dataset_name, seed):
+    """`(run_train arguments, source seconds)` of a `TRAINED` row on `dataset_name` for `seed`: its
+    model, `train()` options (corpus names resolved to files: `UNLABELLED` vectors, `LABELLED`
+    source runs), epochs, and whether `train()` chooses the lengths (`DEFAULTS` rows and runs
+    started from another, whose lengths are that run's); the source run's seconds, else None."""
+    model, options, epochs = TRAINED[row]
+    source_seconds = None
+    if options.get("embeddings") in UNLABELLED:
+        options = {**options, "embeddings": unlabelled_vectors(data_dir, model, options["embeddings"], dataset_name)}
+    if options.get("init_from") in LABELLED:
+        folder, source_seconds = source_run(data_dir, model, options["init_from"], dataset_name, seed)
+        options = {**options, "init_from": folder}
+    chosen_lengths = row in DEFAULTS or "init_from" in options
+    return dict(model_name=model, options=options, epochs=epochs, chosen_lengths=chosen_lengths), source_seconds
+
+
 def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY, chosen_lengths=False,
-              split_long_sentences=False):
+              split_long_sentences=False, keep=None):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1, training
     seconds (word2vec, the encoder and every epoch) and the epochs it took. `chosen_lengths`:
-    leave the lengths to `train()` (the row records what it chose) instead of `length`."""
+    leave the lengths to `train()` (the row records what it chose) instead of `length`. `keep`:
+    a folder for the run folder (`<keep>/run`), kept; None: a temporary one."""
     from keras_textattn.models import get_spec
     from keras_textattn.training import train
 
@@ -283,7 +301,7 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
         shape = {"sequence_length": words, "max_sentences": max(2, length // words)}
     else:
         shape = {"sequence_length": length}
-    with tempfile.TemporaryDirectory() as folder:
+    with contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         # A run started from another (`init_from`) has that run's builder arguments.
         metrics = train(model_name, data_files, os.path.join(folder, "run"),
@@ -608,18 +626,10 @@ def main(argv=None):
         length = args.length or DATASETS[dataset_name][2]
         for model_name, seed in todo:
             if model_name in TRAINED:
-                model, options, epochs = TRAINED[model_name]
-                if options.get("embeddings") in UNLABELLED:
-                    options = {**options, "embeddings": unlabelled_vectors(args.data_dir, model, options["embeddings"],
-                                                                           dataset_name)}
-                source_seconds = None
-                if options.get("init_from") in LABELLED:
-                    folder, source_seconds = source_run(args.data_dir, model, options["init_from"], dataset_name, seed)
-                    options = {**options, "init_from": folder}
-                result = run_train(model, files(args.data_dir, dataset_name, args.official_validation), length, seed,
-                                   options, epochs, args.max_tokens,
-                                   chosen_lengths=model_name in DEFAULTS or "init_from" in options,
-                                   split_long_sentences=args.split_long_sentences)
+                row, source_seconds = trained_row(args.data_dir, model_name, dataset_name, seed)
+                result = run_train(data_files=files(args.data_dir, dataset_name, args.official_validation),
+                                   length=length, seed=seed, max_tokens=args.max_tokens,
+                                   split_long_sentences=args.split_long_sentences, **row)
                 if source_seconds is not None:
                     result["source_seconds"] = source_seconds
             elif model_name == "fasttext":

@@ -41,6 +41,23 @@ def test_accuracy_quick(shared_data, tmp_path):
     assert len(colours) > 10  # not one colour: the model points are drawn in colour
 
 
+def test_paired_quick(shared_data):
+    """The paired comparison: the row's accuracy recomputed from its saved run equals the run's own,
+    and the discordant counts account for the gap between the two models (n x gap = b - c)."""
+    import re
+
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "paired.py"), "--quick", "--data-dir", str(shared_data)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    first, second = run.stdout.strip().splitlines()
+    linear, rows = re.fullmatch(r"trec: TF-IDF \+ LR ([\d.]+) on (\d+) test rows", first).groups()
+    ours, own, gap, only_ours, only_linear, p = re.fullmatch(
+        r"seed 0: scalable_attention\+defaults ([\d.]+) \(its run: ([\d.]+)\), ([-+][\d.]+); right where TF-IDF \+ LR "
+        r"is wrong: (\d+), the other way: (\d+); McNemar exact p = ([\d.]+)", second).groups()
+    assert ours == own and float(gap) == round(float(ours) - float(linear), 4)
+    assert int(only_ours) - int(only_linear) == round(float(gap) * int(rows)) and 0 <= float(p) <= 1
+
+
 def test_throughput_quick(shared_data, tmp_path):
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "throughput.py"), "--quick", "--output-dir", str(tmp_path),
