@@ -461,7 +461,7 @@ def _predict(args):
         classifier = inference.Classifier(args.run)
         texts = _stdin_lines() if args.texts == ["-"] else iter(args.texts)
         while batch := list(itertools.islice(texts, args.batch_size)):
-            for text, row in zip(batch, classifier.predict(batch, top_k=args.top_k)):
+            for text, row in zip(batch, classifier.predict(batch, top_k=args.top_k, batch_size=args.batch_size)):
                 top = ", ".join(f"{label} {p:.3f}" for label, p in row["top"])
                 print(f"{top}  <- {text[:60]!r}", flush=True)
         return 0

@@ -19,6 +19,7 @@ from sklearn import metrics as sk
 from keras_textattn import inference
 from keras_textattn_cli import main
 from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.errors import UserError
 from keras_textattn.export import saved_model
 from keras_textattn.run_folder import load_run
 from tests.conftest import ag_news_files
@@ -84,7 +85,10 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
 
     texts, labels = test_rows
     texts = texts[:300] + ["", "\x00 <b>NUL</b> and tags", "oil " * 5000]
-    expected = inference.Classifier(lama_run).probabilities(texts)
+    expected = inference.Classifier(lama_run).probabilities(texts)  # 303 texts: two model calls of at most 256
+    np.testing.assert_allclose(inference.Classifier(lama_run).probabilities(texts, batch_size=500), expected, atol=1e-6)
+    with pytest.raises(UserError, match="batch-size must be a positive whole number; got 0"):
+        inference.Classifier(lama_run).probabilities(texts, batch_size=0)
     for quantization in (None, "dynamic"):
         folder = tmp_path / f"tflite-{quantization}"
         tflite(lama_run, folder, quantization=quantization)

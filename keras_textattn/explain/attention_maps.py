@@ -108,7 +108,7 @@ def _attention_maps(model, ids):
     return maps
 
 
-def explain(model_or_run, texts, encoder=None, label_names=None):
+def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256):
     """Explain the predictions of a model on `texts`.
 
     Args:
@@ -118,6 +118,8 @@ def explain(model_or_run, texts, encoder=None, label_names=None):
         texts: a list of strings.
         encoder: the `TextEncoder` of the model (read from the run folder otherwise).
         label_names: class names (read from the run folder; default "0", "1", ...).
+        batch_size: texts per model call (all of them at once would hold every text's
+            activations and attention maps together).
 
     Returns:
         A list of `Explanation`, one per text.
@@ -129,13 +131,20 @@ def explain(model_or_run, texts, encoder=None, label_names=None):
         model = model_or_run
         if not isinstance(encoder, TextEncoder):
             raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive whole number; got {batch_size!r}")
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
         return []
-    encoded = encoder(tf.constant(texts))
-    probabilities = keras.ops.convert_to_numpy(model(encoded, training=False))
+    probabilities, maps = [], {}
+    for start in range(0, len(texts), batch_size):
+        encoded = encoder(tf.constant(texts[start:start + batch_size]))
+        probabilities.append(keras.ops.convert_to_numpy(model(encoded, training=False)))
+        for name, value in _attention_maps(model, encoded).items():  # batch first (HCAN's words: batch x sentences)
+            maps.setdefault(name, []).append(value)
+    probabilities = np.concatenate(probabilities)
+    maps = {name: np.concatenate(values) for name, values in maps.items()}
     label_names = label_names or [str(i) for i in range(probabilities.shape[-1])]
-    maps = _attention_maps(model, encoded)
     hierarchical = encoder.hierarchical
     explanations = []
     for row, text in enumerate(texts):

@@ -22,8 +22,21 @@ TEXTS = [
 ]
 
 
+def _assert_same_explanations(ours, theirs):
+    assert [e.label for e in ours] == [e.label for e in theirs]
+    for one, other in zip(ours, theirs):
+        assert one.probabilities == pytest.approx(other.probabilities, abs=1e-6)
+        for maps in ("attention", "sentence_attention", "dimension_attention"):
+            assert getattr(one, maps).keys() == getattr(other, maps).keys()
+            for name, value in getattr(one, maps).items():
+                np.testing.assert_allclose(value, getattr(other, maps)[name], atol=1e-6)
+
+
 def test_trained_lama_maps_and_offsets(lama_run):
     explanations = explain(lama_run, TEXTS)
+    _assert_same_explanations(explain(lama_run, TEXTS, batch_size=2), explanations)  # in batches, the same
+    with pytest.raises(ValueError, match="`batch_size` must be a positive whole number; got 0"):
+        explain(lama_run, TEXTS, batch_size=0)
     assert len(explanations) == 3
     for text, explanation in zip(TEXTS, explanations):
         for token in explanation.tokens:  # offsets point at the original text, HTML and Unicode included
@@ -54,6 +67,8 @@ def test_trained_hcan_word_and_sentence_maps(hcan_run):
     assert first == 11
     np.testing.assert_allclose(word_weights[:, :first].sum(-1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(word_weights[:, first:].sum(-1), 1.0, rtol=1e-5)
+    # One text a model call: the word-level maps (texts x sentences first) come apart as in one call.
+    _assert_same_explanations(explain(hcan_run, TEXTS, batch_size=1), explain(hcan_run, TEXTS))
 
 
 @pytest.mark.parametrize(
