@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -161,17 +162,23 @@ def test_accuracy_official_validation(shared_data, tmp_path):
     assert refused.returncode == 2 and "--official-validation is for the rows run through train()" in refused.stderr
 
 
-def test_vectors_from_a_datasets_own_test_texts_are_refused(shared_data, tmp_path):
-    """`+imdb50k_vectors` learns from IMDB's test reviews too: fine for SST-2's rows, refused for
-    IMDB's own (before any training; nothing recorded)."""
+@pytest.mark.parametrize("row, message", [
+    ("scalable_attention+imdb50k_vectors", "imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows on "
+                                           "that dataset would learn from the texts they are tested on"),
+    ("scalable_attention+imdb_transfer", "imdb_run trains on imdb/train.csv.gz, a file of imdb: fine-tune on another "
+                                         "dataset"),
+])
+def test_other_corpora_reading_the_datasets_own_files_are_refused(shared_data, tmp_path, row, message):
+    """`+imdb50k_vectors` learns from IMDB's test reviews too, and `+imdb_transfer` starts from a run
+    on IMDB's training reviews: fine for SST-2's rows, refused for IMDB's own (before any training;
+    nothing recorded)."""
     results = tmp_path / "accuracy.jsonl"
     refused = subprocess.run(
         [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "imdb",
-         "--models", "scalable_attention+imdb50k_vectors", "--seeds", "0", "--data-dir", str(shared_data)],
+         "--models", row, "--seeds", "0", "--data-dir", str(shared_data)],
         capture_output=True, text=True, timeout=300)
     assert refused.returncode == 1
-    assert refused.stderr.strip().endswith("imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows "
-                                           "on that dataset would learn from the texts they are tested on")
+    assert refused.stderr.strip().endswith(message)
     assert not results.exists() or not results.read_text().strip()
 
 
