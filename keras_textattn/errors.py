@@ -8,3 +8,9 @@ class UserError(ValueError):
     every other exception keeps its traceback. A `ValueError`, so code that catches
     `ValueError` around the Python API keeps working.
     """
+
+
+def check_batch_size(batch_size):
+    """`batch_size` (texts per model call) is a positive whole number, else a `UserError`."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise UserError(f"batch-size must be a positive whole number; got {batch_size!r}")

@@ -29,6 +29,7 @@ from keras_textattn.datasets.loading import LocalFile
 from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.datasets.loading import text_batches
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_batch_size
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 
@@ -76,7 +77,7 @@ class Classifier:
         """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included),
         `batch_size` texts per model call (a long list in one call would hold the activations of
         every text at once: 25,000 IMDB reviews through HCAN with bigrams asked for 9 GB)."""
-        _check_batch_size(batch_size)
+        check_batch_size(batch_size)
         texts = list(texts)
         if not texts:
             return np.zeros((0, len(self.label_names)), "float32")
@@ -101,11 +102,6 @@ def _read_labels(folder, name):
         raise RunError(f"{folder} has no {name} (an export of an older version); export the run again")
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def _check_batch_size(batch_size):
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise UserError(f"batch-size must be a positive whole number; got {batch_size!r}")
 
 
 def _check_top_k(top_k, classes):
@@ -139,7 +135,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     output = os.fspath(output)
     if not output.endswith((".csv", ".jsonl")):
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
-    _check_batch_size(batch_size)
+    check_batch_size(batch_size)
     refuse_existing(output, overwrite)
     classifier = Classifier(run)
     top_k = _check_top_k(top_k, len(classifier.label_names))
@@ -198,7 +194,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     """
     from sklearn import metrics as sk
 
-    _check_batch_size(batch_size)
+    check_batch_size(batch_size)
     check_output(os.fspath(output), overwrite, source=run)
     classifier = Classifier(run)
     names = classifier.label_names

@@ -450,6 +450,7 @@ def _stdin_lines():
 def _predict(args):
     from keras_textattn import inference
     from keras_textattn.errors import UserError
+    from keras_textattn.errors import check_batch_size
 
     if args.data and args.texts:
         raise UserError("give texts to label or --data FILE, not both")
@@ -457,7 +458,7 @@ def _predict(args):
         raise UserError("give texts to label (- reads them from standard input, one per line), or --data FILE "
                         "with --output")
     if args.texts:
-        inference._check_batch_size(args.batch_size)
+        check_batch_size(args.batch_size)
         classifier = inference.Classifier(args.run)
         texts = _stdin_lines() if args.texts == ["-"] else iter(args.texts)
         while batch := list(itertools.islice(texts, args.batch_size)):

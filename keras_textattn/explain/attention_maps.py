@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from keras_textattn import _backend
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_batch_size
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import DualAxialSelfAttention
@@ -131,8 +132,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         model = model_or_run
         if not isinstance(encoder, TextEncoder):
             raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be a positive whole number; got {batch_size!r}")
+    check_batch_size(batch_size)
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
         return []

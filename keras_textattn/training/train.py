@@ -418,11 +418,13 @@ def train(
     """
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
+    source_run = None  # with init_from: that run's metrics.json
     if init_from is not None:
         if os.path.abspath(init_from) == os.path.abspath(output):
             raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another "
                            "--output")
-        model = _source_model(init_from, model)
+        source_run = _source_run(init_from, model)
+        model = source_run["model"]
         defaults = inspect.signature(train).parameters
         given_here = locals()
         taken = [name for name in FROM_SOURCE_RUN if (given_here[name] or None) != (defaults[name].default or None)]
@@ -517,7 +519,7 @@ def train(
         keras.utils.set_random_seed(seed)
         run = dict(model=model, output=output, dataset=dataset, source=source, strategy=strategy, chief=chief,
                    resume=state == "resume", given=arguments, arguments=arguments_used, epochs=epochs,
-                   distribute=distribute, checkpoint_every=checkpoint_every, verbose=verbose)
+                   distribute=distribute, checkpoint_every=checkpoint_every, verbose=verbose, source_run=source_run)
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
             with replace_aside(output):
@@ -544,10 +546,10 @@ def _removed_if_nothing_trained(output):
 
 
 def _train_run(model, output, dataset, source, strategy, chief, resume, given, arguments, epochs, distribute,
-               checkpoint_every, verbose):
+               checkpoint_every, verbose, source_run):
     """The part of `train()` that writes `output`: encoder, fit (resumed from the backup), evaluation, files.
     `given`: the run's arguments as given (run.json, what a resume must repeat); `arguments`: the
-    same with the preset's recipe filled in."""
+    same with the preset's recipe filled in; `source_run`: the metrics of the `init_from` run, or None."""
     os.makedirs(output, exist_ok=True)
     rows = {split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits}
     rows = {split: _count(dataset[split]) if count is None else count for split, count in rows.items()}
@@ -558,10 +560,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     batch_size = arguments["batch_size"]
     spec = get_spec(model)
     source_model = None
-    if arguments["init_from"] is not None:  # the sizes, encoder and weights of that run
+    if source_run is not None:  # the sizes, encoder and weights of the init_from run
         source_model, source_encoder, _ = load_run(arguments["init_from"])
-        source_metrics = read_json(os.path.join(arguments["init_from"], "metrics.json"))
-        preset, model_kwargs = source_metrics["preset"], source_metrics["model_kwargs"]
+        preset, model_kwargs = source_run["preset"], source_run["model_kwargs"]
     else:
         preset = arguments["preset"]
         model_kwargs = {**spec.preset_arguments(preset), **arguments["model_kwargs"]}
@@ -818,16 +819,17 @@ def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):
             "frozen": bool(arguments["freeze_embeddings"])}
 
 
-def _source_model(folder, model):
-    """The model trained by the finished run at `folder` (`init_from`), which `model` (None: any) must be."""
+def _source_run(folder, model):
+    """The metrics.json of the finished run at `folder` (`init_from`), whose model `model` (None:
+    any) must be."""
     metrics_path = os.path.join(os.fspath(folder), "metrics.json")
     if not os.path.isfile(metrics_path):
         raise RunError(f"init_from (--init-from) must be a finished run folder; {folder} has no metrics.json")
-    trained = read_json(metrics_path).get("model")
-    if model is not None and model != trained:
-        raise RunError(f"{folder} trained {trained}, and a run started from it trains the same model; leave out "
-                       f"--model or give {trained}; got {model}")
-    return trained
+    metrics = read_json(metrics_path)
+    if model is not None and model != metrics.get("model"):
+        raise RunError(f"{folder} trained {metrics.get('model')}, and a run started from it trains the same model; "
+                       f"leave out --model or give {metrics.get('model')}; got {model}")
+    return metrics
 
 
 def _initialise_from(classifier, source, folder, verbose):

@@ -35,7 +35,7 @@ def _assert_same_explanations(ours, theirs):
 def test_trained_lama_maps_and_offsets(lama_run):
     explanations = explain(lama_run, TEXTS)
     _assert_same_explanations(explain(lama_run, TEXTS, batch_size=2), explanations)  # in batches, the same
-    with pytest.raises(ValueError, match="`batch_size` must be a positive whole number; got 0"):
+    with pytest.raises(ValueError, match="batch-size must be a positive whole number; got 0"):
         explain(lama_run, TEXTS, batch_size=0)
     assert len(explanations) == 3
     for text, explanation in zip(TEXTS, explanations):

@@ -4,6 +4,7 @@ import gzip
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -336,8 +337,6 @@ def test_fine_tuning_starts_from_every_layer_but_the_output_layer(source_run, sh
     """`--init-from`: the model, its sizes and its encoder are the source run's, and so are the
     weights of every layer but the output layer, which has TREC's six classes (a learning rate of
     1e-12 leaves the weights where they started). The new folder needs the old one no more."""
-    import shutil
-
     from keras_textattn.inference import Classifier
     from keras_textattn.run_folder import load_run
 
@@ -472,8 +471,6 @@ def test_killed_run_resumes_from_its_checkpoint(shared_data, tmp_path):
 def test_a_fine_tuning_run_resumes_from_its_checkpoint(source_run, shared_data, tmp_path):
     """Stopped by Ctrl-C after its first epoch, a run started from another resumes (reading that
     run again for the model's sizes; without it, a one-line error) and counts on from epoch 2."""
-    import shutil
-
     source = tmp_path / "source"
     shutil.copytree(source_run, source)
     output = str(tmp_path / "run")
