@@ -185,6 +185,9 @@ DEFAULTS["dual_axial+defaults_token_bigrams"] = ("dual_axial", {"bigrams_of": "t
 DEFAULTS.update({f"{name}+defaults_cosine": (name, {"lr_schedule": "cosine"}, 3) for name in PAPER_MODELS
                  if name != "scalable_attention"})
 DEFAULTS["scalable_attention+defaults_constant"] = ("scalable_attention", {"lr_schedule": "constant"}, 3)
+# CSPAN's cpu preset has trained with the cosine too since 2026-11-25: its "+defaults" rows from before
+# are now "+defaults_constant" (and "+defaults_cosine" is the same `train()` call as "+defaults").
+DEFAULTS["cspan+defaults_constant"] = ("cspan", {"lr_schedule": "constant"}, 3)
 # The same defaults with dual-axial's hashed bigrams (50,000 buckets of the vocabulary's tokens) for
 # the flat models that have none by default: should bigrams be their default too?
 DEFAULTS.update({f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3)
