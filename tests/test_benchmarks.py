@@ -60,6 +60,33 @@ def test_paired_quick(shared_data):
     assert int(only_ours) - int(only_linear) == round(float(gap) * int(rows)) and 0 <= float(p) <= 1
 
 
+def test_cross_validation_quick(shared_data, tmp_path):
+    """Stratified folds that partition the training rows; each row validated once, the report
+    pooling the folds by their sizes; a rerun finds every fold done."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from cross_validation import fold_of_each_row
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    labels = np.array(["a"] * 90 + ["b"] * 30)
+    fold = fold_of_each_row(labels, 3, 0)
+    assert sorted(np.bincount(fold)) == [40, 40, 40] and all(np.sum((fold == k) & (labels == "b")) == 10 for k in range(3))
+    assert (fold != fold_of_each_row(labels, 3, 1)).any() and (fold == fold_of_each_row(labels, 3, 0)).all()
+    results = tmp_path / "cross_validation.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "cross_validation.py"), "--quick", "--results", str(results),
+               "--data-dir", str(shared_data)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(r["model"], r["fold"]) for r in rows] == [("scalable_attention+defaults", 0), ("scalable_attention+defaults", 1)]
+    assert sum(r["validation_rows"] for r in rows) == 5452  # TREC's training questions, each validated once
+    assert all(1 / 6 < r["validation_accuracy"] <= 1 for r in rows)
+    pooled = sum(r["validation_accuracy"] * r["validation_rows"] for r in rows) / 5452
+    assert f"| trec | scalable_attention+defaults | 2 | {pooled:.4f} ± 0.0000 | {pooled:.4f} | 1 |" in run.stdout
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and len(results.read_text().splitlines()) == 2
+
+
 def test_throughput_quick(shared_data, tmp_path):
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "throughput.py"), "--quick", "--output-dir", str(tmp_path),
