@@ -94,7 +94,7 @@ def fit(ids_file, models, seeds, epochs, batch_size, learning_rate, patience, re
                 raise SystemExit(f"error: {name} reads (sentences, words) ids; this script gives flat ids")
             keras.utils.set_random_seed(seed)
             model = spec.build(num_classes, vocabulary_size=len(matrix), sequence_length=length,
-                               **{**options, spec.embedding_size_argument: matrix.shape[1]})
+                               **{**spec.preset_arguments("paper"), **options, spec.embedding_size_argument: matrix.shape[1]})
             model.get_layer("embedding").embeddings.assign(matrix)
             model = logits_model(model)  # a saturated softmax stops learning on JAX and PyTorch
             model.compile(keras.optimizers.Adam(learning_rate, global_clipnorm=1.0),

@@ -4,7 +4,8 @@ Training, tuning and the benchmarks read a model's spec instead of naming models
 inputs the encoder must give it (hashed bigrams, `(sentences, words)` ids), how the
 builder's shape arguments follow from the encoder, and the builder arguments that
 `train` uses by default on a CPU (`preset="cpu"`) instead of the paper's sizes
-(`preset="paper"`: the builder's own defaults).
+(`preset="paper"`: the builder's own defaults, and the paper's best variant where the
+builder's default is another).
 """
 
 import dataclasses
@@ -24,7 +25,9 @@ class ModelSpec:
             of that name (HCAN's flat variant) overrides it.
         cpu_defaults: builder arguments of the "cpu" preset (sizes that train in
             minutes on 2 cores, and those `benchmarks/accuracy.py` measures); the
-            "paper" preset is the builder's own defaults.
+            "paper" preset is the builder's own defaults and `best_variant`.
+        best_variant: builder arguments both presets add: the variant the paper reports as
+            its best, where the builder's default is another (LAMA: LAMA+ctx).
         longest_text: the most tokens per text `train` and `tune` choose from the
             training texts when no `sequence_length` is given (longer texts are cut);
             None: `choose_lengths`' limit (256).
@@ -43,6 +46,7 @@ class ModelSpec:
     bigrams: bool = False
     hierarchical: bool = False
     cpu_defaults: dict = dataclasses.field(default_factory=dict)
+    best_variant: dict = dataclasses.field(default_factory=dict)
     longest_text: int = None
     embedding_size_argument: str = "embedding_dim"
     paper_training: dict = dataclasses.field(default_factory=dict)
@@ -84,7 +88,7 @@ class ModelSpec:
 
     def preset_arguments(self, preset):
         """Builder arguments of a preset: "cpu" or "paper"."""
-        return dict(self.cpu_defaults) if _checked(preset) == "cpu" else {}
+        return {**self.best_variant, **(self.cpu_defaults if _checked(preset) == "cpu" else {})}
 
     def training_defaults(self, preset):
         """`train()` arguments of a preset: the paper's recipe for "paper", `cpu_training` for "cpu"."""

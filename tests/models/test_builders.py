@@ -103,6 +103,9 @@ def test_specs_describe_their_builders():
     model = build_model("hcan", 2, encoder=flat, hierarchical=False, units=8, num_heads=2)
     assert model(tf.constant(TEXTS)).shape == (4, 2)
     assert hcan.preset_arguments("cpu") == {"units": 64, "num_heads": 4} and hcan.preset_arguments("paper") == {}
+    # LAMA's presets build LAMA+ctx (Table 4's best), its builder's default LAMA.
+    lama = get_spec("lama")
+    assert lama.preset_arguments("paper") == {"use_context": True} and lama.preset_arguments("cpu")["use_context"]
     with pytest.raises(ValueError, match="unknown preset 'gpu'"):
         hcan.preset_arguments("gpu")
 
@@ -111,9 +114,9 @@ def test_specs_describe_their_builders():
 def test_cpu_preset_is_smaller_than_the_papers_sizes(name):
     """`train()`'s default preset shrinks every model that has one (today all: the papers' sizes
     take up to 16x longer an epoch on 2 cores, benchmarks/presets.py), and the paper preset is
-    the builder's defaults."""
+    the builder's defaults (with the paper's best variant: LAMA+ctx)."""
     spec = get_spec(name)
     shape = spec.shape_arguments(_encoder(name))
     paper, cpu = (spec.build(2, vocabulary_size=500, **shape, **spec.preset_arguments(preset)) for preset in ("paper", "cpu"))
-    assert paper.count_params() == spec.build(2, vocabulary_size=500, **shape).count_params()
+    assert paper.count_params() == spec.build(2, vocabulary_size=500, **shape, **spec.best_variant).count_params()
     assert cpu.count_params() < paper.count_params() if spec.cpu_defaults else cpu.count_params() == paper.count_params()

@@ -75,6 +75,10 @@ def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
     assert metrics["early_stopping"] == 5 and metrics["best_epoch"] == 0
     assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"], metrics["batch_size"]) == (
         "sgd", 0.05, 1e-4, 32)
+    # LAMA+ctx, the paper's best (the context is the mean embedding: a layer without weights,
+    # where LAMA learns a context vector), recorded so that a run started from this one builds it too.
+    assert metrics["model_kwargs"]["use_context"] is True
+    assert "context" in [layer.name for layer in load_run(run)[0].layers]
     optimizer = keras.models.load_model(run / "model.keras").optimizer
     assert isinstance(optimizer, keras.optimizers.SGD) and optimizer.momentum == 0.9
     assert optimizer.weight_decay == 1e-4 and np.isclose(float(optimizer.learning_rate), 0.05)
