@@ -2,7 +2,7 @@
 paper chose its models ("the best model on the test set after performing 3-fold cross-validation",
 section 5), instead of by the one tenth that `train()` holds out.
 
-A held-out tenth of a small training split is a noisy judge: on R8 it is 549 documents, whose
+A held-out tenth of a small training split is a noisy judge: on R8 it is 525-593 documents, whose
 accuracy carries about 0.8 points of sampling error, more than most differences between recipes.
 Here each of accuracy.py's `train()` rows (TRAINED) trains k times, each time on k - 1 folds of the
 training split with the remaining fold as its validation data (which `train()`'s early stopping

@@ -12,12 +12,29 @@ import pytest
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def test_accuracy_quick(shared_data, tmp_path):
-    results = tmp_path / "accuracy.jsonl"
-    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--quick", "--results", str(results),
+def benchmark_function(module, name):
+    """`name` from the benchmark script `module` (benchmarks/ is not a package)."""
+    import importlib
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return getattr(importlib.import_module(module), name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def run_quick(script, results, shared_data):
+    """`(command, finished process)` of a benchmark script's `--quick` mode writing to `results`."""
+    command = [sys.executable, str(BENCHMARKS / script), "--quick", "--results", str(results),
                "--data-dir", str(shared_data)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    return command, run
+
+
+def test_accuracy_quick(shared_data, tmp_path):
+    results = tmp_path / "accuracy.jsonl"
+    command, run = run_quick("accuracy.py", results, shared_data)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert {r["model"] for r in rows} == {"scalable_attention", "fasttext", "tfidf_lr"}
     assert all(r["dataset"] == "trec" and 1 / 6 < r["accuracy"] <= 1 for r in rows)
@@ -63,20 +80,13 @@ def test_paired_quick(shared_data):
 def test_cross_validation_quick(shared_data, tmp_path):
     """Stratified folds that partition the training rows; each row validated once, the report
     pooling the folds by their sizes; a rerun finds every fold done."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from cross_validation import fold_of_each_row
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    fold_of_each_row = benchmark_function("cross_validation", "fold_of_each_row")
     labels = np.array(["a"] * 90 + ["b"] * 30)
     fold = fold_of_each_row(labels, 3, 0)
     assert sorted(np.bincount(fold)) == [40, 40, 40] and all(np.sum((fold == k) & (labels == "b")) == 10 for k in range(3))
     assert (fold != fold_of_each_row(labels, 3, 1)).any() and (fold == fold_of_each_row(labels, 3, 0)).all()
     results = tmp_path / "cross_validation.jsonl"
-    command = [sys.executable, str(BENCHMARKS / "cross_validation.py"), "--quick", "--results", str(results),
-               "--data-dir", str(shared_data)]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    command, run = run_quick("cross_validation.py", results, shared_data)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["model"], r["fold"]) for r in rows] == [("scalable_attention+defaults", 0), ("scalable_attention+defaults", 1)]
     assert sum(r["validation_rows"] for r in rows) == 5452  # TREC's training questions, each validated once
@@ -132,20 +142,13 @@ def test_full_length_quick(shared_data):
 def test_validation_split_quick(shared_data, tmp_path):
     """IMDB's ids run film by film (consecutive reviews are more alike than random pairs), and each
     carve holds out a tenth of each label: at random, or a contiguous block of ids."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from validation_split import held_out
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    held_out = benchmark_function("validation_split", "held_out")
     labels, ids = np.repeat([0, 1], 100), np.tile(np.arange(100), 2)
     block = held_out("id_block", 3, labels, ids)
     assert sorted(ids[block & (labels == 1)]) == list(range(30, 40)) and block.sum() == 20
     assert held_out("random", 0, labels, ids).sum() == 20 and (held_out("random", 0, labels, ids) != block).any()
     results = tmp_path / "validation_split.jsonl"
-    command = [sys.executable, str(BENCHMARKS / "validation_split.py"), "--quick", "--results", str(results),
-               "--data-dir", str(shared_data)]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    _, run = run_quick("validation_split.py", results, shared_data)
     similarity, *rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert similarity["similarity"]["consecutive"] > 2 * similarity["similarity"]["random"]
     assert [(row["model"], row["carve"]) for row in rows] == [("tfidf_lr@quick", "random"), ("tfidf_lr@quick", "id_block")]
@@ -156,11 +159,7 @@ def test_validation_split_quick(shared_data, tmp_path):
 def test_time_to_accuracy_plot_rows():
     """The plot names each point: per model its plain row and its most accurate row of 3 or more
     seeds (a lucky single seed is not shown as the model's best); TF-IDF on cut texts is left out."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from accuracy import plotted_rows
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    plotted_rows = benchmark_function("accuracy", "plotted_rows")
     points = {
         "lama": [(10, 0.85)] * 3, "lama@768@v2000": [(30, 0.88), (30, 0.89), (30, 0.87)],
         "lama+paper": [(20, 0.86)] * 3, "lama+recipe@768": [(40, 0.95)],  # one seed: not the best
@@ -214,11 +213,7 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
     """A plain row trained with a schedule says so in its name; the plateau (which reads
     validation data the plain rows do not have) and schedules for other rows are refused, as is
     splitting long sentences for models that do not read sentences."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from accuracy import row_suffix
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    row_suffix = benchmark_function("accuracy", "row_suffix")
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
     assert row_suffix(split_long_sentences=True) == "@split_long_sentences"
