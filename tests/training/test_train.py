@@ -368,6 +368,33 @@ def test_fine_tuning_starts_from_every_layer_but_the_output_layer(source_run, sh
     assert [result["label"] for result in Classifier(output).predict(texts)][0] in after["label_names"]
 
 
+def test_fine_tuning_from_a_lama_run_of_before_its_presets_chose_lama_ctx(shared_data, tmp_path):
+    """`--model lama` builds LAMA+ctx since its presets say so (`ModelSpec.best_variant`), and the run
+    records `use_context`. A LAMA run of before (its metrics.json without `use_context`: the builder's
+    LAMA, which learns its context vector) still starts a run: the same LAMA, its weights copied."""
+    from keras_textattn.run_folder import load_run
+
+    data, _ = _first_rows(shared_data, "trec", tmp_path)
+    source = tmp_path / "source"
+    small = ["--set", "embedding_dim=8", "--set", "gru_units=4", "--set", "num_heads=2", "--set", "mlp_units=8",
+             "--sequence-length", "16", "--epochs", "1", "--quiet"]
+    assert main(["train", "--model", "lama", "--data", str(data), "--output", str(tmp_path / "ctx"), *small]) == 0
+    assert _metrics(tmp_path / "ctx")["model_kwargs"]["use_context"] is True
+    assert "context" in [layer.name for layer in load_run(tmp_path / "ctx")[0].layers]
+    assert main(["train", "--model", "lama", "--data", str(data), "--output", str(source), *small,
+                 "--set", "use_context=false"]) == 0
+    metrics = _metrics(source)
+    del metrics["model_kwargs"]["use_context"]  # as a run written before the change records it
+    (source / "metrics.json").write_text(json.dumps(metrics))
+    output = tmp_path / "run"
+    assert main(["train", "--init-from", str(source), "--data", str(data), "--output", str(output), "--epochs", "1",
+                 "--quiet"]) == 0
+    model = load_run(output)[0]
+    assert "context" not in [layer.name for layer in model.layers]
+    assert _metrics(output)["initialised_from"]["weights"] == sum(
+        int(np.size(w)) for layer in load_run(source)[0].layers if layer.name != "logits" for w in layer.get_weights())
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
