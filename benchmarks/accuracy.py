@@ -295,9 +295,9 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
               split_long_sentences=False, keep=None):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1 (None without a
     test split), its validation accuracy, training seconds (word2vec, the encoder and every epoch)
-    and the epochs it took. `chosen_lengths`:
-    leave the lengths to `train()` (the row records what it chose) instead of `length`. `keep`:
-    a folder for the run folder (`<keep>/run`), kept; None: a temporary one."""
+    and the epochs it took. `chosen_lengths`: leave the lengths to `train()` (the row records what
+    it chose) instead of `length`. `keep`: a folder for the run folder (`<keep>/run`), kept; None: a
+    temporary one."""
     from keras_textattn.models import get_spec
     from keras_textattn.training import train
 
@@ -324,6 +324,16 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
             "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"].get("test"),
             "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"), **({"chosen": chosen} if chosen else {})}
+
+
+def write_labelled_csv(path, texts, labels):
+    """A `label,text` CSV (what `LocalFile` reads by default) of `texts` and their `labels`."""
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["label", "text"])
+        writer.writerows(zip(labels, texts))
 
 
 def texts_and_labels(split):

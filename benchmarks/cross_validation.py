@@ -21,7 +21,6 @@ fold models got right, and the spread of that share over the seeds.
 """
 
 import argparse
-import csv
 import json
 import os
 import pathlib
@@ -48,13 +47,6 @@ def fold_of_each_row(labels, folds, seed):
     return fold
 
 
-def write_csv(path, texts, labels):
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["label", "text"])
-        writer.writerows(zip(labels, texts))
-
-
 def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tokens):
     """Validation accuracy (and rows, epochs, seconds) of `row` trained on the rows outside `held_out`."""
     from keras_textattn.datasets import LocalFile
@@ -62,8 +54,8 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
     arguments, _ = accuracy.trained_row(data_dir, row, dataset_name, seed)
     with tempfile.TemporaryDirectory() as folder:
         paths = {split: os.path.join(folder, f"{split}.csv") for split in ("train", "validation")}
-        write_csv(paths["train"], texts[~held_out], labels[~held_out])
-        write_csv(paths["validation"], texts[held_out], labels[held_out])
+        accuracy.write_labelled_csv(paths["train"], texts[~held_out], labels[~held_out])
+        accuracy.write_labelled_csv(paths["validation"], texts[held_out], labels[held_out])
         result = accuracy.run_train(data_files={split: LocalFile(path) for split, path in paths.items()},
                                     length=accuracy.DATASETS[dataset_name][2], seed=seed, max_tokens=max_tokens,
                                     **arguments)

@@ -25,7 +25,6 @@ a rerun skips what is there. Rows "...@epoch_cosine" are of the cosine schedule 
 """
 
 import argparse
-import csv
 import json
 import os
 import pathlib
@@ -41,6 +40,7 @@ from accuracy import VOCABULARY
 from accuracy import builder_arguments
 from accuracy import row_suffix
 from accuracy import tfidf_classifier
+from accuracy import write_labelled_csv
 
 CARVES = ("random", "id_block")
 BLOCKS = 10  # id_block k holds out ids [k * n / 10, (k + 1) * n / 10) of each label
@@ -87,13 +87,6 @@ def held_out(carve, k, labels, ids):
     return mask
 
 
-def write_csv(path, texts, labels):
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["label", "text"])
-        writer.writerows(zip(np.where(labels == 1, "pos", "neg"), texts))
-
-
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
         length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None,
         lr_schedule=None):
@@ -109,8 +102,8 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
     spec, options = builder_arguments(model)
     with tempfile.TemporaryDirectory() as folder:
         files = {name: os.path.join(folder, f"{name}.csv") for name in ("train", "validation")}
-        write_csv(files["train"], train_texts[~mask], train_labels[~mask])
-        write_csv(files["validation"], train_texts[mask], train_labels[mask])
+        for split, rows in (("train", ~mask), ("validation", mask)):
+            write_labelled_csv(files[split], train_texts[rows], np.where(train_labels[rows] == 1, "pos", "neg"))
         metrics = train(spec, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
                         test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
                         bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay,

@@ -80,12 +80,13 @@ def _call_arguments(model, layer, config):
     return tensors(nodes[0]["args"]), tensors(nodes[0]["kwargs"])
 
 
-def _attention_maps(model, ids):
-    """Every attention map of `model` on the encoded batch `ids`: `{name: array}`.
+def _attention_probe(model):
+    """A function of an encoded batch `ids` giving `(probabilities, {name: attention map})`
+    of `model`, both from one pass; built once per model, called once per batch.
 
-    A sub-model returns the tensors each attention layer was called with (its
-    inputs, its padding mask, LAMA's context); the layer is then called again on
-    their values with `return_attention_scores=True`. The builders pass every
+    A sub-model returns the model's output and the tensors each attention layer was
+    called with (its inputs, its padding mask, LAMA's context); the layer is then called
+    again on their values with `return_attention_scores=True`. The builders pass every
     attention layer its mask; for a model whose layer got its mask implicitly (from
     `Embedding(mask_zero=True)`), the mask is `token_ids != PAD_ID`.
     """
@@ -96,17 +97,23 @@ def _attention_maps(model, ids):
     calls = [_call_arguments(model, layer, config) for layer in layers]
     flat_calls = [keras.tree.flatten(call) for call in calls]
     tensors = [item for flat in flat_calls for item in flat if isinstance(item, keras.KerasTensor)]
-    values = iter(keras.tree.flatten(keras.Model(model.inputs, tensors)(ids, training=False)))
-    token_ids = keras.tree.flatten(ids)[0]
-    maps = {}
-    for layer, call, flat in zip(layers, calls, flat_calls):
-        flat = [next(values) if isinstance(item, keras.KerasTensor) else item for item in flat]
-        args, kwargs = keras.tree.pack_sequence_as(call, flat)
-        kwargs.setdefault("mask", keras.ops.not_equal(token_ids, PAD_ID))
-        _, scores = layer(*args, **kwargs, return_attention_scores=True)  # inference: no dropout
-        for key, value in (scores.items() if isinstance(scores, dict) else [(None, scores)]):
-            maps[layer.name if key is None else f"{layer.name}/{key}"] = keras.ops.convert_to_numpy(value)
-    return maps
+    probe = keras.Model(model.inputs, [model.outputs[0], *tensors])
+
+    def probabilities_and_maps(ids):
+        probabilities, *values = probe(ids, training=False)
+        values = iter(values)
+        token_ids = keras.tree.flatten(ids)[0]
+        maps = {}
+        for layer, call, flat in zip(layers, calls, flat_calls):
+            flat = [next(values) if isinstance(item, keras.KerasTensor) else item for item in flat]
+            args, kwargs = keras.tree.pack_sequence_as(call, flat)
+            kwargs.setdefault("mask", keras.ops.not_equal(token_ids, PAD_ID))
+            _, scores = layer(*args, **kwargs, return_attention_scores=True)  # inference: no dropout
+            for key, value in (scores.items() if isinstance(scores, dict) else [(None, scores)]):
+                maps[layer.name if key is None else f"{layer.name}/{key}"] = keras.ops.convert_to_numpy(value)
+        return keras.ops.convert_to_numpy(probabilities), maps
+
+    return probabilities_and_maps
 
 
 def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256):
@@ -136,11 +143,12 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
         return []
+    probe = _attention_probe(model)
     probabilities, maps = [], {}
     for start in range(0, len(texts), batch_size):
-        encoded = encoder(tf.constant(texts[start:start + batch_size]))
-        probabilities.append(keras.ops.convert_to_numpy(model(encoded, training=False)))
-        for name, value in _attention_maps(model, encoded).items():  # batch first (HCAN's words: batch x sentences)
+        batch_probabilities, batch_maps = probe(encoder(tf.constant(texts[start:start + batch_size])))
+        probabilities.append(batch_probabilities)
+        for name, value in batch_maps.items():  # batch first (HCAN's words: batch x sentences)
             maps.setdefault(name, []).append(value)
     probabilities = np.concatenate(probabilities)
     maps = {name: np.concatenate(values) for name, values in maps.items()}

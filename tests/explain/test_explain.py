@@ -38,6 +38,11 @@ def test_trained_lama_maps_and_offsets(lama_run):
     with pytest.raises(ValueError, match="batch-size must be a positive whole number; got 0"):
         explain(lama_run, TEXTS, batch_size=0)
     assert len(explanations) == 3
+    from keras_textattn.inference import Classifier
+
+    predicted = Classifier(lama_run).probabilities(TEXTS)  # the same pass gives the maps and the prediction
+    for row, explanation in enumerate(explanations):
+        np.testing.assert_allclose(list(explanation.probabilities.values()), predicted[row], atol=1e-6)
     for text, explanation in zip(TEXTS, explanations):
         for token in explanation.tokens:  # offsets point at the original text, HTML and Unicode included
             assert text[token["start"] : token["end"]] == token["token"]
