@@ -35,6 +35,14 @@ For example:
 
     python benchmarks/accuracy.py --datasets sst2 --models lama+recipe --seeds 0 1 2
     python benchmarks/accuracy.py --datasets r8 --models scalable_attention+unweighted scalable_attention+balanced
+
+Choosing between such rows on held-out data, without seeing the test figures first: `--hide-test`
+prints each finished row's held-out accuracy (and best epoch) instead of its test accuracy, which
+is still recorded, and `--report --hide-test` the table of held-out figures; `--report` shows the
+test figures once the choice is made.
+
+    python benchmarks/accuracy.py --datasets r8 --models lama+paper_adam_min5 lama+paper_adam_min5_cosine --hide-test
+    python benchmarks/accuracy.py --report --hide-test
 """
 
 import argparse
@@ -450,25 +458,32 @@ def read_results(path):
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def report(results):
-    """A markdown table: mean and standard deviation over seeds, beside the papers' figures."""
-    lines = ["| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper "
-             "| macro F1 |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+def report(results, hide_test=False):
+    """A markdown table: mean and standard deviation over seeds, beside the papers' figures.
+    `hide_test`: the held-out accuracy of the rows that hold data out (`train()`'s rows) instead,
+    with no figure read from the test split."""
+    if hide_test:
+        results = [r for r in results if r.get("validation_accuracy") is not None]
+        lines = ["| dataset | model | held-out accuracy (mean ± sd over seeds) | seeds | train seconds | parameters |",
+                 "| --- | --- | --- | ---: | ---: | ---: |"]
+    else:
+        lines = ["| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper "
+                 "| macro F1 |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for dataset in DATASETS:
         measured = {r["model"] for r in results if r["dataset"] == dataset}
         for model in MODELS + sorted(measured - set(MODELS)):
             rows = [r for r in results if r["dataset"] == dataset and r["model"] == model]
             if not rows:
                 continue
-            accuracy = np.array([r["accuracy"] for r in rows])
-            paper = None if "@" in model else DATASETS[dataset][3].get(model)
+            accuracy = np.array([r["validation_accuracy" if hide_test else "accuracy"] for r in rows])
             spread = f" ± {accuracy.std():.3f}" if len(rows) > 1 else ""
-            macro_f1 = f"{np.mean([r['macro_f1'] for r in rows]):.3f}" if all("macro_f1" in r for r in rows) else ""
-            lines.append(
-                f"| {dataset} | {model} | {accuracy.mean():.3f}{spread} | {len(rows)} "
-                f"| {np.mean([r['train_seconds'] for r in rows]):.0f} | {rows[0]['parameters']:,} "
-                f"| {'' if paper is None else f'{paper:.3f}'} | {macro_f1} |"
-            )
+            line = (f"| {dataset} | {model} | {accuracy.mean():.3f}{spread} | {len(rows)} "
+                    f"| {np.mean([r['train_seconds'] for r in rows]):.0f} | {rows[0]['parameters']:,} |")
+            if not hide_test:
+                paper = None if "@" in model else DATASETS[dataset][3].get(model)
+                macro_f1 = f"{np.mean([r['macro_f1'] for r in rows]):.3f}" if all("macro_f1" in r for r in rows) else ""
+                line += f" {'' if paper is None else f'{paper:.3f}'} | {macro_f1} |"
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -605,11 +620,14 @@ def main(argv=None):
                         help="HCAN rows: TextEncoder(split_long_sentences=True), rows left over by a text's sentences "
                              "hold the rest of its long sentences; rows '<model>@split_long_sentences'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
+    parser.add_argument("--hide-test", action="store_true",
+                        help="for choosing between rows run through train() ('+' rows): print their held-out accuracy "
+                             "instead of the test accuracy (still recorded); with --report, the held-out table")
     parser.add_argument("--plot", metavar="PNG", help="draw test accuracy against training seconds on the first of "
                         "--datasets from the results file, say which rows reach fastText's accuracy, and stop")
     args = parser.parse_args(argv)
     if args.report:
-        print(report(read_results(args.results)))
+        print(report(read_results(args.results), args.hide_test))
         return 0
     if args.plot:
         reached = plot_time_to_accuracy(read_results(args.results), args.datasets[0], args.plot)
@@ -627,6 +645,9 @@ def main(argv=None):
         parser.error("--lr-schedule is for the plain Keras models, and not 'plateau' (they have no validation data)")
     if args.official_validation and (set(args.models) - set(TRAINED) or set(args.datasets) - set(VALIDATION)):
         parser.error(f"--official-validation is for the rows run through train() ('+' rows), on {', '.join(VALIDATION)}")
+    if args.hide_test and set(args.models) - set(TRAINED):
+        parser.error("--hide-test is for the rows run through train() ('+' rows), the ones that hold data out; "
+                     f"not {', '.join(sorted(set(args.models) - set(TRAINED)))}")
     if args.split_long_sentences and not all(reads_sentences(m) for m in args.models):
         parser.error("--split-long-sentences is for the models that read sentences (hcan rows)")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
@@ -662,11 +683,15 @@ def main(argv=None):
                                    args.bigram_buckets, args.lr_schedule, args.split_long_sentences)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
-            print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: accuracy {result['accuracy']:.4f}, "
+            figure = f"accuracy {result['accuracy']:.4f}"
+            if args.hide_test:  # the held-out accuracy: of the kept epoch's weights, with early stopping
+                figure = f"held-out accuracy {result['validation_accuracy']:.4f}" + (
+                    f" (best epoch {result['best_epoch']})" if result["best_epoch"] else "")
+            print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: {figure}, "
                   f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters", flush=True)
             with open(args.results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(result) + "\n")
-    print(report(read_results(args.results)))
+    print(report(read_results(args.results), args.hide_test))
     return 0
 
 

@@ -175,18 +175,32 @@ def test_time_to_accuracy_plot_rows():
     }
 
 
-def test_accuracy_official_validation(shared_data, tmp_path):
+def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_path):
     """`--official-validation`: a `train()` row validates on SST-2's dev file (872 rows), not on
-    10% of the training rows (692), and says so in its name; plain rows refuse the flag."""
+    10% of the training rows (692), and says so in its name; plain rows refuse the flag.
+    `--hide-test`: the run prints the held-out figure, not the test one (recorded all the same),
+    and `--report --hide-test` is the table of held-out figures; plain rows refuse it too."""
     results = tmp_path / "accuracy.jsonl"
     command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "sst2",
                "--seeds", "0", "--official-validation", "--data-dir", str(shared_data)]
-    subprocess.run(command + ["--models", "scalable_attention+unweighted"], check=True, capture_output=True)
+    run = subprocess.run(command + ["--models", "scalable_attention+unweighted", "--hide-test"], check=True,
+                         capture_output=True, text=True)
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert row["model"] == "scalable_attention+unweighted@dev" and 0.6 < row["accuracy"] <= 1
     assert abs(row["validation_accuracy"] * 872 - round(row["validation_accuracy"] * 872)) < 1e-6
-    refused = subprocess.run(command + ["--models", "scalable_attention"], capture_output=True, text=True)
-    assert refused.returncode == 2 and "--official-validation is for the rows run through train()" in refused.stderr
+    held_out, test = f"{row['validation_accuracy']:.4f}", f"{row['accuracy']:.4f}"
+    assert held_out != test and f"held-out accuracy {held_out}" in run.stdout
+    assert test not in run.stdout
+    assert f"| sst2 | scalable_attention+unweighted@dev | {row['validation_accuracy']:.3f} | 1 |" in run.stdout
+    report = subprocess.run([*command[:4], "--report"], check=True, capture_output=True, text=True).stdout
+    assert f"| sst2 | scalable_attention+unweighted@dev | {row['accuracy']:.3f} | 1 |" in report
+    for models, option, message in ((["scalable_attention"], "--official-validation", "--official-validation is for"),
+                                    (["scalable_attention+unweighted", "tfidf_lr"], "--hide-test",
+                                     "--hide-test is for the rows run through train() ('+' rows), the ones that hold "
+                                     "data out; not tfidf_lr")):
+        refused = subprocess.run([*command[:-3], *command[-2:], "--models", *models, option], capture_output=True,
+                                 text=True)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
 @pytest.mark.parametrize("row, message", [
