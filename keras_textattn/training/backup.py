@@ -73,22 +73,31 @@ def restore(model, folder):
         from the beginning, with the weights of the checkpoint), or 0 without a checkpoint.
 
     Raises:
-        RunError: checkpoints exist but none can be read.
+        RunError: checkpoints exist but none can be read: damaged files (h5py cannot open
+            them), or weights of another model than `model` (Keras's `ValueError`, e.g. a run
+            started with a version of the library whose preset built other layers).
     """
     checkpoints = _checkpoints(folder)
     if not checkpoints:
         return 0
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
-    damaged = []
+    damaged, other_model = [], None
     for epoch, _, path in checkpoints:
         try:
             model.load_weights(path)
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, KeyError) as error:
             damaged.append(path)
             warnings.warn(f"skipping the damaged checkpoint {path} ({type(error).__name__}); using the one before it")
-            continue
-        return epoch
+        except ValueError as error:
+            other_model = other_model or str(error).strip().splitlines()[0].rstrip(":")
+            warnings.warn(f"skipping the checkpoint {path}, whose weights do not fit this model; using the one before it")
+        else:
+            return epoch
+    if other_model:
+        raise RunError(f"the checkpoints of {folder} hold the weights of another model than these arguments build "
+                       f"(Keras: {other_model}); was the run started with another version of keras-textattn? Resume "
+                       f"it with that version, or delete {folder} to start the run again from its first epoch")
     raise RunError(f"no checkpoint of {folder} can be read ({', '.join(damaged)} are damaged); "
                    f"delete {folder} to start the run again from its first epoch")
 

@@ -232,6 +232,15 @@ def test_unreadable_checkpoints_are_named(tmp_path):
     model.save_weights(folder / "epoch-0000-batch-000020.weights.h5")
     with pytest.warns(UserWarning):
         assert restore(model, str(folder)) == 0  # the older, readable one
+    # Checkpoints of another model (a run started with a version whose preset built other layers)
+    # are not called damaged: the error says what they are and what to do.
+    (folder / "epoch-0001-batch-000000.weights.h5").unlink()
+    wider = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(2)])
+    wider.compile("adam", "mse")
+    with pytest.warns(UserWarning, match="whose weights do not fit this model"):
+        with pytest.raises(RunError, match=r"hold the weights of another model than these arguments build \(Keras: .*"
+                                           r"could not be loaded.*\); was the run started with another version"):
+            restore(wider, str(folder))
 
 
 def test_tuning_directory_of_another_config_is_refused(tmp_path):
