@@ -186,6 +186,12 @@ TRAINED["lama+paper_adam_min5_cosine_e6"] = ("lama", {**PAPER_ADAM, "min_frequen
 TRAINED["lama+paper_adam_min5_cosine_e3"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"}, 3)
 TRAINED["lama+paper_adam_min5_cosine_bigrams"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine",
                                                            "bigram_buckets": 50000}, 4)
+# ... and with 5, 10 or 20 heads instead of the paper preset's 15 (the paper varies them from 1 to 20,
+# Figure 5; its best differs by dataset); chosen between by cross-validation (BENCHMARKS.md).
+VARIANTS.update({f"lama_h{heads}": ("lama", {"num_heads": heads}) for heads in (5, 10, 20)})
+TRAINED.update({f"lama_h{heads}+paper_adam_min5_cosine": (f"lama_h{heads}", {**PAPER_ADAM, "min_frequency": 5,
+                                                                             "lr_schedule": "cosine"}, 4)
+                for heads in (5, 10, 20)})
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
 DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
