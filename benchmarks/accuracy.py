@@ -37,7 +37,7 @@ For example:
     python benchmarks/accuracy.py --datasets r8 --models scalable_attention+unweighted scalable_attention+balanced
 
 Choosing between such rows on held-out data, without seeing the test figures first: `--hide-test`
-prints each finished row's held-out accuracy (and best epoch) instead of its test accuracy, which
+prints each finished row's held-out accuracy (and the epoch early stopping kept) instead of its test accuracy, which
 is still recorded, and `--report --hide-test` the table of held-out figures; `--report` shows the
 test figures once the choice is made.
 
@@ -700,7 +700,7 @@ def main(argv=None):
             figure = f"accuracy {result['accuracy']:.4f}"
             if args.hide_test:  # the held-out accuracy: of the kept epoch's weights, with early stopping
                 figure = f"held-out accuracy {result['validation_accuracy']:.4f}" + (
-                    f" (best epoch {result['best_epoch']})" if result["best_epoch"] else "")
+                    "" if result["best_epoch"] is None else f" (kept epoch {result['best_epoch'] + 1})")
             print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: {figure}, "
                   f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters", flush=True)
             with open(args.results, "a", encoding="utf-8") as handle:

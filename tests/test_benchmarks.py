@@ -181,10 +181,10 @@ def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_p
     `--hide-test`: the run prints the held-out figure, not the test one (recorded all the same),
     and `--report --hide-test` is the table of held-out figures; plain rows refuse it too."""
     results = tmp_path / "accuracy.jsonl"
-    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "sst2",
-               "--seeds", "0", "--official-validation", "--data-dir", str(shared_data)]
-    run = subprocess.run(command + ["--models", "scalable_attention+unweighted", "--hide-test"], check=True,
-                         capture_output=True, text=True)
+    script = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results)]
+    plain = [*script, "--datasets", "sst2", "--seeds", "0", "--data-dir", str(shared_data)]
+    run = subprocess.run([*plain, "--official-validation", "--models", "scalable_attention+unweighted", "--hide-test"],
+                         check=True, capture_output=True, text=True)
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert row["model"] == "scalable_attention+unweighted@dev" and 0.6 < row["accuracy"] <= 1
     assert abs(row["validation_accuracy"] * 872 - round(row["validation_accuracy"] * 872)) < 1e-6
@@ -192,14 +192,13 @@ def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_p
     assert held_out != test and f"held-out accuracy {held_out}" in run.stdout
     assert test not in run.stdout
     assert f"| sst2 | scalable_attention+unweighted@dev | {row['validation_accuracy']:.3f} | 1 |" in run.stdout
-    report = subprocess.run([*command[:4], "--report"], check=True, capture_output=True, text=True).stdout
+    report = subprocess.run([*script, "--report"], check=True, capture_output=True, text=True).stdout
     assert f"| sst2 | scalable_attention+unweighted@dev | {row['accuracy']:.3f} | 1 |" in report
     for models, option, message in ((["scalable_attention"], "--official-validation", "--official-validation is for"),
                                     (["scalable_attention+unweighted", "tfidf_lr"], "--hide-test",
                                      "--hide-test is for the rows run through train() ('+' rows), the ones that hold "
                                      "data out; not tfidf_lr")):
-        refused = subprocess.run([*command[:-3], *command[-2:], "--models", *models, option], capture_output=True,
-                                 text=True)
+        refused = subprocess.run([*plain, "--models", *models, option], capture_output=True, text=True)
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
