@@ -13,11 +13,12 @@ shuffled with FOLD_SEED); the test split is never read.
     python benchmarks/cross_validation.py --dataset r8 --models lama+paper_adam_min5_cosine \\
         lama+paper_adam_min5_cosine_e3 lama+paper_adam_min5_cosine_bigrams --folds 3 --seeds 0
     python benchmarks/cross_validation.py --report     # the table of benchmarks/results/cross_validation.jsonl
-    python benchmarks/cross_validation.py --quick      # TREC, scalable_attention+defaults, 2 folds
+    python benchmarks/cross_validation.py --quick      # TREC, scalable_attention+defaults and tfidf_lr, 2 folds
 
 One JSON line per dataset, row, seed and fold is appended to the results file as it finishes; a
 rerun skips what is there. The report pools each row's folds: the share of all training rows its
-fold models got right, and the spread of that share over the seeds.
+fold models got right, and the spread of that share over the seeds. `tfidf_lr` (accuracy.py's TF-IDF +
+LR, deterministic) on the same folds is the baseline to compare rows with without reading the test split.
 """
 
 import argparse
@@ -33,7 +34,7 @@ import numpy as np
 import accuracy
 
 FOLD_SEED = 0
-QUICK = {"dataset": "trec", "models": ["scalable_attention+defaults"], "folds": 2, "seeds": [0]}
+QUICK = {"dataset": "trec", "models": ["scalable_attention+defaults", "tfidf_lr"], "folds": 2, "seeds": [0]}
 
 
 def fold_of_each_row(labels, folds, seed):
@@ -47,10 +48,24 @@ def fold_of_each_row(labels, folds, seed):
     return fold
 
 
+def training_rows(data_dir, dataset_name):
+    """`(texts, labels)` of a dataset's training split as `train()` reads them, as object arrays."""
+    from keras_textattn.datasets.loading import read_labelled_texts
+
+    texts, labels, _, _ = read_labelled_texts(accuracy.files(data_dir, dataset_name)["train"])
+    return np.array(texts, dtype=object), np.array(labels, dtype=object)
+
+
 def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tokens):
     """Validation accuracy (and rows, epochs, seconds) of `row` trained on the rows outside `held_out`."""
     from keras_textattn.datasets import LocalFile
 
+    if row == "tfidf_lr":
+        start = time.perf_counter()
+        classifier = accuracy.tfidf_classifier(list(texts[~held_out]), labels[~held_out], seed)
+        return {"validation_accuracy": float(np.mean(classifier.predict(list(texts[held_out])) == labels[held_out])),
+                "validation_rows": int(held_out.sum()), "best_epoch": None, "epochs_trained": None,
+                "train_seconds": time.perf_counter() - start}
     arguments, _ = accuracy.trained_row(data_dir, row, dataset_name, seed)
     with tempfile.TemporaryDirectory() as folder:
         paths = {split: os.path.join(folder, f"{split}.csv") for split in ("train", "validation")}
@@ -89,8 +104,9 @@ def main(argv=None):
                         default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)))
     parser.add_argument("--results", default="benchmarks/results/cross_validation.jsonl", help="JSON lines, appended")
     parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="r8")
-    parser.add_argument("--models", nargs="+", choices=list(accuracy.TRAINED), default=["lama+paper_adam_min5_cosine"],
-                        help="rows of accuracy.py run through train()")
+    parser.add_argument("--models", nargs="+", choices=[*accuracy.TRAINED, "tfidf_lr"],
+                        default=["lama+paper_adam_min5_cosine"],
+                        help="rows of accuracy.py run through train(), or tfidf_lr (TF-IDF + LR on the same folds)")
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="as accuracy.py's")
@@ -107,10 +123,7 @@ def main(argv=None):
         return 0
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
-    from keras_textattn.datasets.loading import read_labelled_texts
-
-    texts, labels, _, _ = read_labelled_texts(accuracy.files(args.data_dir, args.dataset)["train"])
-    texts, labels = np.array(texts, dtype=object), np.array(labels, dtype=object)
+    texts, labels = training_rows(args.data_dir, args.dataset)
     fold = fold_of_each_row(labels, args.folds, FOLD_SEED)
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["folds"], r["seed"], r["fold"]) for r in results}
