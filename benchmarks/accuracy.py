@@ -460,7 +460,7 @@ def run_tfidf(dataset, seed, length=None):
     start = time.perf_counter()
     classifier = tfidf_classifier(train_texts, train_labels, seed)
     seconds = time.perf_counter() - start
-    accuracy = float(np.mean(classifier.predict(test_texts) == test_labels))
+    accuracy = classifier.score(test_texts, test_labels)
     linear = classifier[-1]
     return {"accuracy": accuracy, "train_seconds": seconds, "parameters": int(linear.coef_.size + linear.intercept_.size)}
 

@@ -58,14 +58,14 @@ def training_rows(data_dir, dataset_name):
 
 def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tokens):
     """Validation accuracy (and rows, epochs, seconds) of `row` trained on the rows outside `held_out`."""
-    from keras_textattn.datasets import LocalFile
-
     if row == "tfidf_lr":
         start = time.perf_counter()
         classifier = accuracy.tfidf_classifier(list(texts[~held_out]), labels[~held_out], seed)
-        return {"validation_accuracy": float(np.mean(classifier.predict(list(texts[held_out])) == labels[held_out])),
+        return {"validation_accuracy": classifier.score(list(texts[held_out]), labels[held_out]),
                 "validation_rows": int(held_out.sum()), "best_epoch": None, "epochs_trained": None,
                 "train_seconds": time.perf_counter() - start}
+    from keras_textattn.datasets import LocalFile
+
     arguments, _ = accuracy.trained_row(data_dir, row, dataset_name, seed)
     with tempfile.TemporaryDirectory() as folder:
         paths = {split: os.path.join(folder, f"{split}.csv") for split in ("train", "validation")}

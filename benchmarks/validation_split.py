@@ -94,8 +94,8 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
     start = time.perf_counter()
     if model == "tfidf_lr":
         classifier = tfidf_classifier(train_texts[~mask], train_labels[~mask], seed)
-        accuracy = {"validation": float(np.mean(classifier.predict(train_texts[mask]) == train_labels[mask])),
-                    "test": float(np.mean(classifier.predict(test_texts) == test_labels))}
+        accuracy = {"validation": classifier.score(train_texts[mask], train_labels[mask]),
+                    "test": classifier.score(test_texts, test_labels)}
         return {**accuracy, "seconds": time.perf_counter() - start}
     from keras_textattn.training import train
 
