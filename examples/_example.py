@@ -32,7 +32,8 @@ def parse_args(description, default_output):
     parser.add_argument("--small", action="store_true", help="CPU-sized model (--preset cpu) and texts")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)")
     parser.add_argument("--tune", metavar="CONFIG", help="search hyperparameters first with this tuner config "
-                        "(e.g. tuner_configs/lama.yaml) in OUTPUT-search/, then train with the best")
+                        "(a YAML file, or a model name for its shipped one, e.g. lama) in OUTPUT-search/, then train "
+                        "with the best")
     parser.add_argument("--tune-trials", type=int, help="search trials (default: the config's)")
     parser.add_argument("--distribute", choices=["none", "mirrored", "multi-worker", "ray"], default="none",
                         help="the tf.distribute strategy of the training, or ray: --workers processes started by "

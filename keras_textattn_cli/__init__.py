@@ -223,7 +223,9 @@ def _parser():
     export.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
     tune = subcommand("tune", help="search hyperparameters with keras-tuner")
-    tune.add_argument("--config", required=True, help="a tuner config, e.g. tuner_configs/lama.yaml")
+    tune.add_argument("--config", required=True,
+                      help="a tuner config: a YAML file, or a paper model's name for the one shipped with "
+                           "keras-textattn (e.g. lama: tuner_configs/lama.yaml in a checkout)")
     tune.add_argument("--data", required=True, help="a TFDS name or a CSV/TSV file, as for train")
     tune.add_argument("--directory", required=True, help="the search folder; rerun the same command to resume")
     tune.add_argument("--tuner", choices=["random", "bayesian", "hyperband"], default="random")

@@ -1,6 +1,7 @@
 """The example scripts run: each parses its flags, and one trains end to end offline."""
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -31,12 +32,11 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     hyperparameters, and a verified SavedModel and TFLite export; the SavedModel then labels texts."""
     output, export = tmp_path / "run", tmp_path / "export"
     script = next(p for p in EXAMPLES if p.stem == "scalable_attention_ag_news")
-    config = pathlib.Path(__file__).parents[1] / "tuner_configs" / "scalable_attention.yaml"
     result = subprocess.run(
         [sys.executable, str(script), "--small", "--epochs", "1", "--output", str(output),
          "--data", str(shared_data / "ag_news" / "train_sample_5k.csv.gz"),
          "--test-data", str(shared_data / "ag_news" / "test.csv.gz"),
-         "--tune", str(config), "--tune-trials", "1", "--distribute", "mirrored", "--cpu-devices", "2",
+         "--tune", "scalable_attention", "--tune-trials", "1", "--distribute", "mirrored", "--cpu-devices", "2",
          "--dtype-policy", "mixed_bfloat16", "--export", str(export)],
         capture_output=True, text=True, timeout=600,
     )
@@ -45,6 +45,7 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     assert "━" not in result.stdout and "val_accuracy: " in result.stdout  # to a pipe: a line per epoch, no bar
     search = json.loads((tmp_path / "run-search" / "best" / "metrics.json").read_text())
     assert search["dtype_policy"] == "mixed_bfloat16" and search["preset"] == "cpu"  # the search trains as the run does
+    assert search["tuner_config"].endswith(os.path.join("keras_textattn", "tuning", "configs", "scalable_attention.yaml"))
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["label_names"] == ["World", "Sports", "Business", "Sci/Tech"]
     assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"

@@ -1,6 +1,12 @@
-"""Search spaces from `tuner_configs/<model>.yaml`, checked before any training."""
+"""Search spaces from tuner configs (YAML), checked before any training.
+
+One config per paper model ships with the package, in `keras_textattn/tuning/configs/`
+(`tuner_configs/` in a checkout): `load_config("lama")` reads the shipped `lama.yaml`, so a
+search needs no checkout (`keras-textattn tune --config lama`).
+"""
 
 import dataclasses
+import importlib.resources
 import inspect
 import math
 import os
@@ -35,6 +41,14 @@ TRAINING_HYPERPARAMETERS = ("learning_rate", "freeze_embeddings")
 ENCODER_HYPERPARAMETERS = ("max_tokens",)
 
 
+SHIPPED = importlib.resources.files(__package__) / "configs"
+
+
+def shipped_configs():
+    """The names of the configs shipped with the package (one per paper model)."""
+    return sorted(entry.name[: -len(".yaml")] for entry in SHIPPED.iterdir() if entry.name.endswith(".yaml"))
+
+
 class ConfigError(UserError):
     """A tuner config that cannot be used; the message names the file, the key and what is allowed."""
 
@@ -59,10 +73,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 @dataclasses.dataclass
 class TuningConfig:
-    """A checked tuner config: `hyperparameters` maps a name to its spec dict. `preset`:
-    the builder arguments a trial takes where the config neither fixes nor searches them,
-    as `train`'s preset ("cpu": sizes that train in minutes on 2 cores; "paper": the
-    builder's own defaults, the paper's sizes). `lr_schedule`: every trial's learning-rate
+    """A checked tuner config (`path`: the file read): `hyperparameters` maps a name to its
+    spec dict. `preset`: the builder arguments a trial takes where the config neither fixes
+    nor searches them, as `train`'s preset ("cpu": sizes that train in minutes on 2 cores;
+    "paper": the builder's own defaults, the paper's sizes). `lr_schedule`: every trial's learning-rate
     schedule, a function of the epoch ("constant", "cosine", "step:E1,..."); None until
     `tune` sets the preset's, as `train` would use (`ModelSpec.training_defaults`)."""
 
@@ -103,7 +117,8 @@ def _is(value, kind):
 
 
 def load_config(path):
-    """Read and check a tuner config.
+    """Read and check a tuner config: a YAML file, or the name of a shipped one
+    (`shipped_configs()`: "lama" reads `configs/lama.yaml`). A file of that name wins.
 
     Raises:
         ConfigError: a key given twice, an unknown key, a wrong type, an empty range, a default outside
@@ -111,7 +126,10 @@ def load_config(path):
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise ConfigError(f"{path}: no such tuner config")
+        if path not in shipped_configs():
+            raise ConfigError(f"{path}: no such tuner config (a YAML file, or the name of one shipped with "
+                              f"keras-textattn: {', '.join(shipped_configs())})")
+        path = str(SHIPPED / f"{path}.yaml")
     with open(path, encoding="utf-8") as handle:
         try:
             raw = yaml.load(handle, Loader=_UniqueKeyLoader)

@@ -1,11 +1,14 @@
+import dataclasses
 import json
 import os
 import pathlib
 import signal
 import socket
+import shutil
 import subprocess
 import sys
 import time
+import zipfile
 
 import keras
 import numpy as np
@@ -21,6 +24,7 @@ from keras_textattn.text import TextEncoder
 from keras_textattn.training import train
 from keras_textattn.tuning import ConfigError
 from keras_textattn.tuning import load_config
+from keras_textattn.tuning import shipped_configs
 from keras_textattn.tuning import tune
 from keras_textattn_cli import main
 
@@ -57,8 +61,11 @@ def _cli(*arguments):
 
 
 def test_shipped_configs_default_to_the_papers_values():
-    configs = {path.stem: load_config(path) for path in CONFIGS.glob("*.yaml")}
+    configs = {name: load_config(name) for name in shipped_configs()}  # by name: no checkout needed
     assert set(configs) == {"scalable_attention", "dual_axial", "hcan", "lama", "cspan"}
+    assert sorted(path.stem for path in CONFIGS.glob("*.yaml")) == shipped_configs()  # a checkout's tuner_configs/
+    assert all(dataclasses.replace(load_config(path), path=configs[path.stem].path) == configs[path.stem]
+               for path in CONFIGS.glob("*.yaml"))
     defaults = {name: {k: v["default"] for k, v in c.hyperparameters.items()} for name, c in configs.items()}
     assert defaults["lama"]["num_heads"] == 15  # Figure 5's peak
     assert (defaults["hcan"]["units"], defaults["hcan"]["num_heads"]) == (512, 8)
@@ -218,6 +225,36 @@ def test_fixed_vocabulary_belongs_under_encoder(tiny_config):
     tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, max_tokens: 500}"))
     with pytest.raises(ConfigError, match=r"tiny.yaml: fixed.max_tokens: a fixed max_tokens is set under `encoder`"):
         load_config(tiny_config)
+
+
+def test_a_config_file_wins_over_the_shipped_config_of_its_name(tiny_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lama").write_text(tiny_config.read_text())
+    assert load_config("lama").model == "scalable_attention" and load_config("lama").path == "lama"
+    with pytest.raises(ConfigError, match=r"^lamma: no such tuner config \(a YAML file, or the name of one shipped with "
+                                          r"keras-textattn: cspan, dual_axial, hcan, lama, scalable_attention\)$"):
+        load_config("lamma")
+
+
+def test_the_wheel_ships_the_configs(tmp_path):
+    """Installed from a wheel (no checkout), the package holds the configs and reads them by name."""
+    root, source = CONFIGS.parent, tmp_path / "source"
+    for package in ("keras_textattn", "keras_textattn_cli"):
+        shutil.copytree(root / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "setup.cfg", "README.md"):
+        shutil.copy(root / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(tmp_path / "wheel"), str(source)], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path / "site")
+    shipped = tmp_path / "site" / "keras_textattn" / "tuning" / "configs"
+    assert {path.name: path.read_bytes() for path in shipped.iterdir()} == {
+        path.name: path.read_bytes() for path in CONFIGS.glob("*.yaml")}
+    run = subprocess.run([sys.executable, "-c", "from keras_textattn.tuning import load_config; "
+                          "print(load_config('lama').path)"], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, timeout=300)
+    assert run.stdout.strip() == str(shipped / "lama.yaml"), run.stderr[-2000:]
 
 
 def test_cli_reports_a_bad_config_in_one_line(tiny_config, tmp_path, capsys):
