@@ -7,7 +7,8 @@ A run folder, written by `keras_textattn.training.train` (and `tune`'s `best/`):
     vocabulary.txt   one token per line, line i is id i
     labels.json      class names, index = label id
     history.csv      loss, accuracy and seconds per epoch (rows of retrained epochs dropped)
-    metrics.json     written last: a run folder with it is finished
+    metrics.json     written last: a run folder with it is finished; `versions`: the
+                     keras-textattn, Keras and TensorFlow that wrote it
     logs/            TensorBoard
     backup/          checkpoints while the run is unfinished
 
@@ -143,13 +144,19 @@ def load_encoder(path):
 def save_run(folder, model, encoder, label_names, metrics):
     """Write the files of a finished run folder (see the module docstring) for a token-id
     `model` and its fitted `encoder`. Each file is written atomically, metrics.json last:
-    its presence marks the run finished."""
+    its presence marks the run finished. metrics.json holds `metrics` and `versions`."""
+    import tensorflow as tf
+
+    import keras_textattn
+
+    versions = {"keras_textattn": keras_textattn.__version__, "keras": keras.__version__, "tensorflow": tf.__version__}
     os.makedirs(folder, exist_ok=True)
     save_encoder(os.path.join(folder, "encoder.keras"), encoder)
     write_atomically(os.path.join(folder, "model.keras"), model.save)
     write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
     write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
-    write_text(os.path.join(folder, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
+    write_text(os.path.join(folder, "metrics.json"), json.dumps({**metrics, "versions": versions}, indent=2,
+                                                                sort_keys=True))
 
 
 def load_run(folder):

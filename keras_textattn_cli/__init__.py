@@ -11,6 +11,7 @@ TensorFlow backend (the text encoder and the data pipeline are TensorFlow ops), 
 import argparse
 import contextlib
 import functools
+import importlib.metadata
 import itertools
 import json
 import os
@@ -106,8 +107,22 @@ class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def _versions():
+    """`keras-textattn X (keras Y, tensorflow Z, tensorflow-text W)`, from the installed packages'
+    metadata: importing them would import TensorFlow."""
+    installed = []
+    for name in ("keras-textattn", "keras", "tensorflow", "tensorflow-text"):
+        try:
+            installed.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            installed.append(f"{name} not installed")
+    return f"{installed[0]} ({', '.join(installed[1:])})"
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
+    parser.add_argument("--version", action="version", version=_versions(),
+                        help="keras-textattn's version, and those of the Keras and TensorFlow installed")
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help="show TensorFlow's own log lines (hidden by default)")

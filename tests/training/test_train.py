@@ -16,7 +16,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text
 
+import keras_textattn
 from keras_textattn_cli import main
 
 # A small, fast configuration: the point here is the machinery, not accuracy.
@@ -105,11 +107,15 @@ def test_help_and_argument_errors_answer_without_tensorflow():
     """`--help` and a bad argument answer before TensorFlow is imported (it takes seconds and
     prints C++ log lines); a command that runs prints none of those lines unless --verbose."""
     probe = ("import sys\nfrom keras_textattn_cli import main\n"
-             "for argv in (['train', '--help'], ['predict', '--top-k', 'x']):\n"
+             "for argv in (['train', '--help'], ['predict', '--top-k', 'x'], ['--version']):\n"
              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
              "print('imported:', 'tensorflow' in sys.modules, 'keras' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert "imported: False False" in result.stdout and "invalid int value: 'x'" in result.stderr
+    # --version from the installed packages' metadata: the versions that import.
+    versions = (f"keras-textattn {keras_textattn.__version__} (keras {keras.__version__}, tensorflow {tf.__version__}, "
+                f"tensorflow-text {tensorflow_text.__version__})")
+    assert result.stdout.splitlines()[-2] == versions, result.stdout[-2000:]
     quiet = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
                            capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
@@ -153,6 +159,9 @@ def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
         ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json", "model.keras", "run.json", "vocabulary.txt"]
     )
     assert first["parameters"] > 0 and first["examples_per_second"] > 0 and len(first["seconds_per_epoch"]) == 1
+    # What wrote the folder (a bug report, or a resume refused by another version, can say).
+    assert first["versions"] == {"keras_textattn": keras_textattn.__version__, "keras": keras.__version__,
+                                 "tensorflow": tf.__version__}
     capsys.readouterr()
     assert main(args) == 2
     assert "already holds a finished run; pass overwrite=True (--overwrite)" in capsys.readouterr().err
