@@ -24,8 +24,10 @@ import warnings
 import zipfile
 
 import keras
+import tensorflow as tf
 
 import keras_textattn.text  # noqa: F401  (registers TextEncoder, which encoder.keras holds)
+from keras_textattn import __version__
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.errors import UserError
@@ -145,11 +147,7 @@ def save_run(folder, model, encoder, label_names, metrics):
     """Write the files of a finished run folder (see the module docstring) for a token-id
     `model` and its fitted `encoder`. Each file is written atomically, metrics.json last:
     its presence marks the run finished. metrics.json holds `metrics` and `versions`."""
-    import tensorflow as tf
-
-    import keras_textattn
-
-    versions = {"keras_textattn": keras_textattn.__version__, "keras": keras.__version__, "tensorflow": tf.__version__}
+    versions = {"keras_textattn": __version__, "keras": keras.__version__, "tensorflow": tf.__version__}
     os.makedirs(folder, exist_ok=True)
     save_encoder(os.path.join(folder, "encoder.keras"), encoder)
     write_atomically(os.path.join(folder, "model.keras"), model.save)

@@ -76,9 +76,9 @@ class TuningConfig:
     """A checked tuner config (`path`: the file read): `hyperparameters` maps a name to its
     spec dict. `preset`: the builder arguments a trial takes where the config neither fixes
     nor searches them, as `train`'s preset ("cpu": sizes that train in minutes on 2 cores;
-    "paper": the builder's own defaults, the paper's sizes). `lr_schedule`: every trial's learning-rate
-    schedule, a function of the epoch ("constant", "cosine", "step:E1,..."); None until
-    `tune` sets the preset's, as `train` would use (`ModelSpec.training_defaults`)."""
+    "paper": the builder's own defaults, the paper's sizes). `lr_schedule`: every trial's
+    learning-rate schedule, a function of the epoch ("constant", "cosine", "step:E1,...");
+    None until `tune` sets the preset's, as `train` would use (`ModelSpec.training_defaults`)."""
 
     path: str
     model: str
