@@ -43,10 +43,18 @@ test figures once the choice is made.
 
     python benchmarks/accuracy.py --datasets r8 --models lama+paper_adam_min5 lama+paper_adam_min5_cosine --hide-test
     python benchmarks/accuracy.py --report --hide-test
+
+A learning curve: `--train-rows N` trains the plain models, fastText and TF-IDF on a stratified
+sample of N training rows, drawn with each seed (rows "<model>@n<N>"):
+
+    python benchmarks/accuracy.py --datasets imdb --models scalable_attention --length 768 --max-tokens 2000 \
+        --bigram-buckets 200000 --lr-schedule cosine --train-rows 5000
+    python benchmarks/accuracy.py --datasets imdb --models tfidf_lr --train-rows 5000
 """
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -88,13 +96,14 @@ VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 
 
 def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None, official_validation=False,
-               lr_schedule=None, split_long_sentences=False):
+               lr_schedule=None, split_long_sentences=False, train_rows=None):
     """What a row's name adds for settings other than the defaults:
-    "@768@v2000@e2@b200000@cosine@dev", "@split_long_sentences"."""
+    "@768@v2000@e2@b200000@cosine@dev", "@split_long_sentences", "@n5000"."""
     return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
             + (f"@e{epochs}" if epochs != 3 else "") + (f"@b{bigram_buckets}" if bigram_buckets is not None else "")
             + (f"@{lr_schedule}" if lr_schedule not in (None, "constant") else "")
-            + ("@dev" if official_validation else "") + ("@split_long_sentences" if split_long_sentences else ""))
+            + ("@dev" if official_validation else "") + ("@split_long_sentences" if split_long_sentences else "")
+            + (f"@n{train_rows}" if train_rows else ""))
 
 
 def builder_arguments(row):
@@ -346,6 +355,26 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
             "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
             "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"].get("test"),
             "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"), **({"chosen": chosen} if chosen else {})}
+
+
+def training_sample(dataset, rows, seed):
+    """`dataset` with `rows` of its training rows: a stratified sample (each class in its share),
+    drawn with `seed`, so that every model of a seed trains on the same rows; the test split whole."""
+    import tensorflow as tf
+
+    _, labels = texts_and_labels(dataset["train"])
+    if not 0 < rows < len(labels):
+        raise SystemExit(f"--train-rows: expected 1 to {len(labels) - 1} (the training split has {len(labels)} rows), "
+                         f"got {rows}")
+    rng = np.random.default_rng(seed)
+    keep = np.zeros(len(labels), bool)
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        keep[rng.choice(members, round(rows * len(members) / len(labels)), replace=False)] = True
+    kept = tf.constant(keep)
+    train = dataset["train"].enumerate().filter(lambda index, row: kept[index]).map(lambda index, row: row)
+    return dataclasses.replace(dataset, splits={**dataset.splits, "train": train.cache()},
+                               rows={**dataset.rows, "train": int(keep.sum())})
 
 
 def write_labelled_csv(path, texts, labels):
@@ -633,6 +662,10 @@ def main(argv=None):
     parser.add_argument("--split-long-sentences", action="store_true",
                         help="HCAN rows: TextEncoder(split_long_sentences=True), rows left over by a text's sentences "
                              "hold the rest of its long sentences; rows '<model>@split_long_sentences'")
+    parser.add_argument("--train-rows", type=int,
+                        help="train on a stratified sample of this many training rows, drawn with each seed (the "
+                             "same rows for every model of a seed; the test split whole): a learning curve; not for "
+                             "the rows run through train(); rows '<model>@n<N>'")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--hide-test", action="store_true",
                         help="for choosing between rows run through train() ('+' rows): print their held-out accuracy "
@@ -664,6 +697,9 @@ def main(argv=None):
                      f"not {', '.join(sorted(set(args.models) - set(TRAINED)))}")
     if args.split_long_sentences and not all(reads_sentences(m) for m in args.models):
         parser.error("--split-long-sentences is for the models that read sentences (hcan rows)")
+    if args.train_rows is not None and set(args.models) & set(TRAINED):
+        parser.error("--train-rows is for the plain Keras models, fastText and TF-IDF; not the rows run through "
+                     "train() ('+' rows), which hold their own validation rows out")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if not (args.data_dir / "README.md").is_file():
@@ -671,14 +707,18 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
     suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets,
-                        args.official_validation, args.lr_schedule, args.split_long_sentences)
+                        args.official_validation, args.lr_schedule, args.split_long_sentences, args.train_rows)
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
             continue
-        dataset = load(args.data_dir, dataset_name)
+        whole = load(args.data_dir, dataset_name)
         length = args.length or DATASETS[dataset_name][2]
+        samples = {}
         for model_name, seed in todo:
+            if args.train_rows and seed not in samples:
+                samples[seed] = training_sample(whole, args.train_rows, seed)
+            dataset = samples[seed] if args.train_rows else whole
             if model_name in TRAINED:
                 row, source_seconds = trained_row(args.data_dir, model_name, dataset_name, seed)
                 result = run_train(data_files=files(args.data_dir, dataset_name, args.official_validation),
@@ -696,7 +736,8 @@ def main(argv=None):
                 result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
                                    args.bigram_buckets, args.lr_schedule, args.split_long_sentences)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
-                          epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs)
+                          epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs,
+                          **({"train_rows": dataset.rows["train"]} if args.train_rows else {}))
             figure = f"accuracy {result['accuracy']:.4f}"
             if args.hide_test:  # the held-out accuracy: of the kept epoch's weights, with early stopping
                 figure = f"held-out accuracy {result['validation_accuracy']:.4f}" + (

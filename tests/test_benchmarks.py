@@ -210,6 +210,41 @@ def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_p
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
+def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
+    """`--train-rows N`: each seed draws a stratified sample of N training rows, the same for every
+    model of that seed, and the test split stays whole; the rows say so in their name, and TF-IDF's
+    figure is that of the sample; '+' rows (which hold their own rows out) refuse the option."""
+    load, sample, texts_and_labels, tfidf_classifier = (benchmark_function("accuracy", name) for name in (
+        "load", "training_sample", "texts_and_labels", "tfidf_classifier"))
+    whole = load(shared_data, "trec")
+    texts, labels = texts_and_labels(whole["train"])
+    first = sample(whole, 1000, 0)
+    sampled_texts, sampled_labels = texts_and_labels(first["train"])
+    assert first.rows["train"] == len(sampled_texts)
+    shares = {label: round(1000 * count / len(labels)) for label, count in zip(*np.unique(labels, return_counts=True))}
+    assert dict(zip(*np.unique(sampled_labels, return_counts=True))) == shares  # every class in its share
+    assert abs(len(sampled_texts) - 1000) <= len(shares) / 2
+    remaining = iter(zip(texts, labels))  # the training rows themselves, in their order
+    assert all(row in remaining for row in zip(sampled_texts, sampled_labels))
+    assert texts_and_labels(sample(whole, 1000, 0)["train"])[0] == sampled_texts
+    assert texts_and_labels(sample(whole, 1000, 1)["train"])[0] != sampled_texts
+    test_texts, test_labels = texts_and_labels(first["test"])
+    assert test_texts == texts_and_labels(whole["test"])[0] and len(test_texts) == 500
+    with pytest.raises(SystemExit, match=r"--train-rows: expected 1 to 5451 \(the training split has 5452 rows\), "
+                                         r"got 5452"):
+        sample(whole, 5452, 0)
+
+    results = tmp_path / "accuracy.jsonl"
+    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "trec",
+               "--seeds", "0", "--data-dir", str(shared_data), "--train-rows", "1000"]
+    subprocess.run([*command, "--models", "tfidf_lr"], check=True, capture_output=True, text=True, timeout=300)
+    (row,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert (row["model"], row["train_rows"]) == ("tfidf_lr@n1000", len(sampled_texts))
+    assert row["accuracy"] == tfidf_classifier(sampled_texts, sampled_labels, 0).score(test_texts, test_labels)
+    refused = subprocess.run([*command, "--models", "scalable_attention+defaults"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--train-rows is for the plain Keras models, fastText and TF-IDF" in refused.stderr
+
+
 @pytest.mark.parametrize("row, message", [
     ("scalable_attention+imdb50k_vectors", "imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows on "
                                            "that dataset would learn from the texts they are tested on"),
