@@ -372,7 +372,8 @@ def training_sample(dataset, rows, seed):
         members = np.flatnonzero(labels == label)
         keep[rng.choice(members, round(rows * len(members) / len(labels)), replace=False)] = True
     kept = tf.constant(keep)
-    train = dataset["train"].enumerate().filter(lambda index, row: kept[index]).map(lambda index, row: row)
+    train = dataset["train"].enumerate().filter(lambda index, row: kept[index])
+    train = train.map(lambda index, row: row)  # (a line each: AutoGraph reads a lambda from its line)
     return dataclasses.replace(dataset, splits={**dataset.splits, "train": train.cache()},
                                rows={**dataset.rows, "train": int(keep.sum())})
 
