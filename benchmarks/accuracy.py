@@ -589,7 +589,8 @@ def plot_time_to_accuracy(results, dataset, path):
     and its most accurate row measured with 3 or more seeds (a dot), joined by a line; fastText
     and TF-IDF + LR as black squares and as horizontal lines, the marks to reach. Every row is
     in the `--report` table; the plot shows two per model so that a reader can name each point.
-    Returns the rows (all of them) at or above fastText's accuracy."""
+    Rows trained on a sample of the training split (`--train-rows`) are left out.
+    Returns the rows (all the others) at or above fastText's accuracy."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -597,7 +598,7 @@ def plot_time_to_accuracy(results, dataset, path):
 
     points = {}
     for row in results:
-        if row["dataset"] == dataset:
+        if row["dataset"] == dataset and "train_rows" not in row:
             points.setdefault(row["model"], []).append((row["train_seconds"], row["accuracy"]))
     if not points:
         raise SystemExit(f"nothing measured on {dataset} in the results file")
