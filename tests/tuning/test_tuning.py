@@ -2,9 +2,9 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
-import shutil
 import subprocess
 import sys
 import time
