@@ -252,7 +252,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     oracle; the workers train; the chief writes the table and the best model.
 
     Args:
-        config: a path to a tuner config (or a loaded `TuningConfig`).
+        config: a tuner config: a path, the name of a shipped one (`load_config`), or a loaded
+            `TuningConfig`.
         data: as for `keras_textattn.training.train`; `data_options`: its
             `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
             `label_names`, `data_dir`, `group_column` and `validation_fraction`.
