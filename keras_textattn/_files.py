@@ -105,17 +105,22 @@ def recover_folder_swap(path):
     return True
 
 
+def as_paths(paths):
+    """One path, or a list of paths, as a list of paths."""
+    return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+
+
 def check_output(path, overwrite, source=None):
     """Check a folder to be written before the slow work that writes it.
 
     Finishes a replacement of `path` that a killed process left halfway
-    (`recover_folder_swap`), then raises `ValueError` if `path` is the folder `source`
-    (a run folder), lies inside it or contains it, and `FileExistsError` if `path`
-    exists and `overwrite` is False.
+    (`recover_folder_swap`), then raises `UserError` if `path` is the folder `source`
+    (a run folder, or each of a list of them), lies inside it or contains it, and
+    `FileExistsError` if `path` exists and `overwrite` is False.
     """
     recover_folder_swap(path)
-    if source is not None:
-        refuse_overlap(source, path)
+    for folder in as_paths(source or []):
+        refuse_overlap(folder, path)
     refuse_existing(path, overwrite)
 
 

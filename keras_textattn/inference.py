@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _plots
+from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
 from keras_textattn._files import refuse_existing
@@ -44,34 +45,26 @@ class Classifier:
             folder of `export.tflite` (or its `model.tflite`): the TFLite model runs in the
             LiteRT interpreter, one text per call, on the ids of `export.ClientTokenizer`,
             as a device runs it (to measure what quantisation costs on your own data).
+            A list of them is an ensemble: the mean of their probabilities (soft voting),
+            for runs trained on the same classes (any model, vocabulary or length each; on
+            IMDB two paper models averaged are level with TF-IDF + LR where each alone is
+            not: BENCHMARKS.md, "Two paper models averaged").
 
     Attributes:
-        label_names: class names, index = label id.
+        label_names: class names, index = label id (an ensemble's: its first member's order).
     """
 
     def __init__(self, path):
-        path = os.fspath(path)
-        if path.endswith(".tflite") and os.path.isfile(path):
-            path = os.path.dirname(path) or "."
-        if os.path.isfile(os.path.join(path, "saved_model.pb")):
-            serve = tf.saved_model.load(path).signatures["serving_default"]
-            self._probabilities = lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"]
-            self.label_names = _read_labels(path, SAVED_MODEL_LABELS)
-        elif os.path.isfile(os.path.join(path, "model.tflite")):
-            from ai_edge_litert.interpreter import Interpreter
-
-            from keras_textattn.export.client import ClientTokenizer
-
-            tokenizer = ClientTokenizer(path)
-            runner = Interpreter(model_path=os.path.join(path, "model.tflite")).get_signature_runner()
-            self._probabilities = lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts]
-            self.label_names = _read_labels(path, "labels.json")
-        elif os.path.isdir(path):
-            model, encoder, self.label_names = load_run(path)
-            call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
-            self._probabilities = lambda texts: call(tf.constant(texts, tf.string))
-        else:
-            raise RunError(f"{path} is neither a run folder nor an exported SavedModel or TFLite folder")
+        paths = as_paths(path)
+        if not paths:
+            raise UserError("no run to classify with: give a run folder (or its export), or a list of them")
+        members = [_load_member(os.fspath(member)) for member in paths]
+        self.label_names = members[0][1]
+        columns = [_columns_of(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
+                   for member, (_, names) in zip(paths, members)]
+        self._probabilities = lambda texts: np.mean(
+            [np.asarray(probabilities(texts), "float32")[:, order] for (probabilities, _), order in zip(members, columns)],
+            axis=0)
 
     def probabilities(self, texts, batch_size=256):
         """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included),
@@ -96,6 +89,38 @@ class Classifier:
         return rows
 
 
+def _load_member(path):
+    """`(texts -> probabilities, label names)` of one run folder, SavedModel or TFLite folder."""
+    if path.endswith(".tflite") and os.path.isfile(path):
+        path = os.path.dirname(path) or "."
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        serve = tf.saved_model.load(path).signatures["serving_default"]
+        return (lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
+                _read_labels(path, SAVED_MODEL_LABELS))
+    if os.path.isfile(os.path.join(path, "model.tflite")):
+        from ai_edge_litert.interpreter import Interpreter
+
+        from keras_textattn.export.client import ClientTokenizer
+
+        tokenizer = ClientTokenizer(path)
+        runner = Interpreter(model_path=os.path.join(path, "model.tflite")).get_signature_runner()
+        return (lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
+                _read_labels(path, "labels.json"))
+    if os.path.isdir(path):
+        model, encoder, label_names = load_run(path)
+        call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
+        return lambda texts: call(tf.constant(texts, tf.string)), label_names
+    raise RunError(f"{path} is neither a run folder nor an exported SavedModel or TFLite folder")
+
+
+def _columns_of(names, first_names, path, first_path):
+    """Indices that put the columns of a member with classes `names` in the order `first_names`."""
+    if sorted(names) != sorted(first_names):
+        raise UserError(f"an ensemble averages runs trained on the same classes: {path} has {names}, "
+                        f"{first_path} has {first_names}")
+    return np.array([names.index(name) for name in first_names])
+
+
 def _read_labels(folder, name):
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
@@ -111,7 +136,8 @@ def _check_top_k(top_k, classes):
 
 
 def predict(run, texts, *, top_k=1, batch_size=256):
-    """Labels for `texts` (a list of strings) from a run folder or an export: see `Classifier`."""
+    """Labels for `texts` (a list of strings) from a run folder or an export, or a list of them
+    (an ensemble): see `Classifier`."""
     return Classifier(run).predict(list(texts), top_k=top_k, batch_size=batch_size)
 
 
@@ -121,7 +147,8 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     input row, in order.
 
     Args:
-        run: a run folder, or a SavedModel or TFLite folder (`Classifier`).
+        run: a run folder, or a SavedModel or TFLite folder, or a list of them (an ensemble:
+            `Classifier`).
         data: the input file; `text_column` (name or index, or a list joined with a space),
             `header`, `delimiter` as for `LocalFile`. `id_column`: a column carried over to
             the output (default: a column named "id" when the file has one).
@@ -179,7 +206,8 @@ def _csv_header(top_k):
 
 def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, label_offset=0,
              batch_size=256, mistakes=20, overwrite=False):
-    """Score a run folder or an export (`Classifier`) on a labelled file and write a report folder.
+    """Score a run folder or an export, or a list of them (an ensemble: `Classifier`), on a
+    labelled file and write a report folder.
 
     Labels are matched to the model's class names; a file of integer labels 0..n-1 (after
     `label_offset`) is read as label ids. Labels the model never saw are an error.
@@ -251,7 +279,7 @@ def _markdown_cell(text):
 
 def _report(result, mistakes, run, data):
     names = result["label_names"]
-    lines = [f"# Evaluation of {run} on {data}", "",
+    lines = [f"# Evaluation of {' + '.join(map(os.fspath, as_paths(run)))} on {data}", "",
              f"{result['rows']} rows. Accuracy **{result['accuracy']:.4f}**, macro F1 **{result['macro_f1']:.4f}**, "
              f"weighted F1 {result['weighted_f1']:.4f}.", "",
              "| class | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]

@@ -261,8 +261,9 @@ def _parser():
     _data_arguments(tune)
 
     predict = subcommand("predict", help="label texts with a trained run (or its SavedModel or TFLite export)")
-    predict.add_argument("--run", required=True, help="a run folder written by `train`, or a folder written by `export` "
-                                                         "(SavedModel or TFLite)")
+    predict.add_argument("--run", required=True, action="append",
+                         help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
+                              "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
     predict.add_argument("texts", nargs="*", help="texts to label (printed); - reads them from standard input, "
                                                   "one per line, labelled in batches as they come")
     predict.add_argument("--data", help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) to label, read in batches")
@@ -276,8 +277,9 @@ def _parser():
     predict.add_argument("--quiet", action="store_true", help="no progress")
 
     evaluate = subcommand("evaluate", help="score a trained run on a labelled file: F1, confusion, mistakes")
-    evaluate.add_argument("--run", required=True, help="a run folder written by `train`, or a folder written by `export` "
-                                                         "(SavedModel or TFLite)")
+    evaluate.add_argument("--run", required=True, action="append",
+                         help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
+                              "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
     evaluate.add_argument("--data", required=True, help="a labelled CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     evaluate.add_argument("--output", required=True, help="the report folder: metrics.json, report.md, confusion.png")
     _file_format_arguments(evaluate, labels=True)

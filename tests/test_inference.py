@@ -267,3 +267,52 @@ def test_evaluate_refuses_labels_the_model_never_saw(lama_run, tmp_path, capsys)
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "labels the model never saw: ['Weather']" in error[0]
     assert not os.path.exists(tmp_path / "report")
+
+
+def _relabelled_copy(run, folder, names):
+    """A copy of the run folder whose labels.json names its columns `names`."""
+    import shutil
+
+    shutil.copytree(run, folder)
+    (folder / "labels.json").write_text(json.dumps(names))
+    return folder
+
+
+def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp_path, capsys):
+    """`--run A --run B`: the mean of the members' probabilities, each member's columns matched
+    to the first's by class name; members of other classes, or none, are refused in one line."""
+    texts, labels = test_rows
+    names = json.loads((lama_run / "labels.json").read_text())
+    # The same model with its columns named in reverse order: lined up by name, its probabilities
+    # for class i are the model's for class 3 - i, so the mean is (p + p[:, ::-1]) / 2, not p.
+    reversed_run = _relabelled_copy(lama_run, tmp_path / "reversed", names[::-1])
+    model, encoder, _ = load_run(lama_run)
+    p = np.asarray(model.predict(encoder(np.array(texts[:64], dtype=object)), verbose=0))
+    ensemble = inference.Classifier([lama_run, str(reversed_run)])
+    assert ensemble.label_names == names
+    np.testing.assert_allclose(ensemble.probabilities(texts[:64], batch_size=16), (p + p[:, ::-1]) / 2, atol=2e-6)
+
+    data = tmp_path / "test.csv"
+    _write_csv(data, ["label", "text"], zip([names[label] for label in labels], texts))
+    assert main(["evaluate", "--run", str(lama_run), "--run", str(reversed_run), "--data", str(data),
+                 "--output", str(tmp_path / "report")]) == 0
+    p = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0))
+    expected = sk.accuracy_score(labels, (p + p[:, ::-1]).argmax(-1))
+    with open(tmp_path / "report" / "metrics.json") as handle:
+        assert json.load(handle)["accuracy"] == pytest.approx(expected)
+    assert (tmp_path / "report" / "report.md").read_text().startswith(f"# Evaluation of {lama_run} + {reversed_run} on")
+
+    other = _relabelled_copy(lama_run, tmp_path / "other", ["a", "b", "c", "d"])
+    cases = [
+        (["predict", "--run", str(lama_run), "--run", str(other), "some text"],
+         f"an ensemble averages runs trained on the same classes: {other} has ['a', 'b', 'c', 'd']"),
+        (["evaluate", "--run", str(lama_run), "--run", str(reversed_run), "--data", str(data),
+          "--output", str(reversed_run / "report")], "choose an output outside the run folder"),
+    ]
+    for arguments, message in cases:
+        capsys.readouterr()
+        assert main(arguments) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0], error
+    with pytest.raises(UserError, match="no run to classify with"):
+        inference.Classifier([])
