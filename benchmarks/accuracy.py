@@ -397,9 +397,10 @@ def texts_and_labels(split):
 
 
 def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None,
-              lr_schedule=None, split_long_sentences=False):
+              lr_schedule=None, split_long_sentences=False, probabilities_path=None):
     """A plain row: the model at its cpu preset, Adam at 1e-3 (`lr_schedule`: a schedule of
-    `train()` that is a function of the epoch, e.g. "cosine"), `epochs` epochs."""
+    `train()` that is a function of the epoch, e.g. "cosine"), `epochs` epochs; its test
+    probabilities saved to `probabilities_path` (.npy) when given (for ensemble.py)."""
     import keras
 
     from keras_textattn.datasets import make_batches
@@ -430,7 +431,14 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
               shuffle=False)  # make_batches shuffles; Keras ignores (and warns about) shuffle for a tf.data input
     seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(make_batches(dataset["test"], encoder, 256), verbose=0)
+    if probabilities_path:
+        np.save(probabilities_path, model.predict(make_batches(dataset["test"], encoder, 256), verbose=0))
     return {"accuracy": float(accuracy), "train_seconds": seconds, "parameters": int(model.count_params())}
+
+
+def probabilities_file(folder, dataset_name, row, seed):
+    """Where `--save-probabilities` keeps a row's test probabilities."""
+    return os.path.join(folder, f"{dataset_name}_{row}_seed{seed}.npy")
 
 
 def run_fasttext(dataset, seed):
@@ -668,6 +676,9 @@ def main(argv=None):
                         help="train on a stratified sample of this many training rows, drawn with each seed (the "
                              "same rows for every model of a seed; the test split whole): a learning curve; not for "
                              "the rows run through train(); rows '<model>@n<N>'")
+    parser.add_argument("--save-probabilities", metavar="FOLDER",
+                        help="plain Keras models: also save each row's test probabilities as FOLDER/<dataset>_<row>_seed<N>.npy "
+                             "(for ensemble.py; rows already in --results are not trained again: give a new one)")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--hide-test", action="store_true",
                         help="for choosing between rows run through train() ('+' rows): print their held-out accuracy "
@@ -704,9 +715,13 @@ def main(argv=None):
                      "train() ('+' rows), which hold their own validation rows out")
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
+    if args.save_probabilities and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
+        parser.error("--save-probabilities is for the plain Keras models")
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
+    if args.save_probabilities:
+        os.makedirs(args.save_probabilities, exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
     suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets,
                         args.official_validation, args.lr_schedule, args.split_long_sentences, args.train_rows)
@@ -736,7 +751,9 @@ def main(argv=None):
                 result = run_tfidf(dataset, seed, length)
             else:
                 result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
-                                   args.bigram_buckets, args.lr_schedule, args.split_long_sentences)
+                                   args.bigram_buckets, args.lr_schedule, args.split_long_sentences,
+                                   args.save_probabilities and probabilities_file(args.save_probabilities, dataset_name,
+                                                                                  model_name + suffix, seed))
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs,
                           **({"train_rows": dataset.rows["train"]} if args.train_rows else {}))

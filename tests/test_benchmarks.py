@@ -81,6 +81,31 @@ def test_paired_quick(shared_data):
     assert int(only_ours) - int(only_linear) == round(float(gap) * int(rows)) and 0 <= float(p) <= 1
 
 
+def test_ensemble_quick(shared_data):
+    """Soft voting: the mean of the members' probabilities; run on two plain rows, the members'
+    figures from their saved probabilities are accuracy.py's own, and the paired counts account
+    for the ensemble's gap to TF-IDF + LR."""
+    import re
+
+    ensemble_rows = benchmark_function("ensemble", "ensemble_rows")
+    labels = np.array([0, 1, 1, 0])
+    right_on_0_and_2 = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55]])
+    right_on_1_and_2 = np.array([[0.4, 0.6], [0.1, 0.9], [0.45, 0.55], [0.3, 0.7]])
+    (row,) = ensemble_rows({0: [right_on_0_and_2, right_on_1_and_2]}, labels, np.array([True, False, True, True]))
+    assert row["members"] == [0.5, 0.5] and row["accuracy"] == 0.75  # the mean is right on rows 0, 1 and 2
+    assert (row["only_ours"], row["only_linear"]) == (1, 1)
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "ensemble.py"), "--quick", "--data-dir", str(shared_data)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    trained = dict(re.findall(r"^trec +(\S+) +seed 0: accuracy ([\d.]+),", run.stdout, re.M))
+    linear = float(re.search(r"^trec: TF-IDF \+ LR ([\d.]+) on 500 test rows", run.stdout, re.M).group(1))
+    first, second, ours, gap, only_ours, only_linear = re.search(
+        r"^seed 0: members ([\d.]+) / ([\d.]+), ensemble ([\d.]+) \(([-+][\d.]+)\); right where TF-IDF \+ LR is wrong: "
+        r"(\d+), the other way: (\d+)", run.stdout, re.M).groups()
+    assert [first, second] == [trained["scalable_attention@e1"], trained["kim_cnn@e1"]]
+    assert float(gap) == round(float(ours) - linear, 4) and int(only_ours) - int(only_linear) == round(float(gap) * 500)
+
+
 def test_cross_validation_quick(shared_data, tmp_path):
     """Stratified folds that partition the training rows; each row validated once, the report
     pooling the folds by their sizes; a rerun finds every fold done."""
@@ -271,8 +296,9 @@ def test_other_corpora_reading_the_datasets_own_files_are_refused(shared_data, t
 
 def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
     """A plain row trained with a schedule says so in its name; the plateau (which reads
-    validation data the plain rows do not have) and schedules for other rows are refused, as is
-    splitting long sentences for models that do not read sentences."""
+    validation data the plain rows do not have) and schedules for other rows are refused, as are
+    splitting long sentences for models that do not read sentences and saving probabilities of
+    rows that are not plain Keras models."""
     row_suffix = benchmark_function("accuracy", "row_suffix")
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
@@ -283,7 +309,9 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
             (["scalable_attention"], ["--lr-schedule", "plateau"], "--lr-schedule is for the plain Keras models"),
             (["fasttext"], ["--lr-schedule", "cosine"], "--lr-schedule is for the plain Keras models"),
             (["hcan", "lama+defaults"], ["--split-long-sentences"],
-             "--split-long-sentences is for the models that read sentences (hcan rows)")):
+             "--split-long-sentences is for the models that read sentences (hcan rows)"),
+            (["scalable_attention", "tfidf_lr"], ["--save-probabilities", str(tmp_path)],
+             "--save-probabilities is for the plain Keras models")):
         refused = subprocess.run(command + ["--models", *models, *option], capture_output=True, text=True, timeout=120)
         assert refused.returncode == 2 and message in refused.stderr
     assert not (tmp_path / "accuracy.jsonl").exists()
