@@ -278,8 +278,8 @@ def _parser():
 
     evaluate = subcommand("evaluate", help="score a trained run on a labelled file: F1, confusion, mistakes")
     evaluate.add_argument("--run", required=True, action="append",
-                         help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
-                              "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
+                          help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
+                               "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
     evaluate.add_argument("--data", required=True, help="a labelled CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     evaluate.add_argument("--output", required=True, help="the report folder: metrics.json, report.md, confusion.png")
     _file_format_arguments(evaluate, labels=True)
