@@ -231,7 +231,7 @@ def _parser():
     vectors.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
     export = subcommand("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
-    export.add_argument("--run", required=True, help="a run folder written by `train`")
+    export.add_argument("--run", required=True, action="append", help="a run folder written by `train`")
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
     export.add_argument("--output", required=True, help="the folder to write (TF Serving: <models>/<name>/<version>)")
     export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
@@ -288,7 +288,7 @@ def _parser():
     evaluate.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
     explain = subcommand("explain", help="show what a trained model attends to")
-    explain.add_argument("--run", required=True, help="a run folder written by `train`")
+    explain.add_argument("--run", required=True, action="append", help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain; - reads them from standard input, one per line")
     explain.add_argument("--data", help="also explain the texts of a CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     _file_format_arguments(explain, labels=False)
@@ -422,20 +422,31 @@ def _train(args):
     return 0
 
 
+def _one_run(args, command):
+    """The run of a command that reads one (`--run` repeated is an ensemble, for predict and evaluate)."""
+    from keras_textattn.errors import UserError
+
+    if len(args.run) > 1:
+        raise UserError(f"{command} reads one run; --run given {len(args.run)} times is an ensemble, which predict "
+                        "and evaluate average (README, \"Ensembles\")")
+    return args.run[0]
+
+
 def _export(args):
     from keras_textattn import export
     from keras_textattn.errors import UserError
 
+    run = _one_run(args, "export")
     if args.format == "saved_model":
         if args.quantization != "none":
             raise UserError("--quantization applies to --format tflite only")
-        report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
+        report = export.saved_model(run, args.output, overwrite=args.overwrite)
     else:
         quantization = None if args.quantization == "none" else args.quantization
-        report = export.tflite(args.run, args.output, quantization=quantization, overwrite=args.overwrite)
+        report = export.tflite(run, args.output, quantization=quantization, overwrite=args.overwrite)
     details = ", ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
                         for key, value in report.items() if key != "path")
-    print(f"Exported {args.run} to {report['path']} ({args.format}); verified against Keras: {details}")
+    print(f"Exported {run} to {report['path']} ({args.format}); verified against Keras: {details}")
     return 0
 
 
@@ -531,13 +542,14 @@ def _explain(args):
     from keras_textattn.explain import top_tokens
     from keras_textattn.explain import write_top_tokens
 
+    run = _one_run(args, "explain")
     texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
         file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
         texts += itertools.islice((text for _, batch in text_batches(file, 256) for text in batch), args.limit)
     if not texts:
         raise UserError("give texts to explain, or --data FILE")
-    explanations = explain(args.run, texts)
+    explanations = explain(run, texts)
     shown = explanations[: args.show]
     print("predicted label (its probability): the 5 most attended tokens (mean over heads) <- the text's start")
     for explanation in shown:
@@ -549,7 +561,7 @@ def _explain(args):
         print(f"({len(shown)} of {len(explanations)} texts shown; --show N for more, --html for every map)")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(to_html(explanations, title=f"Attention of {args.run}"))
+            handle.write(to_html(explanations, title=f"Attention of {run}"))
     if args.png:
         to_png(explanations[0], args.png)
     if args.top_tokens_csv or args.top_tokens_md:

@@ -149,6 +149,8 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert _png_size(tmp_path / "a.png") == (1200, 400)
     assert main(["explain", "--run", str(tmp_path / "missing"), "x"]) == 2
     assert "is not a finished run folder" in capsys.readouterr().err
+    assert main(["explain", "--run", str(lama_run), "--run", str(tmp_path / "missing"), "x"]) == 2
+    assert "explain reads one run; --run given 2 times is an ensemble" in capsys.readouterr().err
     (tmp_path / "exported").mkdir()  # a SavedModel folder has no attention scores to show
     (tmp_path / "exported" / "saved_model.pb").write_bytes(b"")
     assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2

@@ -330,6 +330,9 @@ def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
     assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--quantization", "dynamic",
                  "--output", str(tmp_path / "z")]) == 2
     assert "--quantization applies to --format tflite only" in capsys.readouterr().err
+    assert main(["export", "--run", str(lama_run), "--run", str(lama_run), "--format", "saved_model",
+                 "--output", str(tmp_path / "z")]) == 2  # not the last --run silently: an ensemble is refused
+    assert "export reads one run; --run given 2 times is an ensemble" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
 
 
