@@ -65,10 +65,7 @@ def main(argv=None):
         if missing:
             parser.error(f"no saved probabilities at {', '.join(missing)}: run accuracy.py with --save-probabilities")
         probabilities = {seed: [np.load(paths[seed, row]) for row in args.members] for seed in args.seeds}
-    dataset = accuracy.load(args.data_dir, args.dataset)
-    train_texts, train_labels = accuracy.texts_and_labels(dataset["train"])
-    test_texts, labels = accuracy.texts_and_labels(dataset["test"])
-    linear = accuracy.tfidf_classifier(train_texts, train_labels, 0).predict(test_texts) == labels
+    _, labels, linear = paired.tfidf_right(accuracy.load(args.data_dir, args.dataset))
     print(f"{args.dataset}: TF-IDF + LR {linear.mean():.4f} on {len(labels):,} test rows; "
           f"the ensemble averages {' + '.join(args.members)}")
     rows = ensemble_rows(probabilities, labels, linear)

@@ -35,6 +35,14 @@ def compare(ours, theirs):
     return only_ours, only_theirs, float(p)
 
 
+def tfidf_right(dataset):
+    """`(test texts, test labels, which test rows TF-IDF + LR gets right)` of a dataset of
+    accuracy.py's `load`."""
+    train_texts, train_labels = accuracy.texts_and_labels(dataset["train"])
+    test_texts, test_labels = accuracy.texts_and_labels(dataset["test"])
+    return test_texts, test_labels, accuracy.tfidf_classifier(train_texts, train_labels, 0).predict(test_texts) == test_labels
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=pathlib.Path,
@@ -52,10 +60,7 @@ def main(argv=None):
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     from keras_textattn.inference import Classifier
 
-    dataset = accuracy.load(args.data_dir, args.dataset)
-    train_texts, train_labels = accuracy.texts_and_labels(dataset["train"])
-    test_texts, test_labels = accuracy.texts_and_labels(dataset["test"])
-    linear = accuracy.tfidf_classifier(train_texts, train_labels, 0).predict(test_texts) == test_labels
+    test_texts, test_labels, linear = tfidf_right(accuracy.load(args.data_dir, args.dataset))
     print(f"{args.dataset}: TF-IDF + LR {linear.mean():.4f} on {len(test_labels):,} test rows", flush=True)
     for seed in args.seeds:
         row, _ = accuracy.trained_row(args.data_dir, args.model, args.dataset, seed)
