@@ -212,8 +212,8 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     Labels are matched to the model's class names; a file of integer labels 0..n-1 (after
     `label_offset`) is read as label ids. Labels the model never saw are an error.
 
-    Writes `output/`: `metrics.json` (accuracy, macro and weighted F1, per-class precision,
-    recall, F1 and support, the confusion matrix; scikit-learn's metrics), `confusion.png`
+    Writes `output/`: `metrics.json` (the runs scored, accuracy, macro and weighted F1,
+    per-class precision, recall, F1 and support, the confusion matrix; scikit-learn's metrics), `confusion.png`
     (a heatmap), and `report.md` (the same as tables, and the `mistakes` most confident
     mistakes: text, true label, predicted label, probability).
 
@@ -235,6 +235,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     precision, recall, f1, support = sk.precision_recall_fscore_support(truth, predicted, labels=classes, zero_division=0)
     confusion = sk.confusion_matrix(truth, predicted, labels=classes)
     result = {
+        "runs": [os.path.abspath(member) for member in as_paths(run)],
         "rows": len(texts),
         "accuracy": float(sk.accuracy_score(truth, predicted)),
         "macro_f1": float(sk.f1_score(truth, predicted, labels=classes, average="macro", zero_division=0)),

@@ -299,7 +299,9 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
     p = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0))
     expected = sk.accuracy_score(labels, (p + p[:, ::-1]).argmax(-1))
     with open(tmp_path / "report" / "metrics.json") as handle:
-        assert json.load(handle)["accuracy"] == pytest.approx(expected)
+        metrics = json.load(handle)
+    assert metrics["accuracy"] == pytest.approx(expected)
+    assert metrics["runs"] == [os.path.abspath(lama_run), os.path.abspath(reversed_run)]
     assert (tmp_path / "report" / "report.md").read_text().startswith(f"# Evaluation of {lama_run} + {reversed_run} on")
 
     other = _relabelled_copy(lama_run, tmp_path / "other", ["a", "b", "c", "d"])
