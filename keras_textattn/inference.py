@@ -32,6 +32,7 @@ from keras_textattn.datasets.loading import text_batches
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
 from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
 
 SAVED_MODEL_LABELS = os.path.join("assets.extra", "labels.json")  # written by export.saved_model
@@ -60,7 +61,7 @@ class Classifier:
             raise UserError("no run to classify with: give a run folder (or its export), or a list of them")
         members = [_load_member(os.fspath(member)) for member in paths]
         self.label_names = members[0][1]
-        columns = [_columns_of(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
+        columns = [class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
                    for member, (_, names) in zip(paths, members)]
         self._probabilities = lambda texts: np.mean(
             [np.asarray(probabilities(texts), "float32")[:, order] for (probabilities, _), order in zip(members, columns)],
@@ -111,14 +112,6 @@ def _load_member(path):
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
         return lambda texts: call(tf.constant(texts, tf.string)), label_names
     raise RunError(f"{path} is neither a run folder nor an exported SavedModel or TFLite folder")
-
-
-def _columns_of(names, first_names, path, first_path):
-    """Indices that put the columns of a member with classes `names` in the order `first_names`."""
-    if sorted(names) != sorted(first_names):
-        raise UserError(f"an ensemble averages runs trained on the same classes: {path} has {names}, "
-                        f"{first_path} has {first_names}")
-    return np.array([names.index(name) for name in first_names])
 
 
 def _read_labels(folder, name):

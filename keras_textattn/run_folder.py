@@ -157,6 +157,16 @@ def save_run(folder, model, encoder, label_names, metrics):
                                                                 sort_keys=True))
 
 
+def class_order(names, first_names, path, first_path):
+    """Column indices that put the classes `names` of the run at `path` in the order
+    `first_names` of the run at `first_path` (an ensemble's first member); a `UserError` if the
+    two runs were trained on other classes."""
+    if sorted(names) != sorted(first_names):
+        raise UserError(f"an ensemble averages runs trained on the same classes: {path} has {names}, "
+                        f"{first_path} has {first_names}")
+    return [names.index(name) for name in first_names]
+
+
 def load_run(folder):
     """`(model, encoder, label_names)` of a finished run folder.
 

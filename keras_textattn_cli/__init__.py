@@ -231,7 +231,9 @@ def _parser():
     vectors.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
     export = subcommand("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
-    export.add_argument("--run", required=True, action="append", help="a run folder written by `train`")
+    export.add_argument("--run", required=True, action="append",
+                        help="a run folder written by `train`; repeat it to export an ensemble that averages the "
+                             "runs' probabilities (saved_model only)")
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
     export.add_argument("--output", required=True, help="the folder to write (TF Serving: <models>/<name>/<version>)")
     export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
@@ -427,8 +429,8 @@ def _one_run(args, command):
     from keras_textattn.errors import UserError
 
     if len(args.run) > 1:
-        raise UserError(f"{command} reads one run; --run given {len(args.run)} times is an ensemble, which predict "
-                        "and evaluate average (README, \"Ensembles\")")
+        raise UserError(f"{command} reads one run; --run given {len(args.run)} times is an ensemble, which predict, "
+                        "evaluate and export --format saved_model take (README, \"Ensembles\")")
     return args.run[0]
 
 
@@ -436,7 +438,7 @@ def _export(args):
     from keras_textattn import export
     from keras_textattn.errors import UserError
 
-    run = _one_run(args, "export")
+    run = args.run if len(args.run) > 1 else args.run[0]  # repeated: an ensemble
     if args.format == "saved_model":
         if args.quantization != "none":
             raise UserError("--quantization applies to --format tflite only")
@@ -446,7 +448,7 @@ def _export(args):
         report = export.tflite(run, args.output, quantization=quantization, overwrite=args.overwrite)
     details = ", ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
                         for key, value in report.items() if key != "path")
-    print(f"Exported {run} to {report['path']} ({args.format}); verified against Keras: {details}")
+    print(f"Exported {' + '.join(args.run)} to {report['path']} ({args.format}); verified against Keras: {details}")
     return 0
 
 

@@ -81,6 +81,17 @@ def ag_news_files():
     }
 
 
+def relabelled_copy(run, folder, names):
+    """A copy of the run folder whose labels.json names its columns `names` (a second member for
+    ensemble tests: lined up by name, its columns are the run's in another order)."""
+    import json
+    import shutil
+
+    shutil.copytree(run, folder)
+    (folder / "labels.json").write_text(json.dumps(names))
+    return folder
+
+
 def _ag_news_run(folder, model, epochs, **kwargs):
     """A finished run folder: `model` trained on the AG News sample, evaluated on its test set."""
     from keras_textattn.training import train

@@ -23,6 +23,7 @@ from keras_textattn.errors import UserError
 from keras_textattn.export import saved_model
 from keras_textattn.run_folder import load_run
 from tests.conftest import ag_news_files
+from tests.conftest import relabelled_copy
 
 @pytest.fixture(scope="module")
 def test_rows(shared_data):
@@ -269,15 +270,6 @@ def test_evaluate_refuses_labels_the_model_never_saw(lama_run, tmp_path, capsys)
     assert not os.path.exists(tmp_path / "report")
 
 
-def _relabelled_copy(run, folder, names):
-    """A copy of the run folder whose labels.json names its columns `names`."""
-    import shutil
-
-    shutil.copytree(run, folder)
-    (folder / "labels.json").write_text(json.dumps(names))
-    return folder
-
-
 def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp_path, capsys):
     """`--run A --run B`: the mean of the members' probabilities, each member's columns matched
     to the first's by class name; members of other classes, or none, are refused in one line."""
@@ -285,7 +277,7 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
     names = json.loads((lama_run / "labels.json").read_text())
     # The same model with its columns named in reverse order: lined up by name, its probabilities
     # for class i are the model's for class 3 - i, so the mean is (p + p[:, ::-1]) / 2, not p.
-    reversed_run = _relabelled_copy(lama_run, tmp_path / "reversed", names[::-1])
+    reversed_run = relabelled_copy(lama_run, tmp_path / "reversed", names[::-1])
     model, encoder, _ = load_run(lama_run)
     p = np.asarray(model.predict(encoder(np.array(texts[:64], dtype=object)), verbose=0))
     ensemble = inference.Classifier([lama_run, str(reversed_run)])
@@ -304,7 +296,7 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
     assert metrics["runs"] == [os.path.abspath(lama_run), os.path.abspath(reversed_run)]
     assert (tmp_path / "report" / "report.md").read_text().startswith(f"# Evaluation of {lama_run} + {reversed_run} on")
 
-    other = _relabelled_copy(lama_run, tmp_path / "other", ["a", "b", "c", "d"])
+    other = relabelled_copy(lama_run, tmp_path / "other", ["a", "b", "c", "d"])
     cases = [
         (["predict", "--run", str(lama_run), "--run", str(other), "some text"],
          f"an ensemble averages runs trained on the same classes: {other} has ['a', 'b', 'c', 'd']"),

@@ -9,12 +9,15 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import RESERVED
+from keras_textattn.errors import UserError
+from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
 
 # The only ops of an exported graph that are not core TensorFlow: the encoder's
@@ -24,13 +27,13 @@ TENSORFLOW_TEXT_OPS = ("CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets")
 
 
 def saved_model(run, output, *, overwrite=False):
-    """Export a run folder as a SavedModel for TF Serving.
+    """Export a run folder (or an ensemble of them) as a SavedModel for TF Serving.
 
     Signatures:
         serving_default: `text` string `[None]` (raw UTF-8) -> `probabilities`
             float32 `[None, num_classes]`, `label_id` int32 `[None]`, `label`
             string `[None]` (the class name).
-        token_ids: the model's own inputs (`token_ids` int32 `[None, length]`,
+        token_ids (one run only): the model's own inputs (`token_ids` int32 `[None, length]`,
             `[None, sentences, words]` for HCAN, plus `bigram_ids` of that shape for
             a model with bigrams) -> the same three outputs.
 
@@ -41,7 +44,10 @@ def saved_model(run, output, *, overwrite=False):
     mixed-precision policy is exported computing in float32 (`computing_in_float32`).
 
     Args:
-        run: a finished run folder of `keras_textattn.training.train`.
+        run: a finished run folder of `keras_textattn.training.train`, or a list of them: an
+            ensemble, whose `probabilities` are the mean of the runs' (as `inference.Classifier`
+            averages them), each run with its own encoder and vocabulary asset, the classes in
+            the first run's order. It has no `token_ids` signature (its runs read other ids).
         output: the SavedModel folder; for TF Serving, `<models>/<name>/<version>`.
         overwrite: replace an existing `output`; otherwise it is refused.
 
@@ -50,32 +56,52 @@ def saved_model(run, output, *, overwrite=False):
     """
     _backend.require_tensorflow("SavedModel export")
     check_output(output, overwrite, source=run)  # before the slow part
-    model, encoder, label_names = load_run(run)
-    model = computing_in_float32(model)
+    paths = [os.fspath(path) for path in as_paths(run)]
+    if not paths:
+        raise UserError("no run to export: give a run folder, or a list of them (an ensemble)")
+    loaded = [load_run(path) for path in paths]
+    label_names = loaded[0][2]
+    members = [(computing_in_float32(model), encoder, class_order(names, label_names, path, paths[0]))
+               for path, (model, encoder, names) in zip(paths, loaded)]
     report = {}
 
     def write(folder):
         with tempfile.TemporaryDirectory() as scratch:
-            tokens_file = os.path.join(scratch, "vocabulary.txt")
-            with open(tokens_file, "w", encoding="utf-8") as handle:
-                handle.write("\n".join(encoder.get_vocabulary()[RESERVED:]) + "\n")
-            archive = _archive(model, encoder, tokens_file, label_names)
+            tokens_files = []
+            for index, (_, encoder, _) in enumerate(members):
+                os.makedirs(os.path.join(scratch, str(index)))
+                tokens_files.append(os.path.join(scratch, str(index), "vocabulary.txt"))
+                with open(tokens_files[-1], "w", encoding="utf-8") as handle:
+                    handle.write("\n".join(encoder.get_vocabulary()[RESERVED:]) + "\n")
+            archive = _archive(members, tokens_files, label_names)
             archive.write_out(folder, verbose=False)
         # The class names by id, for clients that want more than the top label
         # (`keras_textattn.inference`); TF Serving ignores assets.extra/.
         os.makedirs(os.path.join(folder, "assets.extra"))
         with open(os.path.join(folder, "assets.extra", "labels.json"), "w", encoding="utf-8") as handle:
             json.dump(label_names, handle, ensure_ascii=False)
-        report.update(verify_saved_model(folder, model, encoder, label_names))
+        report.update(_verify(folder, lambda batch: _mean_probabilities(members, batch), label_names,
+                              probe_texts(members[0][1])))
 
     write_folder_atomically(output, write, overwrite)
     return {"path": os.path.abspath(output), **report}
 
 
-def _archive(model, encoder, tokens_file, label_names):
-    serving_encoder = TextEncoder.from_config(encoder.get_config())
-    serving_encoder.set_vocabulary_file(tokens_file)  # becomes the asset assets/vocabulary.txt
-    serving_encoder.build((None,))
+def _mean_probabilities(members, batch, encoders=None):
+    """The mean over `members` (`(model, encoder, class order)`) of their probabilities for the
+    string tensor `batch`, each in the first member's class order (`encoders`: other encoders
+    to use, one per member)."""
+    encoders = encoders or [encoder for _, encoder, _ in members]
+    return tf.reduce_mean(tf.stack([tf.gather(model(encoder(batch), training=False), order, axis=-1)
+                                    for (model, _, order), encoder in zip(members, encoders)]), axis=0)
+
+
+def _archive(members, tokens_files, label_names):
+    serving_encoders = []
+    for (_, encoder, _), tokens_file in zip(members, tokens_files):
+        serving_encoders.append(TextEncoder.from_config(encoder.get_config()))
+        serving_encoders[-1].set_vocabulary_file(tokens_file)  # becomes an asset: assets/vocabulary.txt[_1, ...]
+        serving_encoders[-1].build((None,))
     labels = tf.constant(label_names)
 
     def outputs(probabilities):
@@ -84,7 +110,7 @@ def _archive(model, encoder, tokens_file, label_names):
 
     def serve_text(text):
         # A signature does not check its input's shape: a [2, 2] batch would be flattened to 4 texts.
-        return outputs(model(serving_encoder(tf.ensure_shape(text, [None])), training=False))
+        return outputs(_mean_probabilities(members, tf.ensure_shape(text, [None]), serving_encoders))
 
     def checked_ids(ids, spec, limit):
         """`ids` of the input `spec`, refused unless every id is in [0, limit)."""
@@ -96,9 +122,13 @@ def _archive(model, encoder, tokens_file, label_names):
             return tf.identity(ids)
 
     archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(serving_encoder)
+    for (model, _, _), serving_encoder in zip(members, serving_encoders):
+        archive.track(model)
+        archive.track(serving_encoder)
     archive.add_endpoint("serving_default", serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    if len(members) > 1:
+        return archive
+    model, encoder, _ = members[0]
     specs = [tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name) for tensor in model.inputs]
     limits = [encoder.vocabulary_size(), encoder.bigram_buckets + 1]
     if len(specs) == 1:
@@ -129,11 +159,17 @@ def verify_saved_model(folder, model, encoder, label_names, texts=None, atol=1e-
         ValueError: an output differs by more than `atol`, a label is wrong, or
             a shape is not the declared one.
     """
-    texts = probe_texts(encoder) if texts is None else list(texts)
+    return _verify(folder, lambda batch: model(encoder(batch), training=False), label_names,
+                   probe_texts(encoder) if texts is None else texts, atol)
+
+
+def _verify(folder, probabilities, label_names, texts, atol=1e-5):
+    """`verify_saved_model` against `probabilities`, the expected outputs of a string batch."""
+    texts = list(texts)
     serve = tf.saved_model.load(folder).signatures["serving_default"]
     batch = tf.constant(texts, tf.string)
     exported = {name: value.numpy() for name, value in serve(text=batch).items()}
-    expected = keras.ops.convert_to_numpy(model(encoder(batch), training=False))
+    expected = keras.ops.convert_to_numpy(probabilities(batch))
     difference = float(np.max(np.abs(exported["probabilities"] - expected))) if len(texts) else 0.0
     labels = np.array(label_names, dtype=object)[exported["label_id"]]
     if (

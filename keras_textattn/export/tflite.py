@@ -14,6 +14,7 @@ from keras_textattn import _backend
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._float32 import computing_in_float32
+from keras_textattn.errors import UserError
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
 from keras_textattn.vocabulary import OOV_ID
@@ -47,6 +48,9 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         The verification report (see `verify_tflite`) plus `"path"`.
     """
     _backend.require_tensorflow("TFLite export")
+    if not isinstance(run, (str, os.PathLike)):
+        raise UserError("a TFLite export holds one run (a device tokenises for one vocabulary); export an ensemble "
+                        "as a SavedModel, or export each run and average their probabilities on the device")
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
     check_output(output, overwrite, source=run)  # before the slow part

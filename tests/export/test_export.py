@@ -103,6 +103,40 @@ def test_saved_model_serves_raw_text_without_our_package(lama_run, lama_saved_mo
         assert served["hostile"][name]["probabilities"] == [[1, classes], "float32", True], name
 
 
+def test_an_ensemble_exports_as_one_saved_model(lama_run, tmp_path, capsys):
+    """`export --run A --run B --format saved_model`: one SavedModel whose serving_default is the
+    mean of the runs' probabilities, classes matched by name (as `predict --run A --run B`), each
+    run reading the text with its own vocabulary; no token_ids signature (its runs read other ids)."""
+    from keras_textattn.inference import Classifier
+    from keras_textattn.training import train
+    from tests.conftest import AG_NEWS_LABELS
+    from tests.conftest import relabelled_copy
+
+    names = json.loads((lama_run / "labels.json").read_text())
+    reversed_run = relabelled_copy(lama_run, tmp_path / "reversed", names[::-1])
+    small = tmp_path / "small"  # another model and vocabulary: Kim's CNN on the 500 most frequent tokens
+    train("kim_cnn", ag_news_files(), str(small), epochs=1, max_tokens=500, sequence_length=32,
+          label_names=AG_NEWS_LABELS, verbose=0)
+    output = tmp_path / "ensemble" / "1"
+    assert main(["export", "--run", str(lama_run), "--run", str(reversed_run), "--format", "saved_model",
+                 "--output", str(tmp_path / "pair")]) == 0
+    assert f"Exported {lama_run} + {reversed_run} to" in capsys.readouterr().out
+    served = tf.saved_model.load(str(tmp_path / "pair")).signatures["serving_default"]
+    texts = ag_news_test_texts(64)
+    model, encoder, _ = load_run(lama_run)
+    p = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0))
+    pair = served(text=tf.constant(texts))
+    np.testing.assert_allclose(pair["probabilities"].numpy(), (p + p[:, ::-1]) / 2, atol=1e-5)
+    assert [label.decode() for label in pair["label"].numpy()] == [names[i] for i in (p + p[:, ::-1]).argmax(-1)]
+    members = [lama_run, reversed_run, small]
+    assert main(["export", *(f"--run={run}" for run in members), "--format", "saved_model", "--output", str(output)]) == 0
+    loaded = tf.saved_model.load(str(output))
+    assert sorted(loaded.signatures) == ["serving_default"]
+    exported = Classifier(output)
+    assert exported.label_names == names
+    np.testing.assert_allclose(exported.probabilities(texts), Classifier(members).probabilities(texts), atol=1e-5)
+
+
 def test_token_id_signature_and_saved_model_cli(lama_run, lama_saved_model):
     model, encoder, _ = load_run(lama_run)
     ids = encoder(tf.constant(["Oil prices rose sharply.", "The team won the cup."]))
@@ -330,9 +364,9 @@ def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
     assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--quantization", "dynamic",
                  "--output", str(tmp_path / "z")]) == 2
     assert "--quantization applies to --format tflite only" in capsys.readouterr().err
-    assert main(["export", "--run", str(lama_run), "--run", str(lama_run), "--format", "saved_model",
-                 "--output", str(tmp_path / "z")]) == 2  # not the last --run silently: an ensemble is refused
-    assert "export reads one run; --run given 2 times is an ensemble" in capsys.readouterr().err
+    assert main(["export", "--run", str(lama_run), "--run", str(lama_run), "--format", "tflite",
+                 "--output", str(tmp_path / "z")]) == 2  # not the last --run silently: a TFLite ensemble is refused
+    assert "a TFLite export holds one run" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
 
 
