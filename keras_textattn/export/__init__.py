@@ -1,6 +1,7 @@
 """Deployable artifacts from a finished run folder (TensorFlow backend).
 
-- `saved_model(run, output)`: a SavedModel for TF Serving that takes raw strings.
+- `saved_model(run, output)`: a SavedModel for TF Serving that takes raw strings (of one
+  run, or of a list of runs: an ensemble that averages their probabilities).
 - `tflite(run, output, quantization=None)`: a LiteRT (TFLite) model of token ids,
   with the vocabulary and encoder settings beside it for the client.
 - `ClientTokenizer`: the encoder's tokenisation in plain Python, for clients of
