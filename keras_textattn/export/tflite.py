@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.export._float32 import computing_in_float32
@@ -48,9 +49,11 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         The verification report (see `verify_tflite`) plus `"path"`.
     """
     _backend.require_tensorflow("TFLite export")
-    if not isinstance(run, (str, os.PathLike)):
+    runs = as_paths(run)
+    if len(runs) != 1:
         raise UserError("a TFLite export holds one run (a device tokenises for one vocabulary); export an ensemble "
                         "as a SavedModel, or export each run and average their probabilities on the device")
+    run = runs[0]
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
     check_output(output, overwrite, source=run)  # before the slow part
