@@ -424,28 +424,17 @@ def _train(args):
     return 0
 
 
-def _one_run(args, command):
-    """The run of a command that reads one (`--run` repeated is an ensemble, for predict and evaluate)."""
-    from keras_textattn.errors import UserError
-
-    if len(args.run) > 1:
-        raise UserError(f"{command} reads one run; --run given {len(args.run)} times is an ensemble, which predict, "
-                        "evaluate and export --format saved_model take (README, \"Ensembles\")")
-    return args.run[0]
-
-
 def _export(args):
     from keras_textattn import export
     from keras_textattn.errors import UserError
 
-    run = args.run if len(args.run) > 1 else args.run[0]  # repeated: an ensemble
-    if args.format == "saved_model":
+    if args.format == "saved_model":  # both take one run or a list (a repeated --run)
         if args.quantization != "none":
             raise UserError("--quantization applies to --format tflite only")
-        report = export.saved_model(run, args.output, overwrite=args.overwrite)
+        report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
     else:
         quantization = None if args.quantization == "none" else args.quantization
-        report = export.tflite(run, args.output, quantization=quantization, overwrite=args.overwrite)
+        report = export.tflite(args.run, args.output, quantization=quantization, overwrite=args.overwrite)
     details = ", ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
                         for key, value in report.items() if key != "path")
     print(f"Exported {' + '.join(args.run)} to {report['path']} ({args.format}); verified against Keras: {details}")
@@ -544,7 +533,10 @@ def _explain(args):
     from keras_textattn.explain import top_tokens
     from keras_textattn.explain import write_top_tokens
 
-    run = _one_run(args, "explain")
+    if len(args.run) > 1:
+        raise UserError(f"explain reads one run; --run given {len(args.run)} times is an ensemble, which predict, "
+                        "evaluate and export --format saved_model take (README, \"Ensembles\")")
+    run = args.run[0]
     texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
         file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
