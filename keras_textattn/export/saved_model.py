@@ -12,11 +12,11 @@ from keras_textattn import _backend
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
+from keras_textattn.errors import UserError
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import RESERVED
-from keras_textattn.errors import UserError
 from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
 
