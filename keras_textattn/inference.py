@@ -63,20 +63,25 @@ class Classifier:
         self.label_names = members[0][1]
         columns = [class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
                    for member, (_, names) in zip(paths, members)]
-        self._probabilities = lambda texts: np.mean(
-            [np.asarray(probabilities(texts), "float32")[:, order] for (probabilities, _), order in zip(members, columns)],
-            axis=0)
+        self._members = [(probabilities, order) for (probabilities, _), order in zip(members, columns)]
 
     def probabilities(self, texts, batch_size=256):
         """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included),
         `batch_size` texts per model call (a long list in one call would hold the activations of
         every text at once: 25,000 IMDB reviews through HCAN with bigrams asked for 9 GB)."""
+        return np.mean(self.member_probabilities(texts, batch_size), axis=0)
+
+    def member_probabilities(self, texts, batch_size=256):
+        """`(members, len(texts), classes)` float32: each member's probabilities, its columns in
+        this classifier's class order (`probabilities` is their mean)."""
         check_batch_size(batch_size)
         texts = list(texts)
         if not texts:
-            return np.zeros((0, len(self.label_names)), "float32")
-        return np.concatenate([np.asarray(self._probabilities(texts[start:start + batch_size]), "float32")
-                               for start in range(0, len(texts), batch_size)])
+            return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
+        return np.stack([
+            np.concatenate([np.asarray(probabilities(texts[start:start + batch_size]), "float32")[:, order]
+                            for start in range(0, len(texts), batch_size)])
+            for probabilities, order in self._members])
 
     def predict(self, texts, top_k=1, batch_size=256):
         """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
@@ -206,7 +211,8 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     `label_offset`) is read as label ids. Labels the model never saw are an error.
 
     Writes `output/`: `metrics.json` (the runs scored, accuracy, macro and weighted F1,
-    per-class precision, recall, F1 and support, the confusion matrix; scikit-learn's metrics), `confusion.png`
+    per-class precision, recall, F1 and support, the confusion matrix; scikit-learn's metrics;
+    for an ensemble also each run's accuracy and macro F1 alone, `members`), `confusion.png`
     (a heatmap), and `report.md` (the same as tables, and the `mistakes` most confident
     mistakes: text, true label, predicted label, probability).
 
@@ -222,7 +228,8 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     texts, labels, _, _ = read_labelled_texts(LocalFile(data, text_column=text_column, label_column=label_column,
                                                      header=header, label_offset=label_offset))
     truth = _label_ids(labels, names, data)
-    probabilities = classifier.probabilities(texts, batch_size)
+    members = classifier.member_probabilities(texts, batch_size)
+    probabilities = np.mean(members, axis=0)
     predicted = probabilities.argmax(-1)
     classes = list(range(len(names)))
     precision, recall, f1, support = sk.precision_recall_fscore_support(truth, predicted, labels=classes, zero_division=0)
@@ -238,6 +245,11 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
         "label_names": names,
         "confusion_matrix": confusion.tolist(),
     }
+    if len(members) > 1:  # an ensemble: what each run scores alone, to see what averaging them adds
+        result["members"] = [
+            {"run": path, "accuracy": float(sk.accuracy_score(truth, member.argmax(-1))),
+             "macro_f1": float(sk.f1_score(truth, member.argmax(-1), labels=classes, average="macro", zero_division=0))}
+            for path, member in zip(result["runs"], members)]
     wrong = np.flatnonzero(predicted != truth)
     worst = wrong[np.argsort(-probabilities[wrong, predicted[wrong]], kind="stable")][:mistakes]
     confident_mistakes = [{"text": texts[i], "true": names[truth[i]], "predicted": names[predicted[i]],
@@ -275,8 +287,14 @@ def _report(result, mistakes, run, data):
     names = result["label_names"]
     lines = [f"# Evaluation of {' + '.join(map(os.fspath, as_paths(run)))} on {data}", "",
              f"{result['rows']} rows. Accuracy **{result['accuracy']:.4f}**, macro F1 **{result['macro_f1']:.4f}**, "
-             f"weighted F1 {result['weighted_f1']:.4f}.", "",
-             "| class | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
+             f"weighted F1 {result['weighted_f1']:.4f}.", ""]
+    if "members" in result:
+        lines += ["The runs alone (the ensemble averages their probabilities):", "",
+                  "| run | accuracy | macro F1 |", "| --- | ---: | ---: |"]
+        lines += [f"| {_markdown_cell(member['run'])} | {member['accuracy']:.4f} | {member['macro_f1']:.4f} |"
+                  for member in result["members"]]
+        lines += [""]
+    lines += ["| class | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
     lines += [f"| {_markdown_cell(name)} | {m['precision']:.4f} | {m['recall']:.4f} | {m['f1']:.4f} | {m['support']} |"
               for name, m in result["per_class"].items()]
     lines += ["", "Confusion matrix (rows: true label, columns: predicted):", "",

@@ -518,6 +518,8 @@ def _evaluate(args):
                                 label_column=args.label_column or "label", header=not args.no_header,
                                 label_offset=args.label_offset, batch_size=args.batch_size, mistakes=args.mistakes,
                                 overwrite=args.overwrite)
+    for member in result.get("members", []):
+        print(f"{member['run']} alone: accuracy {member['accuracy']:.4f}, macro F1 {member['macro_f1']:.4f}")
     print(f"{result['rows']} rows: accuracy {result['accuracy']:.4f}, macro F1 {result['macro_f1']:.4f}, "
           f"weighted F1 {result['weighted_f1']:.4f}. Report: {args.output}/report.md, confusion.png, metrics.json")
     return 0

@@ -188,6 +188,7 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
     assert files == ["confusion.png", "metrics.json", "report.md"]
     report = (tmp_path / "report" / "report.md").read_text()
     assert f"Accuracy **{result['accuracy']:.4f}**" in report and "most confident mistakes" in report
+    assert "members" not in result and "The runs alone" not in report  # one run: no per-run table
     with open(tmp_path / "report" / "metrics.json") as handle:
         mistakes = json.load(handle)["confident_mistakes"]
     assert len(mistakes) == 20 and all(m["true"] != m["predicted"] for m in mistakes)
@@ -286,6 +287,7 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
 
     data = tmp_path / "test.csv"
     _write_csv(data, ["label", "text"], zip([names[label] for label in labels], texts))
+    capsys.readouterr()
     assert main(["evaluate", "--run", str(lama_run), "--run", str(reversed_run), "--data", str(data),
                  "--output", str(tmp_path / "report")]) == 0
     p = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0))
@@ -294,7 +296,16 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
         metrics = json.load(handle)
     assert metrics["accuracy"] == pytest.approx(expected)
     assert metrics["runs"] == [os.path.abspath(lama_run), os.path.abspath(reversed_run)]
-    assert (tmp_path / "report" / "report.md").read_text().startswith(f"# Evaluation of {lama_run} + {reversed_run} on")
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert report.startswith(f"# Evaluation of {lama_run} + {reversed_run} on")
+    # Each run alone, in the first run's class order: the reversed copy's predictions are p[:, ::-1]'s.
+    alone = [sk.accuracy_score(labels, p.argmax(-1)), sk.accuracy_score(labels, p[:, ::-1].argmax(-1))]
+    assert [member["run"] for member in metrics["members"]] == metrics["runs"]
+    assert [member["accuracy"] for member in metrics["members"]] == pytest.approx(alone)
+    assert metrics["members"][1]["macro_f1"] == pytest.approx(
+        sk.f1_score(labels, p[:, ::-1].argmax(-1), labels=range(4), average="macro", zero_division=0))
+    assert f"| {os.path.abspath(reversed_run)} | {alone[1]:.4f} |" in report
+    assert f"{os.path.abspath(lama_run)} alone: accuracy {alone[0]:.4f}" in capsys.readouterr().out
 
     other = relabelled_copy(lama_run, tmp_path / "other", ["a", "b", "c", "d"])
     cases = [
