@@ -81,7 +81,8 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
 def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test_rows, tmp_path):
     """A TFLite export runs in the LiteRT interpreter on the client tokenizer's ids: float gives the
     run folder's probabilities (hostile texts included), dynamic quantisation is scored on the
-    same rows, which is what a user checks before shipping it."""
+    same rows, which is what a user checks before shipping it; beside a run folder it is an
+    ensemble member, its columns matched by name."""
     from keras_textattn.export import tflite
 
     texts, labels = test_rows
@@ -100,7 +101,13 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
         assert predicted.shape == expected.shape and np.all(np.isfinite(predicted))
         if quantization is None:
             np.testing.assert_allclose(predicted, expected, atol=1e-4)
+            floats = predicted
         assert np.mean(predicted.argmax(-1) == expected.argmax(-1)) >= 0.98
+    # An ensemble as a device runs one (README, "On devices"): a TFLite folder beside a run whose
+    # classes are named in reverse; lined up by name through labels.json, the mean is this.
+    reversed_run = relabelled_copy(lama_run, tmp_path / "reversed", classifier.label_names[::-1])
+    ensemble = inference.Classifier([tmp_path / "tflite-None", reversed_run])
+    np.testing.assert_allclose(ensemble.probabilities(texts), (floats + expected[:, ::-1]) / 2, atol=1e-6)
     data = tmp_path / "test.csv"
     _write_csv(data, ["label", "text"], zip(labels[:300], texts[:300]))
     scores = {name: inference.evaluate(source, str(data), str(tmp_path / name))["accuracy"]
