@@ -11,9 +11,25 @@ ensemble's, and McNemar's exact test of the ensemble against TF-IDF + LR (paired
     python benchmarks/ensemble.py --dataset imdb --probabilities probabilities \\
         --members hcan@768@v2000@e2@b200000@cosine lama@768@v2000@e2@b200000@cosine
     python benchmarks/ensemble.py --quick      # TREC: trains scalable_attention and kim_cnn for an epoch, then this
+
+With `--folds K` it chooses an ensemble on held-out data instead, without reading the test split:
+each of the `--members` (accuracy.py's plain models, trained as `run_keras` trains them, with
+its `--length`, `--max-tokens`, `--epochs`, `--bigram-buckets` and `--lr-schedule`) trains K times
+on K - 1 stratified folds of the training split (cross_validation.py's folds), so every training
+row gets each member's probabilities from a model that did not train on it. It prints every
+average of the members (each alone too), best first, beside TF-IDF + LR on the same folds:
+
+    python benchmarks/ensemble.py --dataset ag_news --folds 5 --members scalable_attention dual_axial lama hcan \
+        --lr-schedule cosine
+    python benchmarks/ensemble.py --quick --folds 2      # TREC, scalable_attention and kim_cnn, one epoch
+
+On IMDB, folds of random rows share films, which the test split does not (BENCHMARKS.md,
+"Validation on grouped data"); its held-out pairs were chosen on a film-disjoint carve instead.
 """
 
 import argparse
+import dataclasses
+import itertools
 import os
 import pathlib
 import sys
@@ -37,6 +53,65 @@ def ensemble_rows(probabilities, labels, linear):
     return rows
 
 
+def held_out_probabilities(dataset, members, folds, seed, options):
+    """`(labels, {member: probabilities})` over the training split of `dataset`: each row's
+    probabilities from the member trained (`accuracy.run_keras`, with `options`) on the folds
+    that do not hold it."""
+    import tensorflow as tf
+
+    import cross_validation
+
+    _, labels = accuracy.texts_and_labels(dataset["train"])
+    fold = cross_validation.fold_of_each_row(labels, folds, cross_validation.FOLD_SEED)
+    probabilities = {member: np.zeros((len(labels), dataset.num_classes), "float32") for member in members}
+
+    def rows(keep):
+        kept = tf.constant(keep)
+        chosen = dataset["train"].enumerate().filter(lambda index, row: kept[index])
+        return chosen.map(lambda index, row: row).cache()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        for k in range(folds):
+            split = dataclasses.replace(dataset, splits={**dataset.splits, "train": rows(fold != k), "test": rows(fold == k)},
+                                        rows={**dataset.rows, "train": int((fold != k).sum()), "test": int((fold == k).sum())})
+            for member in members:
+                path = os.path.join(scratch, "probabilities.npy")
+                result = accuracy.run_keras(member, split, seed=seed, probabilities_path=path, **options)
+                probabilities[member][fold == k] = np.load(path)
+                print(f"seed {seed} fold {k + 1}/{folds} {member}: accuracy {result['accuracy']:.4f} on "
+                      f"{int((fold == k).sum())} rows", flush=True)
+    return labels, probabilities
+
+
+def linear_held_out(dataset, folds):
+    """TF-IDF + LR's accuracy on the same folds as `held_out_probabilities` (deterministic)."""
+    import cross_validation
+
+    texts, labels = accuracy.texts_and_labels(dataset["train"])
+    texts, fold, right = np.array(texts, dtype=object), cross_validation.fold_of_each_row(
+        labels, folds, cross_validation.FOLD_SEED), np.zeros(len(labels), bool)
+    for k in range(folds):
+        classifier = accuracy.tfidf_classifier(list(texts[fold != k]), labels[fold != k], 0)
+        right[fold == k] = classifier.predict(list(texts[fold == k])) == labels[fold == k]
+    return float(right.mean())
+
+
+def averages_table(labels, probabilities):
+    """Markdown: every average of the members (each alone too), best mean over seeds first.
+    `probabilities`: {seed: {member: array}}."""
+    members = list(next(iter(probabilities.values())))
+    figures = {}
+    for size in range(1, len(members) + 1):
+        for chosen in itertools.combinations(members, size):
+            figures[" + ".join(chosen)] = [
+                float(np.mean(np.mean([by_member[m] for m in chosen], axis=0).argmax(-1) == labels))
+                for _, by_member in sorted(probabilities.items())]
+    lines = [f"| averaged | mean ± sd | seeds {' / '.join(map(str, sorted(probabilities)))} |", "| --- | ---: | --- |"]
+    lines += [f"| {name} | {np.mean(values):.4f} ± {np.std(values):.4f} | {' / '.join(f'{v:.4f}' for v in values)} |"
+              for name, values in sorted(figures.items(), key=lambda item: -np.mean(item[1]))]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=pathlib.Path,
@@ -45,9 +120,17 @@ def main(argv=None):
     parser.add_argument("--probabilities", help="the folder of accuracy.py --save-probabilities")
     parser.add_argument("--members", nargs="+", help="row names of accuracy.py, as its results file names them")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--folds", type=int, help="choose on held-out data: K folds of the training split (above)")
+    parser.add_argument("--length", type=int, help="with --folds: as accuracy.py's (default: the dataset's)")
+    parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="with --folds: as accuracy.py's")
+    parser.add_argument("--epochs", type=int, default=3, help="with --folds: as accuracy.py's")
+    parser.add_argument("--bigram-buckets", type=int, help="with --folds: as accuracy.py's")
+    parser.add_argument("--lr-schedule", help="with --folds: as accuracy.py's")
     parser.add_argument("--quick", action="store_true",
                         help="smoke check: TREC, scalable_attention and kim_cnn, one epoch, seed 0")
     args = parser.parse_args(argv)
+    if args.folds is not None:
+        return choose_on_folds(parser, args)
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     with tempfile.TemporaryDirectory() as scratch:
@@ -75,6 +158,29 @@ def main(argv=None):
               f"{row['only_ours']}, the other way: {row['only_linear']}; McNemar exact p = {row['p']:.3f}")
     figures = [row["accuracy"] for row in rows]
     print(f"ensemble {np.mean(figures):.4f} ± {np.std(figures):.4f} over {len(rows)} seeds; TF-IDF + LR {linear.mean():.4f}")
+    return 0
+
+
+def choose_on_folds(parser, args):
+    if args.quick:
+        args.dataset, args.members, args.seeds, args.epochs = "trec", ["scalable_attention", "kim_cnn"], [0], 1
+    if args.folds < 2:
+        parser.error(f"--folds must be at least 2; got {args.folds}")
+    unknown = [m for m in args.members or [] if accuracy.builder_arguments(m)[0] not in accuracy.KERAS_MODELS]
+    if not args.members or unknown:
+        parser.error(f"--members: give accuracy.py's plain models ({', '.join(accuracy.KERAS_MODELS)}); "
+                     f"got {unknown or 'none'}")
+    if not (args.data_dir / "README.md").is_file():
+        parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
+    dataset = accuracy.load(args.data_dir, args.dataset)
+    options = {"length": args.length or accuracy.DATASETS[args.dataset][2], "epochs": args.epochs,
+               "max_tokens": args.max_tokens, "bigram_buckets": args.bigram_buckets, "lr_schedule": args.lr_schedule}
+    probabilities = {}
+    for seed in args.seeds:
+        labels, probabilities[seed] = held_out_probabilities(dataset, args.members, args.folds, seed, options)
+    print(f"{args.dataset}: held out, {args.folds} folds of the {len(labels):,} training rows; TF-IDF + LR "
+          f"{linear_held_out(dataset, args.folds):.4f} on the same folds")
+    print(averages_table(labels, probabilities))
     return 0
 
 

@@ -106,6 +106,32 @@ def test_ensemble_quick(shared_data):
     assert float(gap) == round(float(ours) - linear, 4) and int(only_ours) - int(only_linear) == round(float(gap) * 500)
 
 
+def test_ensemble_on_folds_quick(shared_data):
+    """`--folds`: every training row scored once by each member trained without it; the table's
+    single members are what the fold models scored (Keras's evaluate), their average follows."""
+    import re
+
+    averages_table = benchmark_function("ensemble", "averages_table")
+    labels = np.array([0, 1, 1, 0])
+    table = averages_table(labels, {0: {"a": np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55]]),
+                                        "b": np.array([[0.4, 0.6], [0.1, 0.9], [0.45, 0.55], [0.3, 0.7]])}})
+    assert table.splitlines()[2:] == ["| a + b | 0.7500 ± 0.0000 | 0.7500 |", "| a | 0.5000 ± 0.0000 | 0.5000 |",
+                                      "| b | 0.5000 ± 0.0000 | 0.5000 |"]
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "ensemble.py"), "--quick", "--folds", "2", "--data-dir",
+                          str(shared_data)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    folds = re.findall(r"^seed 0 fold (\d)/2 (\S+): accuracy ([\d.]+) on (\d+) rows", run.stdout, re.M)
+    assert sorted((k, m) for k, m, _, _ in folds) == [("1", "kim_cnn"), ("1", "scalable_attention"),
+                                                       ("2", "kim_cnn"), ("2", "scalable_attention")]
+    assert sum(int(n) for k, m, _, n in folds if m == "kim_cnn") == 5452  # TREC's training questions, each once
+    assert re.search(r"^trec: held out, 2 folds of the 5,452 training rows; TF-IDF \+ LR 0\.[89]\d+", run.stdout, re.M)
+    table = dict(re.findall(r"^\| (\S+(?: \+ \S+)*) \| ([\d.]+) ±", run.stdout, re.M))
+    assert set(table) == {"scalable_attention", "kim_cnn", "scalable_attention + kim_cnn"}
+    for member in ("scalable_attention", "kim_cnn"):
+        pooled = sum(float(a) * int(n) for _, m, a, n in folds if m == member) / 5452
+        assert float(table[member]) == pytest.approx(pooled, abs=1e-4)
+
+
 def test_cross_validation_quick(shared_data, tmp_path):
     """Stratified folds that partition the training rows; each row validated once, the report
     pooling the folds by their sizes; a rerun finds every fold done."""
