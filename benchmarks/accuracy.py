@@ -360,8 +360,6 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
 def training_sample(dataset, rows, seed):
     """`dataset` with `rows` of its training rows: a stratified sample (each class in its share),
     drawn with `seed`, so that every model of a seed trains on the same rows; the test split whole."""
-    import tensorflow as tf
-
     _, labels = texts_and_labels(dataset["train"])
     if not 0 < rows < len(labels):
         raise SystemExit(f"--train-rows: expected 1 to {len(labels) - 1} (the training split has {len(labels)} rows), "
@@ -371,11 +369,17 @@ def training_sample(dataset, rows, seed):
     for label in np.unique(labels):
         members = np.flatnonzero(labels == label)
         keep[rng.choice(members, round(rows * len(members) / len(labels)), replace=False)] = True
-    kept = tf.constant(keep)
-    train = dataset["train"].enumerate().filter(lambda index, row: kept[index])
-    train = train.map(lambda index, row: row)  # (a line each: AutoGraph reads a lambda from its line)
-    return dataclasses.replace(dataset, splits={**dataset.splits, "train": train.cache()},
+    return dataclasses.replace(dataset, splits={**dataset.splits, "train": kept_rows(dataset["train"], keep)},
                                rows={**dataset.rows, "train": int(keep.sum())})
+
+
+def kept_rows(split, keep):
+    """The rows of `split` (a tf.data split) where the boolean array `keep` is true, cached."""
+    import tensorflow as tf
+
+    kept = tf.constant(keep)
+    chosen = split.enumerate().filter(lambda index, row: kept[index])
+    return chosen.map(lambda index, row: row).cache()  # (a line each: AutoGraph reads a lambda from its line)
 
 
 def write_labelled_csv(path, texts, labels):

@@ -53,44 +53,31 @@ def ensemble_rows(probabilities, labels, linear):
     return rows
 
 
-def held_out_probabilities(dataset, members, folds, seed, options):
-    """`(labels, {member: probabilities})` over the training split of `dataset`: each row's
-    probabilities from the member trained (`accuracy.run_keras`, with `options`) on the folds
-    that do not hold it."""
-    import tensorflow as tf
-
-    import cross_validation
-
-    _, labels = accuracy.texts_and_labels(dataset["train"])
-    fold = cross_validation.fold_of_each_row(labels, folds, cross_validation.FOLD_SEED)
-    probabilities = {member: np.zeros((len(labels), dataset.num_classes), "float32") for member in members}
-
-    def rows(keep):
-        kept = tf.constant(keep)
-        chosen = dataset["train"].enumerate().filter(lambda index, row: kept[index])
-        return chosen.map(lambda index, row: row).cache()
-
+def held_out_probabilities(dataset, fold, members, seed, options):
+    """`{member: probabilities}` over the training split of `dataset`: each row's probabilities
+    from the member trained (`accuracy.run_keras`, with `options`) on the other folds (`fold`:
+    each row's)."""
+    probabilities = {member: np.zeros((len(fold), dataset.num_classes), "float32") for member in members}
     with tempfile.TemporaryDirectory() as scratch:
-        for k in range(folds):
-            split = dataclasses.replace(dataset, splits={**dataset.splits, "train": rows(fold != k), "test": rows(fold == k)},
-                                        rows={**dataset.rows, "train": int((fold != k).sum()), "test": int((fold == k).sum())})
+        for k in range(fold.max() + 1):
+            held = fold == k
+            split = dataclasses.replace(
+                dataset, splits={**dataset.splits, "train": accuracy.kept_rows(dataset["train"], ~held),
+                                 "test": accuracy.kept_rows(dataset["train"], held)},
+                rows={**dataset.rows, "train": int((~held).sum()), "test": int(held.sum())})
             for member in members:
                 path = os.path.join(scratch, "probabilities.npy")
                 result = accuracy.run_keras(member, split, seed=seed, probabilities_path=path, **options)
-                probabilities[member][fold == k] = np.load(path)
-                print(f"seed {seed} fold {k + 1}/{folds} {member}: accuracy {result['accuracy']:.4f} on "
-                      f"{int((fold == k).sum())} rows", flush=True)
-    return labels, probabilities
+                probabilities[member][held] = np.load(path)
+                print(f"seed {seed} fold {k + 1}/{fold.max() + 1} {member}: accuracy {result['accuracy']:.4f} on "
+                      f"{int(held.sum())} rows", flush=True)
+    return probabilities
 
 
-def linear_held_out(dataset, folds):
-    """TF-IDF + LR's accuracy on the same folds as `held_out_probabilities` (deterministic)."""
-    import cross_validation
-
-    texts, labels = accuracy.texts_and_labels(dataset["train"])
-    texts, fold, right = np.array(texts, dtype=object), cross_validation.fold_of_each_row(
-        labels, folds, cross_validation.FOLD_SEED), np.zeros(len(labels), bool)
-    for k in range(folds):
+def linear_held_out(texts, labels, fold):
+    """TF-IDF + LR's accuracy over the training rows, each scored by the model fitted on the other folds."""
+    texts, right = np.array(texts, dtype=object), np.zeros(len(labels), bool)
+    for k in range(fold.max() + 1):
         classifier = accuracy.tfidf_classifier(list(texts[fold != k]), labels[fold != k], 0)
         right[fold == k] = classifier.predict(list(texts[fold == k])) == labels[fold == k]
     return float(right.mean())
@@ -172,14 +159,16 @@ def choose_on_folds(parser, args):
                      f"got {unknown or 'none'}")
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
+    import cross_validation
+
     dataset = accuracy.load(args.data_dir, args.dataset)
+    texts, labels = accuracy.texts_and_labels(dataset["train"])
+    fold = cross_validation.fold_of_each_row(labels, args.folds, cross_validation.FOLD_SEED)
     options = {"length": args.length or accuracy.DATASETS[args.dataset][2], "epochs": args.epochs,
                "max_tokens": args.max_tokens, "bigram_buckets": args.bigram_buckets, "lr_schedule": args.lr_schedule}
-    probabilities = {}
-    for seed in args.seeds:
-        labels, probabilities[seed] = held_out_probabilities(dataset, args.members, args.folds, seed, options)
+    probabilities = {seed: held_out_probabilities(dataset, fold, args.members, seed, options) for seed in args.seeds}
     print(f"{args.dataset}: held out, {args.folds} folds of the {len(labels):,} training rows; TF-IDF + LR "
-          f"{linear_held_out(dataset, args.folds):.4f} on the same folds")
+          f"{linear_held_out(texts, labels, fold):.4f} on the same folds")
     print(averages_table(labels, probabilities))
     return 0
 
