@@ -105,7 +105,8 @@ def main(argv=None):
                         default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)))
     parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="imdb")
     parser.add_argument("--probabilities", help="the folder of accuracy.py --save-probabilities")
-    parser.add_argument("--members", nargs="+", help="row names of accuracy.py, as its results file names them")
+    parser.add_argument("--members", nargs="+", help="row names of accuracy.py, as its results file names them "
+                                                     "(with --folds: its plain models, e.g. scalable_attention)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--folds", type=int, help="choose on held-out data: K folds of the training split (above)")
     parser.add_argument("--length", type=int, help="with --folds: as accuracy.py's (default: the dataset's)")
