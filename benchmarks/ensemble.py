@@ -23,8 +23,10 @@ average of the members (each alone too), best first, beside TF-IDF + LR on the s
         --lr-schedule cosine
     python benchmarks/ensemble.py --quick --folds 2      # TREC, scalable_attention and kim_cnn, one epoch
 
-On IMDB, folds of random rows share films, which the test split does not (BENCHMARKS.md,
-"Validation on grouped data"); its held-out pairs were chosen on a film-disjoint carve instead.
+On IMDB the folds are contiguous blocks of each label's review ids instead (validation_split.py's
+id_block carves; `--folds 10` gives exactly those): its reviews come film by film and its test
+films are new ones, so folds of random rows, sharing films, would overstate every model
+(BENCHMARKS.md, "Validation on grouped data").
 """
 
 import argparse
@@ -38,7 +40,9 @@ import tempfile
 import numpy as np
 
 import accuracy
+import cross_validation
 import paired
+import validation_split
 
 
 def ensemble_rows(probabilities, labels, linear):
@@ -51,6 +55,20 @@ def ensemble_rows(probabilities, labels, linear):
         rows.append({"seed": seed, "members": [float(np.mean(m.argmax(-1) == labels)) for m in members],
                      "accuracy": float(right.mean()), "only_ours": only_ours, "only_linear": only_linear, "p": p})
     return rows
+
+
+def fold_of_each_row(data_dir, dataset_name, labels, folds):
+    """Each training row's fold: cross_validation.py's stratified folds, or on IMDB blocks of
+    each label's ids, which keep most films on one side (the module docstring)."""
+    if dataset_name != "imdb":
+        return cross_validation.fold_of_each_row(labels, folds, cross_validation.FOLD_SEED)
+    _, imdb_labels, ids = validation_split.read_imdb(data_dir / accuracy.DATASETS["imdb"][0]["path"])
+    if not np.array_equal(imdb_labels, labels):
+        raise SystemExit("IMDB's training rows are not in the order validation_split.py reads them")
+    fold = np.empty(len(labels), int)
+    for k in range(folds):
+        fold[validation_split.held_out("id_block", k, labels, ids, blocks=folds)] = k
+    return fold
 
 
 def held_out_probabilities(dataset, fold, members, seed, options):
@@ -160,11 +178,9 @@ def choose_on_folds(parser, args):
                      f"got {unknown or 'none'}")
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
-    import cross_validation
-
     dataset = accuracy.load(args.data_dir, args.dataset)
     texts, labels = accuracy.texts_and_labels(dataset["train"])
-    fold = cross_validation.fold_of_each_row(labels, args.folds, cross_validation.FOLD_SEED)
+    fold = fold_of_each_row(args.data_dir, args.dataset, labels, args.folds)
     options = {"length": args.length or accuracy.DATASETS[args.dataset][2], "epochs": args.epochs,
                "max_tokens": args.max_tokens, "bigram_buckets": args.bigram_buckets, "lr_schedule": args.lr_schedule}
     probabilities = {seed: held_out_probabilities(dataset, fold, args.members, seed, options) for seed in args.seeds}

@@ -74,16 +74,16 @@ def neighbour_similarity(texts, labels, ids, seed=0):
     return {name: float(np.mean(values)) for name, values in similarity.items()}
 
 
-def held_out(carve, k, labels, ids):
-    """Boolean mask of the rows carve `k` holds out: 10% of each label."""
+def held_out(carve, k, labels, ids, blocks=BLOCKS):
+    """Boolean mask of the rows carve `k` holds out: 1 / `blocks` (a tenth) of each label."""
     mask = np.zeros(len(labels), bool)
     for label in (0, 1):
         rows = np.flatnonzero(labels == label)
         if carve == "random":
-            mask[np.random.default_rng(k).permutation(rows)[: len(rows) // BLOCKS]] = True
+            mask[np.random.default_rng(k).permutation(rows)[: len(rows) // blocks]] = True
         else:
             rank = np.argsort(np.argsort(ids[rows]))
-            mask[rows[rank * BLOCKS // len(rows) == k]] = True
+            mask[rows[rank * blocks // len(rows) == k]] = True
     return mask
 
 

@@ -130,6 +130,13 @@ def test_ensemble_on_folds_quick(shared_data):
     for member in ("scalable_attention", "kim_cnn"):
         pooled = sum(float(a) * int(n) for _, m, a, n in folds if m == member) / 5452
         assert float(table[member]) == pytest.approx(pooled, abs=1e-4)
+    # On IMDB the folds are blocks of each label's review ids: with 10, validation_split.py's carves.
+    accuracy = benchmark_function("accuracy", "load"), benchmark_function("accuracy", "texts_and_labels")
+    _, labels = accuracy[1](accuracy[0](shared_data, "imdb")["train"])
+    fold = benchmark_function("ensemble", "fold_of_each_row")(shared_data, "imdb", labels, 10)
+    _, imdb_labels, ids = benchmark_function("validation_split", "read_imdb")(shared_data / "imdb" / "train.csv.gz")
+    held_out = benchmark_function("validation_split", "held_out")
+    assert all((fold == k).tolist() == held_out("id_block", k, imdb_labels, ids).tolist() for k in range(10))
 
 
 def test_cross_validation_quick(shared_data, tmp_path):
@@ -210,6 +217,7 @@ def test_validation_split_quick(shared_data, tmp_path):
     block = held_out("id_block", 3, labels, ids)
     assert sorted(ids[block & (labels == 1)]) == list(range(30, 40)) and block.sum() == 20
     assert held_out("random", 0, labels, ids).sum() == 20 and (held_out("random", 0, labels, ids) != block).any()
+    assert sorted(ids[held_out("id_block", 1, labels, ids, blocks=5) & (labels == 0)]) == list(range(20, 40))
     results = tmp_path / "validation_split.jsonl"
     _, run = run_quick("validation_split.py", results, shared_data)
     similarity, *rows = [json.loads(line) for line in results.read_text().splitlines()]
