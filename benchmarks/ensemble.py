@@ -19,7 +19,7 @@ on K - 1 stratified folds of the training split (cross_validation.py's folds), s
 row gets each member's probabilities from a model that did not train on it. It prints every
 average of the members (each alone too), best first, beside TF-IDF + LR on the same folds:
 
-    python benchmarks/ensemble.py --dataset ag_news --folds 5 --members scalable_attention dual_axial lama hcan \
+    python benchmarks/ensemble.py --dataset ag_news --folds 5 --members scalable_attention dual_axial lama hcan \\
         --lr-schedule cosine
     python benchmarks/ensemble.py --quick --folds 2      # TREC, scalable_attention and kim_cnn, one epoch
 
