@@ -535,17 +535,13 @@ def _explain(args):
     from keras_textattn.explain import top_tokens
     from keras_textattn.explain import write_top_tokens
 
-    if len(args.run) > 1:
-        raise UserError(f"explain reads one run; --run given {len(args.run)} times is an ensemble, which predict, "
-                        "evaluate and export --format saved_model take (README, \"Ensembles\")")
-    run = args.run[0]
     texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
         file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
         texts += itertools.islice((text for _, batch in text_batches(file, 256) for text in batch), args.limit)
     if not texts:
         raise UserError("give texts to explain, or --data FILE")
-    explanations = explain(run, texts)
+    explanations = explain(args.run, texts)  # one run: it refuses a repeated --run
     shown = explanations[: args.show]
     print("predicted label (its probability): the 5 most attended tokens (mean over heads) <- the text's start")
     for explanation in shown:
@@ -557,7 +553,7 @@ def _explain(args):
         print(f"({len(shown)} of {len(explanations)} texts shown; --show N for more, --html for every map)")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(to_html(explanations, title=f"Attention of {run}"))
+            handle.write(to_html(explanations, title=f"Attention of {args.run[0]}"))
     if args.png:
         to_png(explanations[0], args.png)
     if args.top_tokens_csv or args.top_tokens_md:

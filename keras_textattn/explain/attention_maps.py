@@ -120,9 +120,9 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
     """Explain the predictions of a model on `texts`.
 
     Args:
-        model_or_run: a run folder of `train()`, or a Keras classifier taking token ids
-            first (then give its `encoder`), such as the `keras_textattn.models` builders
-            make when given `vocabulary_size`.
+        model_or_run: a run folder of `train()` (or a list of one), or a Keras classifier taking
+            token ids first (then give its `encoder`), such as the `keras_textattn.models`
+            builders make when given `vocabulary_size`.
         texts: a list of strings.
         encoder: the `TextEncoder` of the model (read from the run folder otherwise).
         label_names: class names (read from the run folder; default "0", "1", ...).
@@ -133,6 +133,11 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         A list of `Explanation`, one per text.
     """
     _backend.require_tensorflow("explain")
+    if isinstance(model_or_run, (list, tuple)):  # a repeated --run, or a list in Python: one run only
+        if len(model_or_run) != 1:
+            raise UserError(f"explain reads one run; {len(model_or_run)} given would be an ensemble, which predict, "
+                            "evaluate and export --format saved_model take (README, \"Ensembles\")")
+        (model_or_run,) = model_or_run
     if isinstance(model_or_run, (str, os.PathLike)):
         model, encoder, label_names = load_run(os.fspath(model_or_run))
     else:

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_textattn_cli import main
+from keras_textattn.errors import UserError
 from keras_textattn.explain import explain
 from keras_textattn.explain import to_html
 from keras_textattn.explain import to_png
@@ -150,7 +151,11 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert main(["explain", "--run", str(tmp_path / "missing"), "x"]) == 2
     assert "is not a finished run folder" in capsys.readouterr().err
     assert main(["explain", "--run", str(lama_run), "--run", str(tmp_path / "missing"), "x"]) == 2
-    assert "explain reads one run; --run given 2 times is an ensemble" in capsys.readouterr().err
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "explain reads one run; 2 given would be an ensemble" in error[0], error
+    with pytest.raises(UserError, match="explain reads one run; 0 given"):
+        explain([], ["x"])
+    assert explain([lama_run], [TEXTS[0]])[0].probabilities == explain(lama_run, [TEXTS[0]])[0].probabilities  # a list of one
     (tmp_path / "exported").mkdir()  # a SavedModel folder has no attention scores to show
     (tmp_path / "exported" / "saved_model.pb").write_bytes(b"")
     assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
