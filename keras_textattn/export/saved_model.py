@@ -67,14 +67,9 @@ def saved_model(run, output, *, overwrite=False):
 
     def write(folder):
         with tempfile.TemporaryDirectory() as scratch:
-            tokens_files = []
-            for index, (_, encoder, _) in enumerate(members):
-                os.makedirs(os.path.join(scratch, str(index)))
-                tokens_files.append(os.path.join(scratch, str(index), "vocabulary.txt"))
-                with open(tokens_files[-1], "w", encoding="utf-8") as handle:
-                    handle.write("\n".join(encoder.get_vocabulary()[RESERVED:]) + "\n")
-            archive = _archive(members, tokens_files, label_names)
-            archive.write_out(folder, verbose=False)
+            serving_encoders = [_serving_encoder(encoder, os.path.join(scratch, str(index)))
+                                for index, (_, encoder, _) in enumerate(members)]
+            _archive(members, serving_encoders, label_names).write_out(folder, verbose=False)
         # The class names by id, for clients that want more than the top label
         # (`keras_textattn.inference`); TF Serving ignores assets.extra/.
         os.makedirs(os.path.join(folder, "assets.extra"))
@@ -96,12 +91,21 @@ def _mean_probabilities(members, batch, encoders=None):
                                     for (model, _, order), encoder in zip(members, encoders)]), axis=0)
 
 
-def _archive(members, tokens_files, label_names):
-    serving_encoders = []
-    for (_, encoder, _), tokens_file in zip(members, tokens_files):
-        serving_encoders.append(TextEncoder.from_config(encoder.get_config()))
-        serving_encoders[-1].set_vocabulary_file(tokens_file)  # becomes an asset: assets/vocabulary.txt[_1, ...]
-        serving_encoders[-1].build((None,))
+def _serving_encoder(encoder, folder):
+    """A copy of `encoder` that reads its vocabulary from `folder`/vocabulary.txt (written here),
+    which the export keeps as an asset: assets/vocabulary.txt (a second, other one
+    vocabulary.txt_1, ...)."""
+    os.makedirs(folder)
+    tokens_file = os.path.join(folder, "vocabulary.txt")
+    with open(tokens_file, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(encoder.get_vocabulary()[RESERVED:]) + "\n")
+    serving_encoder = TextEncoder.from_config(encoder.get_config())
+    serving_encoder.set_vocabulary_file(tokens_file)
+    serving_encoder.build((None,))
+    return serving_encoder
+
+
+def _archive(members, serving_encoders, label_names):
     labels = tf.constant(label_names)
 
     def outputs(probabilities):
