@@ -94,11 +94,9 @@ def held_out_probabilities(dataset, fold, members, seed, options):
 
 def linear_held_out(texts, labels, fold):
     """TF-IDF + LR's accuracy over the training rows, each scored by the model fitted on the other folds."""
-    texts, right = np.array(texts, dtype=object), np.zeros(len(labels), bool)
-    for k in range(fold.max() + 1):
-        classifier = accuracy.tfidf_classifier(list(texts[fold != k]), labels[fold != k], 0)
-        right[fold == k] = classifier.predict(list(texts[fold == k])) == labels[fold == k]
-    return float(right.mean())
+    texts = np.array(texts, dtype=object)
+    return float(sum(cross_validation.tfidf_on_fold(texts, labels, fold == k, 0) * np.sum(fold == k)
+                     for k in range(fold.max() + 1)) / len(labels))
 
 
 def averages_table(labels, probabilities):
