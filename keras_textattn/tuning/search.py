@@ -27,6 +27,7 @@ from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
 from keras_textattn.text import TextEncoder
+from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import vectors_dimension
@@ -404,7 +405,8 @@ def _embeddings_setting(config, embeddings, freeze_embeddings):
     if found != size:
         raise RunError(f"{embeddings} has {found}-dimensional vectors; the {config.model} embedding has {size} "
                        f"(set it to match in {config.path}: fixed: {{{argument}: {found}}})")
-    return {"source": os.path.abspath(embeddings), "frozen": bool(freeze_embeddings)}
+    source = embeddings if embeddings in PACKAGED_VECTORS else os.path.abspath(embeddings)
+    return {"source": source, "frozen": bool(freeze_embeddings)}
 
 
 def _embedding_rows(directory, config, encoder, train_rows, verbose, size):

