@@ -109,8 +109,8 @@ def vectors_dimension(path):
 
 
 def read_vectors(path, vocabulary):
-    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`), or of a
-    `PACKAGED_VECTORS` name, for the words of `vocabulary`, read line by line.
+    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`; read line by line), or
+    of a `PACKAGED_VECTORS` name, for the words of `vocabulary`.
 
     Words are matched after the encoder's standardisation (NFKC, case folding); where several
     spellings fold to one token ("Good", "good"), the first in the file wins (files list
@@ -285,8 +285,9 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
 def initial_embedding(source, encoder, texts, dimension, seed=0):
     """The initial rows of a token embedding for `encoder`'s vocabulary, from `source`:
     "word2vec" (`train_word2vec` on `texts`, seeded), a vectors file or a `PACKAGED_VECTORS`
-    name (`read_vectors`; the caller checks its dimension, `vectors_dimension`). Returns `embedding_matrix`'s `(rows,
-    covered)`: the rows, and for each id whether it has a vector (see `coverage`)."""
+    name (`read_vectors`; the caller checks its dimension, `vectors_dimension`). Returns
+    `embedding_matrix`'s `(rows, covered)`: the rows, and for each id whether it has a vector
+    (see `coverage`)."""
     vocabulary = encoder.get_vocabulary()
     if source == "word2vec":
         vectors = train_word2vec(encoder, texts, dimension, seed=seed)
