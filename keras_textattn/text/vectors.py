@@ -42,19 +42,25 @@ def is_vectors_source(embeddings):
     return embeddings in PACKAGED_VECTORS or os.path.isfile(os.fspath(embeddings))
 
 
-def _packaged_vectors(name):
-    """`(words, matrix)` of a `PACKAGED_VECTORS` source: its words in order and their rows
-    (memory-mapped: the 400,000 x 50 floats are read only where a word is looked up)."""
-    module_name, package, words_file, matrix_file = PACKAGED_VECTORS[name]
+def _packaged_matrix(name):
+    """`(matrix, folder)` of a `PACKAGED_VECTORS` source: its rows, memory-mapped (the 400,000 x
+    50 floats are read only where a word is looked up), and the package's data folder."""
+    module_name, package, _, matrix_file = PACKAGED_VECTORS[name]
     try:
         root = pathlib.Path(importlib.import_module(module_name).ROOT)
     except ImportError:
         raise VectorsError(f"--embeddings {name} reads the vectors of the package {package}, which is not installed: "
                            f"pip install {package} (Python >= 3.11), or give a vectors file's path") from None
+    return np.load(root / matrix_file, mmap_mode="r"), root
+
+
+def _packaged_vectors(name):
+    """`(words, matrix)` of a `PACKAGED_VECTORS` source: its words in order and their rows."""
     import pyarrow.parquet  # a dependency of tensorflow-datasets
 
+    matrix, root = _packaged_matrix(name)
+    _, package, words_file, _ = PACKAGED_VECTORS[name]
     words = pyarrow.parquet.read_table(root / words_file).column(0).to_pylist()
-    matrix = np.load(root / matrix_file, mmap_mode="r")
     if matrix.shape[0] != len(words):
         raise VectorsError(f"{package}: {len(words)} words for {matrix.shape[0]} vectors; reinstall it")
     return words, matrix
@@ -103,7 +109,7 @@ def vectors_dimension(path):
     """The dimension of a vectors file (its first vector's, read without reading the rest) or of
     a `PACKAGED_VECTORS` name."""
     if path in PACKAGED_VECTORS:
-        return _packaged_vectors(path)[1].shape[1]
+        return _packaged_matrix(path)[0].shape[1]
     for _, _, dimension in _vector_rows(path):
         return dimension
 

