@@ -304,8 +304,7 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
 @pytest.mark.parametrize("model, sizes, buckets", [
     ("scalable_attention", "embedding_dim: 16", None),
     ("dual_axial", "embedding_dim: 8, fc_units: 8", None),  # token and bigram ids
-    ("hcan", "units: 8, num_heads: 2", None),  # (sentences, words) ids, chosen count
-    ("hcan", "units: 8, num_heads: 2", 1000),  # and bigram ids of that shape
+    ("hcan", "units: 8, num_heads: 2", 1000),  # (sentences, words) ids, chosen count, and bigram ids of that shape
 ])
 def test_search_over_the_vocabulary(tiny_config, shared_data, tmp_path, recwarn, model, sizes, buckets):
     """`max_tokens` as a hyperparameter: the encoder is adapted once with the largest value, each trial
