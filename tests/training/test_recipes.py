@@ -1,6 +1,7 @@
 """The papers' training recipes in `train()`: pretrained embeddings, learning-rate schedules,
 gradient clipping, hashed bigrams for any model, and the "paper" preset that sets them."""
 
+import csv
 import gzip
 import json
 import os
@@ -45,7 +46,7 @@ def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
         np.testing.assert_allclose(table[vocabulary.index(word)], vector * factor, rtol=1e-5)
     np.testing.assert_array_equal(table[0], 0.0)
     assert metrics["embeddings"] == {"source": str(path), "dimension": 8, "coverage": 8 / (len(vocabulary) - 2),
-                                     "frozen": True}
+                                     "words_added": 0, "frozen": True}
     assert not model.get_layer("embedding").trainable
 
 
@@ -78,6 +79,44 @@ def test_glove_from_its_package_initialises_the_embedding(sst2_dev, glove_packag
     vocabulary = encoder.get_vocabulary()
     ratios = [table[vocabulary.index(word)] / glove[words.index(word)] for word in ("good", "film", "the", "dull")]
     np.testing.assert_allclose(ratios, np.full_like(ratios, ratios[0][0]), rtol=1e-4)
+
+
+def test_words_only_the_vectors_know_join_the_vocabulary_with_their_vectors(sst2_dev, glove_package, tmp_path, capsys):
+    """`--vectors-vocabulary N`: GloVe's most frequent words that SST-2's dev sentences never hold
+    get ids after theirs. After training (embeddings not frozen) their rows are still their GloVe
+    vectors, all times one factor (no gradient reaches a word that no training text holds), a text
+    holding one encodes it to its id, and metrics.json counts them. Without vectors it is refused."""
+    import pyarrow.parquet
+
+    from keras_textattn.text import TextEncoder
+
+    run = tmp_path / "run"
+    common = ["train", "--model", "scalable_attention", "--data", sst2_dev, "--quiet", "--epochs", "1",
+              "--validation-data", sst2_dev.replace("dev.csv", "test.csv"),  # all of the dev sentences train
+              "--sequence-length", "24", "--set", "embedding_dim=50", "--set", "fc_units=8", "--vectors-vocabulary", "3000"]
+    assert main([*common, "--output", str(run), "--embeddings", "glove-6b-50d"]) == 0
+    model, encoder, _ = load_run(run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    added = encoder.get_vocabulary()[-encoder.added_tokens:]
+    assert metrics["embeddings"]["words_added"] == len(added) > 500 and metrics["embeddings"]["coverage"] > 0.95
+    with gzip.open(sst2_dev, "rt", encoding="utf-8", newline="") as handle:
+        texts = [row["text"] for row in csv.DictReader(handle)]
+    held = {token.decode() for row in TextEncoder().tokenize(texts).to_list() for token in row}
+    assert not held & set(added) and {"government", "president"} <= set(added)
+    table = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
+    words = pyarrow.parquet.read_table(glove_package / "glove_6B_index.parquet").column(0).to_pylist()
+    glove = np.load(glove_package / "glove_6B_50d_emb.npy", mmap_mode="r")
+    ids = [encoder.get_vocabulary().index(word) for word in added[::50]]
+    ratios = np.stack([table[i] / glove[words.index(word)] for i, word in zip(ids, added[::50])])
+    np.testing.assert_allclose(ratios, np.full_like(ratios, ratios[0, 0]), rtol=1e-4)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(encoder(["The government"]))[0, :3],
+                                  [encoder.get_vocabulary().index("the"), encoder.get_vocabulary().index("government"), 0])
+    capsys.readouterr()
+    for embeddings in ([], ["--embeddings", "word2vec"]):
+        code = main([*common, "--output", str(tmp_path / "refused"), *embeddings])
+        error = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(error) == 1 and "adds words of pretrained vectors" in error[0]
+        assert not os.path.exists(tmp_path / "refused")
 
 
 def test_a_missing_vectors_package_is_one_line_before_any_data_is_read(sst2_dev, tmp_path, capsys, monkeypatch):

@@ -412,8 +412,8 @@ def test_fine_tuning_from_a_lama_run_of_before_its_presets_chose_lama_ctx(shared
                               "out --model or give scalable_attention; got lama"),
         (["--max-tokens", "5000"], "takes its model's sizes, encoder and weights from"),
         (["--set", "fc_units=8", "--preset", "paper"], "; leave out --preset, --set"),
-        (["--sequence-length", "10", "--bigram-buckets", "100", "--embeddings", "word2vec"],
-         "; leave out --sequence-length, --bigram-buckets, --embeddings"),
+        (["--sequence-length", "10", "--bigram-buckets", "100", "--embeddings", "word2vec", "--vectors-vocabulary", "9"],
+         "; leave out --sequence-length, --bigram-buckets, --embeddings, --vectors-vocabulary"),
     ],
 )
 def test_fine_tuning_refuses_what_comes_from_the_source_run(source_run, shared_data, tmp_path, capsys, extra,
@@ -438,20 +438,23 @@ def test_fine_tuning_needs_a_finished_run_and_a_model(shared_data, tmp_path, cap
 
 
 def test_fine_tuning_from_imdb_reviews_lifts_a_small_sst2_sample(shared_data, tmp_path):
-    """Transfer learning on real data: scalable attention trained one epoch on IMDB's reviews and
-    fine-tuned on 500 SST-2 sentences scores well above the same model trained on those 500 alone
+    """Transfer learning on real data: scalable attention trained one epoch on half of IMDB's reviews
+    and fine-tuned on 500 SST-2 sentences scores well above the same model trained on those 500 alone
     (SST-2's dev set; BENCHMARKS.md has the full-data figures)."""
     from keras_textattn.training import train
 
     sample, _ = _first_rows(shared_data, "sst2", tmp_path, rows=500)
     dev = str(shared_data / "sst2" / "dev.csv.gz")
-    source = train("scalable_attention", str(shared_data / "imdb" / "train.csv.gz"), str(tmp_path / "imdb"),
-                   sequence_length=64, epochs=1, verbose=0)
+    with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        header, *reviews = handle.readlines()
+    imdb = tmp_path / "imdb.csv"
+    imdb.write_text("".join([header, *reviews[::2]]), encoding="utf-8")  # every other: both labels (sorted by label)
+    source = train("scalable_attention", str(imdb), str(tmp_path / "imdb"), sequence_length=64, epochs=1, verbose=0)
     alone = train("scalable_attention", str(sample), str(tmp_path / "alone"), validation_data=dev, verbose=0)
     tuned = train(data=str(sample), output=str(tmp_path / "tuned"), init_from=str(tmp_path / "imdb"),
                   validation_data=dev, verbose=0)
     assert source["accuracy"]["validation"] > 0.75
-    # Measured: 0.736 against 0.612 (the IMDB run alone: 0.799 on its held-out reviews).
+    # Measured: 0.733 against 0.612 (the IMDB run alone: 0.772 on its held-out reviews).
     assert tuned["accuracy"]["validation"] > max(0.70, alone["accuracy"]["validation"] + 0.08), (tuned, alone)
 
 
