@@ -115,7 +115,7 @@ def vectors_dimension(path):
 
 
 def vectors_words(path, count):
-    """The first `count` words of a vectors file or `PACKAGED_VECTORS` name, in its order (GloVe,
+    """The first `count` distinct words of a vectors file or `PACKAGED_VECTORS` name, in its order (GloVe,
     word2vec and fastText files list the most frequent first), standardised as `read_vectors`
     matches them; a spelling that folds to an earlier word's is left out. For
     `TextEncoder.extend_vocabulary`."""
