@@ -112,10 +112,13 @@ def test_words_only_the_vectors_know_join_the_vocabulary_with_their_vectors(sst2
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(encoder(["The government"]))[0, :3],
                                   [encoder.get_vocabulary().index("the"), encoder.get_vocabulary().index("government"), 0])
     capsys.readouterr()
-    for embeddings in ([], ["--embeddings", "word2vec"]):
-        code = main([*common, "--output", str(tmp_path / "refused"), *embeddings])
+    for options, message in (([], "adds words of pretrained vectors"),
+                             (["--embeddings", "word2vec"], "adds words of pretrained vectors"),
+                             (["--embeddings", "glove-6b-50d", "--vectors-vocabulary", "0"],
+                              "vectors-vocabulary must be a positive number; got 0")):
+        code = main([*common, "--output", str(tmp_path / "refused"), *options])
         error = capsys.readouterr().err.strip().splitlines()
-        assert code == 2 and len(error) == 1 and "adds words of pretrained vectors" in error[0]
+        assert code == 2 and len(error) == 1 and message in error[0], error
         assert not os.path.exists(tmp_path / "refused")
 
 
