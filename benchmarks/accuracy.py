@@ -252,7 +252,8 @@ for name in ("scalable_attention", "dual_axial", "lama", "cspan"):
                      for words in (20000, 50000, 100000, 400000)})
 # LAMA+ctx's R8 recipe (above) with GloVe 6B 50-d and 100,000 of its words instead of its paper's word2vec.
 TRAINED["lama_d50+paper_adam_min5_cosine_glove_v100k"] = ("lama_d50", {
-    **PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "embeddings": "glove-6b-50d", "vectors_vocabulary": 100000}, 4)
+    **PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "embeddings": "glove-6b-50d",
+    "vectors_vocabulary": 100000}, 4)
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).

@@ -17,8 +17,8 @@ the test accuracy (the official 25,000 test reviews, read once per run):
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
 3 epochs at a constant rate, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs`,
-`--bigram-buckets`, `--lr-schedule`, `--embeddings`, `--vectors-vocabulary` and others change that and name the row, e.g.
-"scalable_attention@768@v2000@e6"; each row keeps the held-out
+`--bigram-buckets`, `--lr-schedule`, `--embeddings`, `--vectors-vocabulary` and others change
+that and name the row, e.g. "scalable_attention@768@v2000@e6"; each row keeps the held-out
 accuracy after every epoch). Results are appended to benchmarks/results/validation_split.jsonl;
 a rerun skips what is there. Rows "...@epoch_cosine" are of the cosine schedule as it was until
 2026-11-24, the rate set once an epoch (it is now lowered before every batch).
