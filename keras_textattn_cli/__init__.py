@@ -266,6 +266,9 @@ def _parser():
                            "embedding size the config fixes")
     tune.add_argument("--freeze-embeddings", action="store_true",
                       help="keep them fixed in every trial (or search freeze_embeddings in the config)")
+    tune.add_argument("--vectors-vocabulary", type=int, metavar="N",
+                      help="as for train: the first N words of the --embeddings vectors that the vocabulary lacks "
+                           "join it (not with a searched max_tokens)")
     tune.add_argument("--quiet", action="store_true", help="no progress bars (as for train)")
     _data_arguments(tune)
 
@@ -455,7 +458,8 @@ def _tune(args):
     rows = tune(args.config, args.data, args.directory, tuner=args.tuner, preset=args.preset, max_trials=args.max_trials,
                 epochs=args.epochs, verbose=progress_verbosity(args.quiet), validation_fraction=args.validation_fraction,
                 class_weight=args.class_weight, dtype_policy=args.dtype_policy, embeddings=args.embeddings,
-                freeze_embeddings=args.freeze_embeddings, **_data_options(args))
+                freeze_embeddings=args.freeze_embeddings, vectors_vocabulary=args.vectors_vocabulary,
+                **_data_options(args))
     if rows:
         print(f"Finished {len(rows)} trials; best score {rows[0]['score']:.4f} (trial {rows[0]['trial']}). "
               f"Table: {args.directory}/trials.md; best model: {args.directory}/best/")

@@ -31,6 +31,7 @@ from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import vectors_dimension
+from keras_textattn.text.vectors import vectors_words
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
@@ -232,7 +233,8 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
 
 
 def tune(config, data, directory, *, tuner="random", preset=None, max_trials=None, epochs=None, class_weight=None,
-         dtype_policy=None, embeddings=None, freeze_embeddings=False, verbose=1, **data_options):
+         dtype_policy=None, embeddings=None, freeze_embeddings=False, vectors_vocabulary=None, verbose=1,
+         **data_options):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
@@ -274,6 +276,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
             Coverage is recorded in best/metrics.json.
         freeze_embeddings: keep them fixed in every trial; or search it with a boolean
             `freeze_embeddings` hyperparameter in the config.
+        vectors_vocabulary: with vectors `embeddings`, as for `train`: the words of the vectors'
+            first this many that the vocabulary lacks join it, with their vectors (not with a
+            searched `max_tokens`, whose trials cut the one vocabulary).
 
     Returns:
         The rows of the trials table, best first.
@@ -299,7 +304,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         if config.lr_schedule != "constant" and verbose:
             print(f"Every trial trains with the {config.lr_schedule} learning-rate schedule, the {config.preset} "
                   f"preset's for {config.model} (tuner.lr_schedule in the config to change it)")
-    config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings)  # here, before the data is read
+    config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings,  # here, before the data is read
+                                            vectors_vocabulary)
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
     os.makedirs(directory, exist_ok=True)
@@ -316,6 +322,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         encoder = TextEncoder(**{**options, **chosen})
         rows = dataset.rows["train"] if dataset.rows else None
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
+        if vectors_vocabulary:
+            encoder.extend_vocabulary(vectors_words(config.embeddings["source"], vectors_vocabulary))
         save_encoder(encoder_path, encoder)
 
     embedding_rows = None
@@ -362,8 +370,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     if config.embeddings:
         size = best_model.get_layer("embedding").output_dim
         metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,
-                                 "coverage": coverage(embedding_rows(size)[1], best_vocabulary),
-                                 "frozen": hypermodel.frozen(best)}
+                                 "coverage": coverage(embedding_rows(size)[1],
+                                                      min(best_vocabulary, _texts_vocabulary(encoder))),
+                                 "words_added": encoder.added_tokens, "frozen": hypermodel.frozen(best)}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
 
@@ -378,13 +387,23 @@ def _embedding_size(config):
     return argument, given.get(argument, inspect.signature(get_spec(config.model).build).parameters[argument].default)
 
 
-def _embeddings_setting(config, embeddings, freeze_embeddings):
-    """What `config.embeddings` records for `tune`'s `embeddings` and `freeze_embeddings`
-    ({"source", "frozen"} or None), refusing, before any data is read, a setting no trial
-    could use: a vectors file of another dimension than the embedding or with a searched
-    embedding size (word2vec is trained for each size searched), `freeze_embeddings` both
-    given and searched, or searched without vectors."""
-    check_embeddings(embeddings, freeze_embeddings)
+def _texts_vocabulary(encoder):
+    """The size of the encoder's vocabulary counted on the training texts (padding and OOV
+    included), without the words `extend_vocabulary` added."""
+    return encoder.vocabulary_size() - encoder.added_tokens
+
+
+def _embeddings_setting(config, embeddings, freeze_embeddings, vectors_vocabulary=None):
+    """What `config.embeddings` records for `tune`'s `embeddings`, `freeze_embeddings` and
+    `vectors_vocabulary` ({"source", "frozen"[, "vectors_vocabulary"]} or None), refusing,
+    before any data is read, a setting no trial could use: a vectors file of another dimension
+    than the embedding or with a searched embedding size (word2vec is trained for each size
+    searched), `freeze_embeddings` both given and searched, or searched without vectors, and
+    words of the vectors added with a searched `max_tokens`."""
+    check_embeddings(embeddings, freeze_embeddings, vectors_vocabulary)
+    if vectors_vocabulary and "max_tokens" in config.hyperparameters:
+        raise RunError(f"{config.path}: hyperparameters.max_tokens: a search over the vocabulary cuts it, which would "
+                       "cut the words that --vectors-vocabulary adds; fix max_tokens, or leave --vectors-vocabulary out")
     searched = "freeze_embeddings" in config.hyperparameters
     if embeddings is None:
         if searched:
@@ -406,7 +425,8 @@ def _embeddings_setting(config, embeddings, freeze_embeddings):
         raise RunError(f"{embeddings} has {found}-dimensional vectors; the {config.model} embedding has {size} "
                        f"(set it to match in {config.path}: fixed: {{{argument}: {found}}})")
     source = embeddings if embeddings in PACKAGED_VECTORS else os.path.abspath(embeddings)
-    return {"source": source, "frozen": bool(freeze_embeddings)}
+    added = {"vectors_vocabulary": vectors_vocabulary} if vectors_vocabulary else {}  # searches from before: unchanged
+    return {"source": source, "frozen": bool(freeze_embeddings), **added}
 
 
 def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
@@ -422,7 +442,9 @@ def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
     rows, covered = initial_embedding(source, encoder, train_rows, size, seed=config.seed)
     write_atomically(path, lambda temporary: np.savez(temporary, rows=rows, covered=covered))
     if verbose:
-        print(f"Embeddings from {source} ({size} dimensions): {coverage(covered):.1%} of the vocabulary has a vector")
+        print(f"Embeddings from {source} ({size} dimensions): {coverage(covered, _texts_vocabulary(encoder)):.1%} of "
+              "the vocabulary has a vector" + (f"; {encoder.added_tokens:,} more of its words added to the vocabulary"
+                                               if encoder.added_tokens else ""))
     return rows, covered
 
 

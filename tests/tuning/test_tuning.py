@@ -18,6 +18,7 @@ from keras_textattn.datasets import DataError
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import load_run
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.text import TextEncoder
@@ -459,15 +460,26 @@ def test_search_from_a_vectors_file_frozen(tiny_config, shared_data, tmp_path):
 
 def test_search_from_packaged_glove(tiny_config, shared_data, glove_package, tmp_path):
     """`tune --embeddings glove-6b-50d`: the name is kept as the source (not read as a path), and a
-    config whose embedding is not 50-d is refused before any data is read."""
+    config whose embedding is not 50-d is refused before any data is read. With `--vectors-vocabulary`
+    the one encoder gets GloVe's words that TREC's questions lack, and so does the best run folder."""
     command = ["tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
-               "--directory", tmp_path / "search", "--embeddings", "glove-6b-50d", "--quiet"]
+               "--directory", tmp_path / "search", "--embeddings", "glove-6b-50d", "--vectors-vocabulary", "5000",
+               "--quiet"]
     with pytest.raises(RunError, match="glove-6b-50d has 50-dimensional vectors; the scalable_attention embedding has 16"):
         tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), tmp_path / "refused", embeddings="glove-6b-50d")
+    tiny_config.write_text(TINY.replace("max_tokens: 3000, ", "").replace("embedding_dim: 16", "embedding_dim: 50")
+                           + "  max_tokens: {type: choice, values: [3, 2000], default: 2000}\n")
+    with pytest.raises(RunError, match="hyperparameters.max_tokens: a search over the vocabulary cuts it, which would cut "
+                                       "the words that --vectors-vocabulary adds"):
+        tune(tiny_config, str(shared_data / "trec" / "train.csv.gz"), tmp_path / "refused", embeddings="glove-6b-50d",
+             vectors_vocabulary=10)
     tiny_config.write_text(TINY.replace("max_trials: 3", "max_trials: 1").replace("embedding_dim: 16", "embedding_dim: 50"))
     assert main(list(map(str, command))) == 0
     metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
     assert metrics["embeddings"]["source"] == "glove-6b-50d" and metrics["embeddings"]["coverage"] > 0.9
+    _, encoder, _ = load_run(tmp_path / "search" / "best")
+    assert metrics["embeddings"]["words_added"] == encoder.added_tokens > 1000
+    assert encoder.get_vocabulary() == load_encoder(tmp_path / "search" / "encoder.keras").get_vocabulary()
 
 
 def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, tmp_path):
@@ -514,6 +526,7 @@ def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, t
      r"freeze_embeddings \(--freeze-embeddings\) fixes what .*tiny.yaml searches .*; give one of them"),
     ("  freeze_embeddings: {type: choice, values: [0, 1], default: 0}\n", {"embeddings": "word2vec"},
      r"tiny.yaml: hyperparameters.freeze_embeddings.type: freeze_embeddings is searched as boolean, not choice"),
+    ("", {"embeddings": "word2vec", "vectors_vocabulary": 10}, r"adds words of pretrained vectors to the vocabulary"),
 ])
 def test_embeddings_a_search_cannot_use_are_refused_before_reading_data(tiny_config, tmp_path, change, options,
                                                                          message):
