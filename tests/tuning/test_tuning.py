@@ -442,7 +442,8 @@ def test_search_from_a_vectors_file_frozen(tiny_config, shared_data, tmp_path):
     words = encoder.get_vocabulary()[2:]  # padding and OOV first
     full = keras.models.load_model(directory / "encoder.keras").layers[-1].get_vocabulary()[2:]
     assert metrics["embeddings"] == {"source": str(tmp_path / "vectors.txt.gz"), "dimension": 16, "frozen": True,
-                                     "coverage": pytest.approx(np.mean([w in vectors for w in words]))}
+                                     "coverage": pytest.approx(np.mean([w in vectors for w in words])),
+                                     "words_added": 0}
     assert 0.3 < metrics["embeddings"]["coverage"] < 0.9
     scale = 0.05 / np.std([vectors[w] for w in full if w in vectors])
     rows = model.get_layer("embedding").get_weights()[0]
