@@ -371,6 +371,11 @@ class TextEncoder(keras.layers.Layer):
     def vocabulary_size(self):
         return self.lookup.vocabulary_size()
 
+    def counted_vocabulary_size(self):
+        """The vocabulary's size without the tokens `extend_vocabulary` added: those `adapt`
+        counted on texts, padding and OOV included."""
+        return self.vocabulary_size() - self.added_tokens
+
     # ------------------------------------------------------------------- call
     def __call__(self, inputs, *args, **kwargs):
         if isinstance(inputs, (list, tuple, np.ndarray)):  # Keras takes only tensors

@@ -841,7 +841,7 @@ def _initialise_embeddings(classifier, encoder, train_rows, arguments, verbose):
     layer.embeddings.assign(rows)
     layer.trainable = not arguments["freeze_embeddings"]
     added = encoder.added_tokens
-    share = coverage(covered, encoder.vocabulary_size() - added)  # of the training texts' words
+    share = coverage(covered, encoder.counted_vocabulary_size())  # of the training texts' words
     if verbose:
         print(f"Embeddings from {source}: {share:.1%} of the vocabulary has a vector"
               + (f"; {added:,} more of its words added to the vocabulary" if added else "")

@@ -371,7 +371,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         size = best_model.get_layer("embedding").output_dim
         metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,
                                  "coverage": coverage(embedding_rows(size)[1],
-                                                      min(best_vocabulary, _texts_vocabulary(encoder))),
+                                                      min(best_vocabulary, encoder.counted_vocabulary_size())),
                                  "words_added": encoder.added_tokens, "frozen": hypermodel.frozen(best)}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
     return rows
@@ -385,12 +385,6 @@ def _embedding_size(config):
         return argument, config.hyperparameters[argument]["default"]
     given = _preset_arguments(config)
     return argument, given.get(argument, inspect.signature(get_spec(config.model).build).parameters[argument].default)
-
-
-def _texts_vocabulary(encoder):
-    """The size of the encoder's vocabulary counted on the training texts (padding and OOV
-    included), without the words `extend_vocabulary` added."""
-    return encoder.vocabulary_size() - encoder.added_tokens
 
 
 def _embeddings_setting(config, embeddings, freeze_embeddings, vectors_vocabulary=None):
@@ -442,7 +436,7 @@ def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
     rows, covered = initial_embedding(source, encoder, train_rows, size, seed=config.seed)
     write_atomically(path, lambda temporary: np.savez(temporary, rows=rows, covered=covered))
     if verbose:
-        print(f"Embeddings from {source} ({size} dimensions): {coverage(covered, _texts_vocabulary(encoder)):.1%} of "
+        print(f"Embeddings from {source} ({size} dimensions): {coverage(covered, encoder.counted_vocabulary_size()):.1%} of "
               "the vocabulary has a vector" + (f"; {encoder.added_tokens:,} more of its words added to the vocabulary"
                                                if encoder.added_tokens else ""))
     return rows, covered

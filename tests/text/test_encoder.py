@@ -417,6 +417,7 @@ def test_extend_vocabulary_gives_ids_to_the_words_it_lacks(tmp_path):
     added = encoder.extend_vocabulary(["movie", "zebra", "don't", "u.s.", "zebra", "", "a\nb", "Kiwi", "kiwi", "éclair"])
     assert added == ["zebra", "kiwi", "éclair"]  # "Kiwi" reads as "kiwi"; "movie" it has
     assert encoder.get_vocabulary() == adapted + added and encoder.added_tokens == 3
+    assert encoder.counted_vocabulary_size() == len(adapted)
     assert encoder.extend_vocabulary(["zebra", "yak"]) == ["yak"] and encoder.added_tokens == 4
     zebra = len(adapted)
     np.testing.assert_array_equal(_ids(encoder, ["A zebra okapi Kiwi"]), [[adapted.index("a"), zebra, 1, zebra + 1]])
