@@ -33,6 +33,7 @@ vocabulary` a token not in the vocabulary is written `[UNK]` (Guava's
 TensorFlow when it is installed.
 """
 
+import functools
 import json
 import os
 import re
@@ -53,16 +54,19 @@ _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _SPACE = frozenset("\t\n\v\f\r \x00\x1c\x1d\x1e\x85")
 
 
-def _is_space(character):
-    return character in _SPACE or unicodedata.category(character).startswith("Z")
-
-
-def _is_word(character):
-    return character == "_" or unicodedata.category(character)[0] in "LNM"
-
-
-def _is_cjk_ideograph(character):
-    return any(first <= ord(character) <= last for first, last in CJK_IDEOGRAPHS)
+@functools.lru_cache(maxsize=1 << 16)
+def _kind(character):
+    """How the tokeniser reads one character: "space" (Unicode separators, ASCII whitespace,
+    NUL, and the other characters str.splitlines breaks lines at), "ideograph" (a CJK
+    ideograph), "word" (another letter, digit, combining mark or `_`) or "other". Cached:
+    a text repeats few distinct characters."""
+    if character in _SPACE or unicodedata.category(character).startswith("Z"):
+        return "space"
+    if character != "_" and unicodedata.category(character)[0] not in "LNM":
+        return "other"
+    if any(first <= ord(character) <= last for first, last in CJK_IDEOGRAPHS):
+        return "ideograph"
+    return "word"
 
 
 class ClientTokenizer:
@@ -86,21 +90,25 @@ class ClientTokenizer:
         self.bigrams_of = self.config.get("bigrams_of", "tokens")
         self.split_long_sentences = self.config.get("split_long_sentences", False)
         self._sentence_end = re.compile(CJK_SENTENCE_END if self.split_cjk else SENTENCE_END)
+        # The kinds of character a word runs over: with `split_cjk` an ideograph is a token of its own.
+        self._word_kinds = {"word"} if self.split_cjk else {"word", "ideograph"}
 
     def tokens(self, text):
         """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
+        word = self._word_kinds
         tokens, position = [], 0
         while position < len(text):
-            tag = _HTML_TAG.match(text, position) if self.config["strip_html"] else None
+            tag = _HTML_TAG.match(text, position) if text[position] == "<" and self.config["strip_html"] else None
+            kind = _kind(text[position])
             if tag:
                 position = tag.end()
-            elif _is_space(text[position]):
+            elif kind == "space":
                 position += 1
-            elif self._in_word(text[position]):
+            elif kind in word:
                 end = position + 1
-                while end < len(text) and self._in_word(text[end]):
+                while end < len(text) and _kind(text[end]) in word:
                     end += 1
                 tokens.append(text[position:end])
                 position = end
@@ -108,10 +116,6 @@ class ClientTokenizer:
                 tokens.append(text[position])
                 position += 1
         return [self._standardize(token) for token in tokens]
-
-    def _in_word(self, character):
-        """Whether `character` continues a word: a word character, but not a CJK ideograph when split."""
-        return _is_word(character) and not (self.split_cjk and _is_cjk_ideograph(character))
 
     def _standardize(self, token):
         if self.config["normalization"]:
