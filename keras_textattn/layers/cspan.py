@@ -164,11 +164,15 @@ class CascadedSemanticPositional(keras.layers.Layer):
     def call(self, inputs, mask=None, return_attention_scores=False):
         utils.check_call_inputs(self, inputs, mask)
         semantic, semantic_weights = self.semantic_attention(inputs, mask=mask, return_attention_scores=True)
+        # The LSTMs always get a mask (all steps, where none is given): without one, Keras 3.15's
+        # cuDNN LSTM on JAX returns a backward LSTM's outputs in input order, where its other
+        # paths return them last step first (measured on an H100; the flip below would then undo it).
+        lstm_mask = mask if mask is not None else ops.ones(ops.shape(inputs)[:2], "bool")
         hidden = semantic
         for forward, backward in zip(self.forward_lstms, self.backward_lstms):
             # The backward LSTM returns its outputs last step first: flip them back (Eq. 7).
-            backward_hidden = ops.flip(backward(hidden, mask=mask), axis=1)
-            hidden = ops.concatenate([forward(hidden, mask=mask), backward_hidden], axis=-1)
+            backward_hidden = ops.flip(backward(hidden, mask=lstm_mask), axis=1)
+            hidden = ops.concatenate([forward(hidden, mask=lstm_mask), backward_hidden], axis=-1)
         positional, positional_weights = self.positional_attention(
             hidden, mask=mask, return_attention_scores=True
         )
