@@ -96,14 +96,14 @@ VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 
 
 def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None, official_validation=False,
-               lr_schedule=None, split_long_sentences=False, train_rows=None):
+               lr_schedule=None, split_long_sentences=False, train_rows=None, adversarial=None):
     """What a row's name adds for settings other than the defaults:
-    "@768@v2000@e2@b200000@cosine@dev", "@split_long_sentences", "@n5000"."""
+    "@768@v2000@e2@b200000@cosine@dev", "@split_long_sentences", "@n5000", "@adv0.05"."""
     return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
             + (f"@e{epochs}" if epochs != 3 else "") + (f"@b{bigram_buckets}" if bigram_buckets is not None else "")
             + (f"@{lr_schedule}" if lr_schedule not in (None, "constant") else "")
             + ("@dev" if official_validation else "") + ("@split_long_sentences" if split_long_sentences else "")
-            + (f"@n{train_rows}" if train_rows else ""))
+            + (f"@n{train_rows}" if train_rows else "") + (f"@adv{adversarial:g}" if adversarial else ""))
 
 
 def builder_arguments(row):
@@ -195,6 +195,10 @@ TRAINED["lama+paper_adam_min5_cosine_e6"] = ("lama", {**PAPER_ADAM, "min_frequen
 TRAINED["lama+paper_adam_min5_cosine_e3"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"}, 3)
 TRAINED["lama+paper_adam_min5_cosine_bigrams"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine",
                                                            "bigram_buckets": 50000}, 4)
+# ... and with adversarial training on the embeddings at the epsilon IMDB's film-disjoint carves chose
+# (0.05, BENCHMARKS.md "Adversarial training"; not chosen again on R8).
+TRAINED["lama+paper_adam_min5_cosine_adv0.05"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine",
+                                                           "adversarial": 0.05}, 4)
 # ... and with 5, 10 or 20 heads instead of the paper preset's 15 (the paper varies them from 1 to 20,
 # Figure 5; its best differs by dataset); chosen between by cross-validation (BENCHMARKS.md).
 VARIANTS.update({f"lama_h{heads}": ("lama", {"num_heads": heads}) for heads in (5, 10, 20)})
@@ -224,6 +228,10 @@ DEFAULTS.update({f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3
 # scalable attention's film-disjoint carves, not again for HCAN: BENCHMARKS.md): 200,000 buckets of
 # hashed bigrams (pairs within a sentence row) and the cosine over 2 epochs.
 DEFAULTS["hcan+defaults_bigrams_cosine_e2"] = ("hcan", {"bigram_buckets": 200000, "lr_schedule": "cosine"}, 2)
+# ... and with adversarial training on the embeddings (epsilon 0.05, chosen on scalable attention's carves,
+# not again for HCAN: BENCHMARKS.md "Adversarial training").
+DEFAULTS["hcan+defaults_bigrams_cosine_e2_adv0.05"] = ("hcan", {"bigram_buckets": 200000, "lr_schedule": "cosine",
+                                                                 "adversarial": 0.05}, 2)
 # Scalable attention's defaults with a longer cosine (its rate reaches near zero at the last epoch).
 DEFAULTS.update({f"scalable_attention+defaults_e{epochs}": ("scalable_attention", {}, epochs) for epochs in (5, 8)})
 # ... and with the paper's sizes (embedding 100, FC 256) instead of the cpu preset's (64, 64).
@@ -417,15 +425,17 @@ def texts_and_labels(split):
 
 
 def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None,
-              lr_schedule=None, split_long_sentences=False, probabilities_path=None):
+              lr_schedule=None, split_long_sentences=False, probabilities_path=None, adversarial=None):
     """A plain row: the model at its cpu preset, Adam at 1e-3 (`lr_schedule`: a schedule of
-    `train()` that is a function of the epoch, e.g. "cosine"), `epochs` epochs; its test
-    probabilities saved to `probabilities_path` (.npy) when given (for ensemble.py)."""
+    `train()` that is a function of the epoch, e.g. "cosine"; `adversarial`: train()'s epsilon of
+    adversarial training), `epochs` epochs; its test probabilities saved to `probabilities_path`
+    (.npy) when given (for ensemble.py)."""
     import keras
 
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import get_spec
     from keras_textattn.text import TextEncoder
+    from keras_textattn.training.adversarial import use_adversarial_training
     from keras_textattn.training.schedules import schedule_callbacks
 
     model_name, options = builder_arguments(model_name)
@@ -443,6 +453,8 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
                        **spec.preset_arguments("cpu"), **options)
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    if adversarial:
+        use_adversarial_training(model, adversarial)
     # The whole training split shuffled (make_batches with its row count), as `train()` does;
     # --shuffle-buffer 10000 repeats the runs before that (a buffer over IMDB's label-sorted file).
     model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed, rows=dataset.rows["train"],
@@ -686,6 +698,9 @@ def main(argv=None):
                         "tokens (default: 20,000 for dual-axial, none for the others); rows '<model>@b<N>'")
     parser.add_argument("--lr-schedule", help="plain Keras models: a learning-rate schedule of train() that is a "
                         "function of the epoch (cosine, step:E1,...); rows '<model>@<schedule>'")
+    parser.add_argument("--adversarial", type=float, metavar="EPSILON",
+                        help="plain Keras models: adversarial training on the embeddings, train()'s --adversarial "
+                             "(rows '@adv<EPSILON>')")
     parser.add_argument("--official-validation", action="store_true",
                         help="rows run through train(): validate on the dataset's own validation file (SST-2's dev "
                              "set) and train on every training row, instead of holding 10%% out; rows '<model>@dev'")
@@ -723,6 +738,8 @@ def main(argv=None):
     if args.lr_schedule is not None and (set(args.models) - set(KERAS_MODELS) - set(VARIANTS)
                                          or args.lr_schedule == "plateau"):
         parser.error("--lr-schedule is for the plain Keras models, and not 'plateau' (they have no validation data)")
+    if args.adversarial is not None and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
+        parser.error("--adversarial is for the plain Keras models")
     if args.official_validation and (set(args.models) - set(TRAINED) or set(args.datasets) - set(VALIDATION)):
         parser.error(f"--official-validation is for the rows run through train() ('+' rows), on {', '.join(VALIDATION)}")
     if args.hide_test and set(args.models) - set(TRAINED):
@@ -744,7 +761,8 @@ def main(argv=None):
         os.makedirs(args.save_probabilities, exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
     suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets,
-                        args.official_validation, args.lr_schedule, args.split_long_sentences, args.train_rows)
+                        args.official_validation, args.lr_schedule, args.split_long_sentences, args.train_rows,
+                        args.adversarial)
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
@@ -773,7 +791,8 @@ def main(argv=None):
                 result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
                                    args.bigram_buckets, args.lr_schedule, args.split_long_sentences,
                                    args.save_probabilities and probabilities_file(args.save_probabilities, dataset_name,
-                                                                                  model_name + suffix, seed))
+                                                                                  model_name + suffix, seed),
+                                   args.adversarial)
             result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
                           epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs,
                           **({"train_rows": dataset.rows["train"]} if args.train_rows else {}))

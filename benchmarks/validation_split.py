@@ -89,7 +89,7 @@ def held_out(carve, k, labels, ids, blocks=BLOCKS):
 
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
         length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None,
-        lr_schedule=None, embeddings=None, vectors_vocabulary=None):
+        lr_schedule=None, embeddings=None, vectors_vocabulary=None, adversarial=None):
     """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
     start = time.perf_counter()
     if model == "tfidf_lr":
@@ -108,7 +108,7 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
                         test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
                         bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay,
                         lr_schedule=lr_schedule, embeddings=embeddings, vectors_vocabulary=vectors_vocabulary,
-                        seed=seed, verbose=0)
+                        adversarial=adversarial, seed=seed, verbose=0)
     return {"validation": metrics["accuracy"]["validation"], "test": metrics["accuracy"]["test"],
             "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
 
@@ -161,6 +161,8 @@ def main(argv=None):
     parser.add_argument("--vectors-vocabulary", type=int, metavar="N",
                         help="Keras models with --embeddings: train()'s words of the vectors added to the vocabulary "
                              "(row '@add<N>')")
+    parser.add_argument("--adversarial", type=float, metavar="EPSILON",
+                        help="Keras models: train()'s adversarial training (row '@adv<EPSILON>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
@@ -197,6 +199,7 @@ def main(argv=None):
             row_name += f"@{args.lr_schedule}" if args.lr_schedule != "constant" else ""
             row_name += f"@{args.embeddings}" if args.embeddings else ""
             row_name += f"@add{args.vectors_vocabulary}" if args.vectors_vocabulary else ""
+            row_name += f"@adv{args.adversarial:g}" if args.adversarial else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:
             for k in args.carves:
@@ -206,7 +209,7 @@ def main(argv=None):
                              seed=k, max_tokens=args.max_tokens, length=args.length, epochs=args.epochs,
                              bigram_buckets=args.bigram_buckets, bigrams_of=args.bigrams_of,
                              weight_decay=args.weight_decay, lr_schedule=args.lr_schedule, embeddings=args.embeddings,
-                             vectors_vocabulary=args.vectors_vocabulary)
+                             vectors_vocabulary=args.vectors_vocabulary, adversarial=args.adversarial)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
                 print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
                       f"{result['seconds']:.0f} s", flush=True)

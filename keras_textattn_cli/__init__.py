@@ -197,6 +197,10 @@ def _parser():
                           "(halve when the validation loss does not improve), or step:E1,E2 (divide by 10 from each "
                           "epoch on, counted from 1)")
     fit.add_argument("--clip-norm", type=float, help="clip the gradients to this global norm")
+    fit.add_argument("--adversarial", type=float, metavar="EPSILON",
+                     help="adversarial training on the embeddings (Miyato et al., 2017): each step also trains on "
+                          "its examples moved by EPSILON (relative to their embeddings' norm, e.g. 0.02) in the "
+                          "direction that raises the loss fastest")
     fit.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
                      help="mixed precision for GPUs and TPUs (16-bit compute, float32 weights; default: float32)")
     fit.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON",
@@ -415,6 +419,7 @@ def _train(args):
         weight_decay=args.weight_decay,
         lr_schedule=args.lr_schedule,
         clip_norm=args.clip_norm,
+        adversarial=args.adversarial,
         dtype_policy=args.dtype_policy,
         class_weight=args.class_weight,
         validation_fraction=args.validation_fraction,

@@ -67,6 +67,10 @@ def sst2(shared_data):
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
         (["--lr-schedule", "step:25,20"], "unknown learning-rate schedule 'step:25,20' (--lr-schedule)"),
         (["--clip-norm", "0"], "clip-norm must be a positive number; got 0"),
+        (["--adversarial", "0"], "adversarial epsilon must be a number in (0, 1] (a length relative to the "
+                                 "embeddings'); got 0.0 (--adversarial)"),
+        (["--distribute", "ray", "--workers", "2", "--adversarial", "0.05"], "adversarial training (--adversarial) is "
+                                                                             "not available with --distribute ray"),
         (["--weight-decay", "1.5"], "weight-decay must be a number in [0, 1); got 1.5"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number; got -1.0"),
         # TFDS names with a config or a version are names, not missing files.
