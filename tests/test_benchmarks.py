@@ -331,14 +331,16 @@ def test_other_corpora_reading_the_datasets_own_files_are_refused(shared_data, t
 
 
 def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
-    """A plain row trained with a schedule says so in its name; the plateau (which reads
-    validation data the plain rows do not have) and schedules for other rows are refused, as are
+    """A plain row trained with a schedule or adversarially says so in its name; the plateau (which
+    reads validation data the plain rows do not have), and schedules or adversarial training for other rows, are
+    refused, as are
     splitting long sentences for models that do not read sentences and saving probabilities of
     rows that are not plain Keras models."""
     row_suffix = benchmark_function("accuracy", "row_suffix")
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
     assert row_suffix(split_long_sentences=True) == "@split_long_sentences"
+    assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine", adversarial=0.05) == "@768@v2000@b200000@cosine@adv0.05"
     command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(tmp_path / "accuracy.jsonl"),
                "--datasets", "trec", "--seeds", "0", "--data-dir", str(shared_data)]
     for models, option, message in (
@@ -347,7 +349,8 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
             (["hcan", "lama+defaults"], ["--split-long-sentences"],
              "--split-long-sentences is for the models that read sentences (hcan rows)"),
             (["scalable_attention", "tfidf_lr"], ["--save-probabilities", str(tmp_path)],
-             "--save-probabilities is for the plain Keras models")):
+             "--save-probabilities is for the plain Keras models"),
+            (["lama+defaults"], ["--adversarial", "0.05"], "--adversarial is for the plain Keras models")):
         refused = subprocess.run(command + ["--models", *models, *option], capture_output=True, text=True, timeout=120)
         assert refused.returncode == 2 and message in refused.stderr
     assert not (tmp_path / "accuracy.jsonl").exists()
