@@ -332,10 +332,9 @@ def test_other_corpora_reading_the_datasets_own_files_are_refused(shared_data, t
 
 def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
     """A plain row trained with a schedule or adversarially says so in its name; the plateau (which
-    reads validation data the plain rows do not have), and schedules or adversarial training for other rows, are
-    refused, as are
-    splitting long sentences for models that do not read sentences and saving probabilities of
-    rows that are not plain Keras models."""
+    reads validation data the plain rows do not have), and schedules or adversarial training for
+    other rows, are refused, as are splitting long sentences for models that do not read sentences
+    and saving probabilities of rows that are not plain Keras models."""
     row_suffix = benchmark_function("accuracy", "row_suffix")
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
