@@ -21,6 +21,8 @@ its first epoch (BENCHMARKS.md, "Adversarial training").
 import keras
 import tensorflow as tf
 
+from keras_textattn.vocabulary import PAD_ID
+
 # The layer whose output is the embedded tokens, in every builder of keras_textattn.models
 # (`embed_tokens`): the sum with the bigrams' vectors when there are bigrams, else the lookup.
 EMBEDDED_TOKENS = ("add_bigram_embedding", "embedding")
@@ -65,8 +67,11 @@ def use_adversarial_training(model, epsilon):
     `model`: a compiled or uncompiled functional classifier of `keras_textattn.models`
     (its saved form does not change: only its `train_step` does); `epsilon`: the
     perturbation's length relative to each example's embeddings, in (0, 1]. The inputs'
-    first tensor must be the token ids (padding id 0), as the builders make them.
+    first tensor must be the token ids (padding `PAD_ID`), as the builders make them.
     """
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(f"adversarial training takes its gradients with tf.GradientTape, so it needs the "
+                           f"TensorFlow backend; Keras is using {keras.backend.backend()!r}")
     epsilon = check_epsilon(epsilon)
     embed, classify = _split_at_the_embeddings(model)
 
@@ -99,7 +104,7 @@ def use_adversarial_training(model, epsilon):
 
 
 def _adversarial_direction(gradient, vectors, token_ids, epsilon):
-    """`epsilon * ||s|| * g / ||g||` for each example, over its real tokens (ids not 0),
+    """`epsilon * ||s|| * g / ||g||` for each example, over its real tokens (ids not `PAD_ID`),
     computed in float32 and returned in the dtype of `vectors`.
 
     `gradient`, `vectors`: `(rows, ..., dim)`, where the rows are the examples or, in a
@@ -107,7 +112,7 @@ def _adversarial_direction(gradient, vectors, token_ids, epsilon):
     A gradient of zero (every token padding) gives no perturbation.
     """
     batch = tf.shape(token_ids)[0]
-    real = tf.reshape(tf.cast(tf.not_equal(token_ids, 0), tf.float32), (batch, -1, 1))
+    real = tf.reshape(tf.cast(tf.not_equal(token_ids, PAD_ID), tf.float32), (batch, -1, 1))
     by_example = (batch, -1, tf.shape(vectors)[-1])
     gradient = tf.reshape(tf.cast(gradient, tf.float32), by_example) * real
     length = tf.norm(tf.reshape(tf.cast(vectors, tf.float32), by_example) * real, axis=(1, 2), keepdims=True)
