@@ -15,7 +15,8 @@ relative to the norm of the example's own embeddings. Dropout draws other masks 
 two passes. It costs a second pass through the layers after the embeddings (the lookup
 is shared). On IMDB's film-disjoint carves epsilon 0.02 and 0.05 raised scalable
 attention's held-out accuracy by 0.7 points; 0.1 left one carve of three at chance from
-its first epoch (BENCHMARKS.md, "Adversarial training").
+its first epoch. On R8, LAMA+ctx's held-out figures did not rise (BENCHMARKS.md,
+"Adversarial training").
 """
 
 import keras
