@@ -93,6 +93,16 @@ def test_one_step_matches_the_equations_in_numpy():
     assert np.abs(model.get_weights()[1] - plain[1]).max() > 1e-4
 
 
+def test_a_model_without_the_builders_embedding_or_a_bad_epsilon_is_refused():
+    ids = keras.Input((6,), dtype="int32")
+    pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(12, 4, name="lookup")(ids))
+    other = keras.Model(ids, keras.layers.Dense(2, activation="softmax")(pooled))
+    with pytest.raises(ValueError, match="a layer named add_bigram_embedding or embedding .* has none"):
+        use_adversarial_training(other, 0.05)
+    with pytest.raises(ValueError, match=r"in \(0, 1\] .*got -0.1"):
+        use_adversarial_training(averaging_classifier(), -0.1)
+
+
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_every_builder_trains_adversarially_and_keeps_its_saved_form(name, tmp_path):
     """Every model (HCAN hierarchical, its embeddings a sentence a row; the others with bigrams)
