@@ -69,9 +69,9 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
                  "sequence_length", "max_sentences", "split_long_sentences", "bigram_buckets", "bigrams_of",
                  "embeddings", "freeze_embeddings", "vectors_vocabulary", "batch_size", "optimizer", "learning_rate",
-                 "weight_decay", "lr_schedule", "clip_norm", "adversarial", "class_weight", "early_stopping", "early_stopping_monitor",
-                 "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows", "adapt_rows", "group_column",
-                 "dtype_policy", "init_from")
+                 "weight_decay", "lr_schedule", "clip_norm", "adversarial", "class_weight", "early_stopping",
+                 "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows",
+                 "adapt_rows", "group_column", "dtype_policy", "init_from")
 # What a run started from another (`init_from`) takes from it: the model's sizes, the encoder and
 # the initial weights. Given as well, they are refused.
 FROM_SOURCE_RUN = ("preset", "model_kwargs", "max_tokens", "min_frequency", "adapt_rows", "sequence_length",
