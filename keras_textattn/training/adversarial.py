@@ -79,20 +79,23 @@ def use_adversarial_training(model, epsilon):
     def train_step(data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         inputs = [x[tensor.name] for tensor in model.inputs] if isinstance(x, dict) else list(tf.nest.flatten(x))
+        weights = model.trainable_weights
         with tf.GradientTape(persistent=True) as tape:
             vectors = embed(inputs if len(inputs) > 1 else inputs[0], training=True)
             y_pred = classify([*inputs, vectors], training=True)
             loss = model.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = model.optimizer.scale_loss(loss)  # under mixed_float16 the unscaled gradient can underflow
             with tape.stop_recording():
-                gradient = tape.gradient(scaled, vectors)
+                # One backward pass gives both g and the clean loss's gradients of the weights.
+                gradient, *gradients = tape.gradient(scaled, [vectors, *weights])
                 perturbation = _adversarial_direction(gradient, vectors, inputs[0], epsilon)
             y_adversarial = classify([*inputs, vectors + perturbation], training=True)
-            total = loss + model.compute_loss(x, y, y_adversarial, sample_weight, training=True)
-            scaled = model.optimizer.scale_loss(total)
-        gradients = tape.gradient(scaled, model.trainable_weights)
+            adversarial_loss = model.compute_loss(x, y, y_adversarial, sample_weight, training=True)
+            scaled = model.optimizer.scale_loss(adversarial_loss)
+        # The second backward pass goes through the perturbed pass only (and the shared lookup).
+        gradients = list(map(_add, gradients, tape.gradient(scaled, weights)))
         del tape
-        model.optimizer.apply_gradients(zip(gradients, model.trainable_weights))
+        model.optimizer.apply_gradients(zip(gradients, weights))
         # As Keras's own train_step: the loss logged is the clean examples' (times the replicas,
         # which Keras's loss divides by under a strategy).
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
@@ -102,6 +105,18 @@ def use_adversarial_training(model, epsilon):
     model.train_step = train_step
     model.train_function = None  # made again, with this step, by the next fit
     return model
+
+
+def _add(gradient, other):
+    """The sum of two gradients of one weight, either of which may be None (not reached) or
+    `tf.IndexedSlices` (an embedding's rows): slices are concatenated, as TensorFlow sums the
+    gradients of a weight used twice, so the optimizer still makes a sparse update."""
+    if gradient is None or other is None:
+        return other if gradient is None else gradient
+    if isinstance(gradient, tf.IndexedSlices) and isinstance(other, tf.IndexedSlices):
+        return tf.IndexedSlices(tf.concat([gradient.values, other.values], 0),
+                                tf.concat([gradient.indices, other.indices], 0), gradient.dense_shape)
+    return tf.convert_to_tensor(gradient) + tf.convert_to_tensor(other)
 
 
 def _adversarial_direction(gradient, vectors, token_ids, epsilon):
