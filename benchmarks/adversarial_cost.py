@@ -2,6 +2,7 @@
 
     python benchmarks/adversarial_cost.py                       # every paper model, AG News texts
     python benchmarks/adversarial_cost.py --models hcan lama --length 256
+    python benchmarks/adversarial_cost.py --quick               # LAMA, 128 short texts: a smoke check
 
 Each model at its cpu preset with 20,000 hashed bigram buckets (as the IMDB recipes; HCAN
 24 words x 3 sentences, or `--length` / 8 sentences of `--length` / 8 words) is trained one
@@ -67,9 +68,12 @@ def main(argv=None):
     parser.add_argument("--length", type=int, default=64, help="tokens per text (HCAN: 8 sentences of length / 8)")
     parser.add_argument("--texts", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="LAMA only, 128 texts of 32 tokens, one repeat")
     parser.add_argument("--data-dir", type=pathlib.Path,
                         default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
     args = parser.parse_args(argv)
+    if args.quick:
+        args.models, args.texts, args.length, args.repeats = ["lama"], 128, 32, 1
     path = args.data_dir / "ag_news" / "train_sample_5k.csv.gz"
     if not path.exists():
         raise SystemExit(f"{path} not found: give --data-dir or set KERAS_TEXTATTN_DATA")

@@ -189,6 +189,15 @@ def test_throughput_quick(shared_data, tmp_path):
     assert "| LAMA | 128 |" in (tmp_path / "throughput.md").read_text()
 
 
+def test_adversarial_cost_quick(shared_data):
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "adversarial_cost.py"), "--quick", "--data-dir", str(shared_data)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (row,) = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert row["model"] == "lama" and row["texts"] == 128 and row["plain"] > 0
+    assert row["ratio"] == pytest.approx(row["adversarial"] / row["plain"])
+
+
 def test_presets_quick():
     run = subprocess.run([sys.executable, str(BENCHMARKS / "presets.py"), "--quick"], capture_output=True, text=True,
                          timeout=300)

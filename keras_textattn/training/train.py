@@ -411,8 +411,8 @@ def train(
             (Miyato et al., 2017; `keras_textattn.training.adversarial`): each step also trains
             on its examples moved by epsilon times the norm of their embeddings in the direction
             that raises the loss fastest. An epoch takes 1.1-1.3x as long where the embedding
-            tables dominate (scalable attention on IMDB), 2.5-3x where the layers do (LAMA+ctx
-            on R8). On IMDB's film-disjoint carves 0.02 and 0.05 raised scalable attention's
+            tables dominate (scalable attention on IMDB), about 2x where the layers do (HCAN,
+            LAMA+ctx, CSPAN). On IMDB's film-disjoint carves 0.02 and 0.05 raised scalable attention's
             held-out accuracy by 0.7 points (test: 0.896 to 0.902), and 0.1 left one carve of
             three at chance; on R8 LAMA+ctx's held-out figures did not rise (BENCHMARKS.md,
             "Adversarial training"). None: none.
