@@ -533,11 +533,14 @@ def test_a_fine_tuning_run_resumes_from_its_checkpoint(source_run, shared_data, 
 
 
 # ---------------------------------------------------------------- distribute
-def test_mirrored_on_two_cpu_devices_matches_one_device(shared_data, tmp_path):
+@pytest.mark.parametrize("adversarial", [[], ["--adversarial", "0.05"]], ids=["plain", "adversarial"])
+def test_mirrored_on_two_cpu_devices_matches_one_device(shared_data, tmp_path, adversarial):
     # SST-2's 872 dev sentences to train on (the point is equal losses, not accuracy). No
-    # shuffling: a strategy's distributed dataset is shuffled in another order.
+    # shuffling: a strategy's distributed dataset is shuffled in another order. Adversarial
+    # training's step (its own train_step) must sum its two losses' gradients over replicas
+    # as Keras's does, and log the loss at one device's scale.
     common = [*SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1", "--batch-size", "64",
-              "--seed", "3", "--no-shuffle"]
+              "--seed", "3", "--no-shuffle", *adversarial]
     single = _run([*common, "--output", str(tmp_path / "single")])
     mirrored = _run([*common, "--output", str(tmp_path / "mirrored"), "--distribute", "mirrored", "--cpu-devices", "2"])
     assert single.returncode == 0, single.stderr[-2000:]
