@@ -15,10 +15,10 @@ relative to the norm of the example's own embeddings. Dropout draws other masks 
 two passes. It costs a second forward and a second backward pass through the layers
 after the embeddings (the lookup is shared, and one backward pass gives both `g` and the
 clean loss's gradients): a training step takes 1.3x a plain one (scalable attention) to
-2.2x (LAMA+ctx; `benchmarks/adversarial_cost.py`). On IMDB's film-disjoint carves epsilon 0.02 and 0.05 raised scalable
-attention's held-out accuracy by 0.7 points; 0.1 left one carve of three at chance from
-its first epoch. On R8, LAMA+ctx's held-out figures did not rise (BENCHMARKS.md,
-"Adversarial training").
+2.2x (LAMA+ctx; `benchmarks/adversarial_cost.py`). On IMDB's film-disjoint carves
+epsilon 0.02 and 0.05 raised scalable attention's held-out accuracy by 0.7 points; 0.1
+left one carve of three at chance from its first epoch. On R8, LAMA+ctx's held-out
+figures did not rise (BENCHMARKS.md, "Adversarial training").
 """
 
 import keras
