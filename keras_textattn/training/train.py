@@ -413,9 +413,9 @@ def train(
             that raises the loss fastest. An epoch takes 1.1-1.3x as long where the embedding
             tables dominate (scalable attention on IMDB), about 2x where the layers do (HCAN,
             LAMA+ctx, CSPAN). On IMDB's film-disjoint carves 0.02 and 0.05 raised scalable
-            attention's held-out accuracy by 0.7 points (test: 0.896 to 0.902), and 0.1 left one
-            carve of three at chance; on R8 LAMA+ctx's held-out figures did not rise
-            (BENCHMARKS.md, "Adversarial training"). None: none.
+            attention's held-out accuracy by 0.7 points (test: 0.896 to 0.902; HCAN 0.901 to
+            0.906), and 0.1 left one carve of three at chance; on R8 LAMA+ctx's held-out figures
+            did not rise (BENCHMARKS.md, "Adversarial training"). None: none.
         dtype_policy: the model's Keras dtype policy: "float32", or "mixed_float16" /
             "mixed_bfloat16" for GPUs and TPUs (float32 weights, 16-bit compute; with
             mixed_float16 Keras scales the loss). None: Keras's global policy
