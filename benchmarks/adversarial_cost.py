@@ -4,8 +4,8 @@
     python benchmarks/adversarial_cost.py --models hcan lama --length 256
     python benchmarks/adversarial_cost.py --quick               # LAMA, 128 short texts: a smoke check
 
-Each model at its cpu preset with 20,000 hashed bigram buckets (as the IMDB recipes; HCAN
-24 words x 3 sentences, or `--length` / 8 sentences of `--length` / 8 words) is trained one
+Each model at its cpu preset with 20,000 hashed bigram buckets (as the IMDB recipes), on
+`--length` tokens (HCAN: 8 sentences of `--length` / 8 words), is trained one
 epoch on the first `--texts` AG News training texts, plain and then adversarially (epsilon
 0.05), each after a warm-up epoch (tracing), in the same process, `--repeats` times; the ratio
 of the two fastest epochs is the step's cost. Prints one JSON line per model. Needs ../shared/data
