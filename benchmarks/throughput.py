@@ -10,7 +10,9 @@ training step (forward + backward + SGD update, `train_on_batch`) and for infere
 (`predict_on_batch`), the peak resident memory, and the ratio to MultiHeadAttention of
 the same width and heads measured in the same run. Each layer is measured in its own
 process, lengths in increasing order, so the process's peak RSS after a length is that
-length's peak (approximately: it includes the smaller lengths' high-water mark).
+length's peak (approximately: it includes the smaller lengths' high-water mark). Where the
+backend computes on a GPU, the memory column is the GPU's peak allocated memory instead
+(reset per length on PyTorch and TensorFlow; JAX's high-water mark, as for RSS).
 
 Arithmetic: the FLOPs of each layer's forward pass are counted by XLA (JAX's
 `cost_analysis`, when JAX is installed) and divided by the measured inference time;
@@ -88,6 +90,34 @@ def _rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
+def _accelerator():
+    """(name, reset, peak MB) of this backend's GPU, or None when it computes on the CPU."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        if device.platform != "gpu":
+            return None
+        # JAX cannot reset its high-water mark: with lengths ascending it is that length's peak.
+        return device.device_kind, lambda: None, lambda: (device.memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20
+    if backend == "torch":
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        return (torch.cuda.get_device_name(), torch.cuda.reset_peak_memory_stats,
+                lambda: torch.cuda.max_memory_allocated() / 2**20)
+    import tensorflow as tf
+
+    if not tf.config.list_logical_devices("GPU"):
+        return None
+    return ("GPU:0", lambda: tf.config.experimental.reset_memory_stats("GPU:0"),
+            lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20)
+
+
 def _matmul_flops_per_second(size=1024):
     from keras import ops
 
@@ -115,10 +145,13 @@ def measure_layer(name, lengths, batch, width, heads, min_seconds):
 
     peak = _matmul_flops_per_second()
     base_rss = _rss_mb()
+    accelerator = _accelerator()
     rng = np.random.default_rng(0)
     for length in lengths:
         x = rng.normal(size=(batch, length, width)).astype("float32")
         y = rng.normal(size=(batch, 1)).astype("float32")
+        if accelerator:
+            accelerator[1]()
         model = _layer_model(name, length, width, heads)
         infer = _timed(lambda: keras.ops.convert_to_numpy(model.predict_on_batch(x)), min_seconds)
         train = _timed(lambda: model.train_on_batch(x, y), min_seconds)
@@ -127,6 +160,8 @@ def measure_layer(name, lengths, batch, width, heads, min_seconds):
             "infer_seconds": infer, "train_seconds": train,
             "infer_examples_per_second": batch / infer, "train_examples_per_second": batch / train,
             "peak_rss_mb": _rss_mb() - base_rss, "matmul_flops_per_second": peak,
+            "device": accelerator[0] if accelerator else "cpu",
+            "accelerator_peak_mb": accelerator[2]() if accelerator else None,
         }), flush=True)
 
 
@@ -226,8 +261,11 @@ def _markdown(layer_rows, flops, e2e_rows):
     for backend in backends:
         rows = [r for r in layer_rows if r["backend"] == backend]
         baseline = {r["length"]: r for r in rows if r["layer"] == BASELINE}
-        lines += [f"### Layers on {backend}", "",
-                  "| layer | length | train ex/s | infer ex/s | train vs MHA | infer vs MHA | peak RSS MB | GFLOP fwd | % of matmul peak |",
+        device = rows[0].get("device", "cpu")
+        memory = "peak_rss_mb" if device == "cpu" else "accelerator_peak_mb"
+        lines += [f"### Layers on {backend} ({device})", "",
+                  f"| layer | length | train ex/s | infer ex/s | train vs MHA | infer vs MHA "
+                  f"| {'peak RSS MB' if device == 'cpu' else 'peak GPU MB'} | GFLOP fwd | % of matmul peak |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in rows:
             base = baseline.get(r["length"])
@@ -236,9 +274,9 @@ def _markdown(layer_rows, flops, e2e_rows):
             share = f"{100 * count / r['infer_seconds'] / r['matmul_flops_per_second']:.1f}" if count else ""
             lines.append(
                 f"| {r['layer']} | {r['length']} | {r['train_examples_per_second']:.0f} | {r['infer_examples_per_second']:.0f} "
-                f"| {ratio('train_examples_per_second')} | {ratio('infer_examples_per_second')} | {r['peak_rss_mb']:.0f} "
+                f"| {ratio('train_examples_per_second')} | {ratio('infer_examples_per_second')} | {r[memory]:.0f} "
                 f"| {'' if not count else f'{count / 1e9:.2f}'} | {share} |")
-        lines.append(f"\nDense float32 matmul on this machine ({backend}): "
+        lines.append(f"\nDense float32 matmul on this device ({backend}): "
                      f"{np.median([r['matmul_flops_per_second'] for r in rows]) / 1e9:.0f} GFLOP/s.\n")
     if len(backends) > 1:
         lines += ["### Fastest backend per layer (inference, longest length)", "", "| layer | " + " | ".join(backends) + " | fastest |",

@@ -182,6 +182,8 @@ def test_throughput_quick(shared_data, tmp_path):
     assert all(r["train_examples_per_second"] > 0 for r in results["layers"])
     # The process's memory high-water mark: training the first layer raises it (later rows may not).
     assert results["layers"][0]["peak_rss_mb"] > 0
+    # A GPU's peak memory exactly where the backend computed on one (none in CI: the CPU's RSS).
+    assert all((r["device"] == "cpu") == (r["accelerator_peak_mb"] is None) for r in results["layers"])
     assert all(f["flops"] > 0 for f in results["flops"])  # counted by XLA through JAX
     (row,) = results["end_to_end"]  # the fastest to convert; the full run measures every paper model
     assert row["model"] == "scalable_attention" and row["tflite_dynamic_bytes"] < row["tflite_float32_bytes"]
