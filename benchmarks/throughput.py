@@ -4,6 +4,7 @@ per Keras backend, and end to end for the paper models and their exports.
     python benchmarks/throughput.py --quick                          # smoke check, about a minute
     python benchmarks/throughput.py                                  # lengths 64..1024, TensorFlow
     python benchmarks/throughput.py --backend tensorflow jax torch   # which backend is fastest per layer
+    python benchmarks/throughput.py --backend jax --dtype-policy mixed_bfloat16   # 16-bit compute (GPUs)
 
 Per layer and sequence length (batch and width fixed): examples per second for a
 training step (forward + backward + SGD update, `train_on_batch`) and for inference
@@ -139,9 +140,11 @@ def _layer_model(name, length, width, heads):
     return model
 
 
-def measure_layer(name, lengths, batch, width, heads, min_seconds):
+def measure_layer(name, lengths, batch, width, heads, min_seconds, dtype_policy):
     """Worker: one JSON line per length for layer `name` on this process's backend."""
     import keras
+
+    keras.config.set_dtype_policy(dtype_policy)
 
     peak = _matmul_flops_per_second()
     base_rss = _rss_mb()
@@ -157,6 +160,7 @@ def measure_layer(name, lengths, batch, width, heads, min_seconds):
         train = _timed(lambda: model.train_on_batch(x, y), min_seconds)
         print(json.dumps({
             "layer": name, "backend": keras.backend.backend(), "length": length, "batch": batch, "width": width,
+            "dtype_policy": dtype_policy,
             "infer_seconds": infer, "train_seconds": train,
             "infer_examples_per_second": batch / infer, "train_examples_per_second": batch / train,
             "peak_rss_mb": _rss_mb() - base_rss, "matmul_flops_per_second": peak,
@@ -263,7 +267,7 @@ def _markdown(layer_rows, flops, e2e_rows):
         baseline = {r["length"]: r for r in rows if r["layer"] == BASELINE}
         device = rows[0].get("device", "cpu")
         memory = "peak_rss_mb" if device == "cpu" else "accelerator_peak_mb"
-        lines += [f"### Layers on {backend} ({device})", "",
+        lines += [f"### Layers on {backend} ({device}, {rows[0].get('dtype_policy', 'float32')})", "",
                   f"| layer | length | train ex/s | infer ex/s | train vs MHA | infer vs MHA "
                   f"| {'peak RSS MB' if device == 'cpu' else 'peak GPU MB'} | GFLOP fwd | % of matmul peak |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -336,6 +340,8 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--dtype-policy", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"],
+                        help="Keras's dtype policy for the layer measurements (16-bit compute, float32 weights)")
     parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false")
     parser.add_argument("--no-layers", dest="measure_layers", action="store_false", help="end to end only")
     parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
@@ -351,7 +357,7 @@ def main(argv=None):
     min_seconds = args.min_seconds if args.min_seconds is not None else (0.1 if args.quick else 1.0)
     e2e_models = ["scalable_attention"] if args.quick else ["scalable_attention", "dual_axial", "hcan", "lama", "cspan"]
     if args.worker == "layer":
-        return measure_layer(layers_[0], lengths, args.batch, args.width, args.heads, min_seconds)
+        return measure_layer(layers_[0], lengths, args.batch, args.width, args.heads, min_seconds, args.dtype_policy)
     if args.worker == "flops":
         return count_flops(layers_, lengths, args.batch, args.width, args.heads)
     if args.worker == "end-to-end":
@@ -363,7 +369,7 @@ def main(argv=None):
     for backend in args.backend if args.measure_layers else []:
         for layer in layers_:
             print(f"{backend}: {layer} at lengths {lengths}", flush=True)
-            rows = _run_worker(backend, ["--worker", "layer", "--layers", layer, *common])
+            rows = _run_worker(backend, ["--worker", "layer", "--layers", layer, "--dtype-policy", args.dtype_policy, *common])
             for r in rows:
                 print(f"  {r['length']:5d}: train {r['train_examples_per_second']:8.0f} ex/s, "
                       f"infer {r['infer_examples_per_second']:8.0f} ex/s, peak {r['peak_rss_mb']:.0f} MB", flush=True)

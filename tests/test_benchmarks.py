@@ -172,7 +172,7 @@ def test_cross_validation_quick(shared_data, tmp_path):
 def test_throughput_quick(shared_data, tmp_path):
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "throughput.py"), "--quick", "--output-dir", str(tmp_path),
-         "--data-dir", str(shared_data)],
+         "--data-dir", str(shared_data), "--dtype-policy", "mixed_bfloat16"],
         capture_output=True, text=True, timeout=900,
     )
     assert run.returncode == 0, run.stderr[-3000:]
@@ -184,11 +184,13 @@ def test_throughput_quick(shared_data, tmp_path):
     assert results["layers"][0]["peak_rss_mb"] > 0
     # A GPU's peak memory exactly where the backend computed on one (none in CI: the CPU's RSS).
     assert all((r["device"] == "cpu") == (r["accelerator_peak_mb"] is None) for r in results["layers"])
+    assert {r["dtype_policy"] for r in results["layers"]} == {"mixed_bfloat16"}  # the layers' policy, as asked
     assert all(f["flops"] > 0 for f in results["flops"])  # counted by XLA through JAX
     (row,) = results["end_to_end"]  # the fastest to convert; the full run measures every paper model
     assert row["model"] == "scalable_attention" and row["tflite_dynamic_bytes"] < row["tflite_float32_bytes"]
     assert (tmp_path / "throughput.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| LAMA | 128 |" in (tmp_path / "throughput.md").read_text()
+    table = (tmp_path / "throughput.md").read_text()
+    assert "| LAMA | 128 |" in table and ", mixed_bfloat16)\n" in table  # the heading names the policy
 
 
 def test_adversarial_cost_quick(shared_data):
