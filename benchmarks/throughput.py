@@ -30,6 +30,7 @@ log-log, so the scaling exponent is the slope) to `--output-dir`.
 """
 
 import argparse
+import collections
 import importlib.util
 import json
 import os
@@ -91,8 +92,11 @@ def _rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
+Accelerator = collections.namedtuple("Accelerator", ["name", "reset_peak", "peak_mb"])
+
+
 def _accelerator():
-    """(name, reset, peak MB) of this backend's GPU, or None when it computes on the CPU."""
+    """This backend's GPU as an `Accelerator`, or None when it computes on the CPU."""
     import keras
 
     backend = keras.backend.backend()
@@ -103,20 +107,21 @@ def _accelerator():
         if device.platform != "gpu":
             return None
         # JAX cannot reset its high-water mark: with lengths ascending it is that length's peak.
-        return device.device_kind, lambda: None, lambda: (device.memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20
+        return Accelerator(device.device_kind, lambda: None,
+                           lambda: (device.memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20)
     if backend == "torch":
         import torch
 
         if not torch.cuda.is_available():
             return None
-        return (torch.cuda.get_device_name(), torch.cuda.reset_peak_memory_stats,
-                lambda: torch.cuda.max_memory_allocated() / 2**20)
+        return Accelerator(torch.cuda.get_device_name(), torch.cuda.reset_peak_memory_stats,
+                           lambda: torch.cuda.max_memory_allocated() / 2**20)
     import tensorflow as tf
 
     if not tf.config.list_logical_devices("GPU"):
         return None
-    return ("GPU:0", lambda: tf.config.experimental.reset_memory_stats("GPU:0"),
-            lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20)
+    return Accelerator("GPU:0", lambda: tf.config.experimental.reset_memory_stats("GPU:0"),
+                       lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20)
 
 
 def _matmul_flops_per_second(size=1024):
@@ -154,7 +159,7 @@ def measure_layer(name, lengths, batch, width, heads, min_seconds, dtype_policy)
         x = rng.normal(size=(batch, length, width)).astype("float32")
         y = rng.normal(size=(batch, 1)).astype("float32")
         if accelerator:
-            accelerator[1]()
+            accelerator.reset_peak()
         model = _layer_model(name, length, width, heads)
         infer = _timed(lambda: keras.ops.convert_to_numpy(model.predict_on_batch(x)), min_seconds)
         train = _timed(lambda: model.train_on_batch(x, y), min_seconds)
@@ -164,8 +169,8 @@ def measure_layer(name, lengths, batch, width, heads, min_seconds, dtype_policy)
             "infer_seconds": infer, "train_seconds": train,
             "infer_examples_per_second": batch / infer, "train_examples_per_second": batch / train,
             "peak_rss_mb": _rss_mb() - base_rss, "matmul_flops_per_second": peak,
-            "device": accelerator[0] if accelerator else "cpu",
-            "accelerator_peak_mb": accelerator[2]() if accelerator else None,
+            "device": accelerator.name if accelerator else "cpu",
+            "accelerator_peak_mb": accelerator.peak_mb() if accelerator else None,
         }), flush=True)
 
 
@@ -266,10 +271,10 @@ def _markdown(layer_rows, flops, e2e_rows):
         rows = [r for r in layer_rows if r["backend"] == backend]
         baseline = {r["length"]: r for r in rows if r["layer"] == BASELINE}
         device = rows[0].get("device", "cpu")
-        memory = "peak_rss_mb" if device == "cpu" else "accelerator_peak_mb"
+        memory, memory_label = ("peak_rss_mb", "peak RSS MB") if device == "cpu" else ("accelerator_peak_mb", "peak GPU MB")
         lines += [f"### Layers on {backend} ({device}, {rows[0].get('dtype_policy', 'float32')})", "",
                   f"| layer | length | train ex/s | infer ex/s | train vs MHA | infer vs MHA "
-                  f"| {'peak RSS MB' if device == 'cpu' else 'peak GPU MB'} | GFLOP fwd | % of matmul peak |",
+                  f"| {memory_label} | GFLOP fwd | % of matmul peak |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in rows:
             base = baseline.get(r["length"])
