@@ -14,6 +14,10 @@ the test accuracy (the official 25,000 test reviews, read once per run):
     python benchmarks/validation_split.py --models scalable_attention --max-tokens 2000 --length 768 --epochs 6 \
         --kinds id_block
     python benchmarks/validation_split.py --quick      # TF-IDF, one carve of each kind, 2,000 reviews per label
+    python benchmarks/validation_split.py --report --hide-test   # the table without its test columns
+
+When the carves choose a recipe, run and report with `--hide-test`: the held-out figures are
+printed and the test figures only recorded, so the choice is made before they are seen.
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
 3 epochs at a constant rate, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs`,
@@ -113,9 +117,13 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
             "validation_by_epoch": metrics["history"].get("val_accuracy"), "seconds": time.perf_counter() - start}
 
 
-def report(rows):
-    lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs | held-out by epoch |",
-             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+def report(rows, hide_test=False):
+    """The table of `rows`; `hide_test` leaves out the test columns (they stay in the results file)."""
+    if hide_test:
+        lines = ["| model | carve | held-out accuracy | runs | held-out by epoch |", "| --- | --- | ---: | ---: | --- |"]
+    else:
+        lines = ["| model | carve | held-out accuracy | test accuracy | held-out minus test | runs | held-out by epoch |",
+                 "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     def order(model):  # by vocabulary within a name: "scalable_attention@768@v5000@e6" -> ("scalable_attention@768", 5000, "e6")
         name, _, rest = model.removesuffix("@quick").partition("@v")
         size, _, more = rest.partition("@")
@@ -129,9 +137,10 @@ def report(rows):
                 by_epoch = [row.get("validation_by_epoch") for row in runs]
                 by_epoch = (" / ".join(f"{a:.3f}" for a in np.mean(by_epoch, axis=0))
                             if all(by_epoch) and len({len(e) for e in by_epoch}) == 1 else "")
-                lines.append(f"| {model} | {carve} | {validation.mean():.3f} ± {validation.std():.3f} | "
-                             f"{test.mean():.3f} ± {test.std():.3f} | {(validation - test).mean():+.3f} | {len(runs)} "
-                             f"| {by_epoch} |")
+                test_columns = ("" if hide_test else
+                                f"{test.mean():.3f} ± {test.std():.3f} | {(validation - test).mean():+.3f} | ")
+                lines.append(f"| {model} | {carve} | {validation.mean():.3f} ± {validation.std():.3f} | {test_columns}"
+                             f"{len(runs)} | {by_epoch} |")
     return "\n".join(lines)
 
 
@@ -164,6 +173,9 @@ def main(argv=None):
     parser.add_argument("--adversarial", type=float, metavar="EPSILON",
                         help="Keras models: train()'s adversarial training (row '@adv<EPSILON>')")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
+    parser.add_argument("--hide-test", action="store_true",
+                        help="print held-out figures only, to choose on them without seeing test accuracy first "
+                             "(still recorded in the results file)")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
     per_label = None
@@ -174,7 +186,7 @@ def main(argv=None):
         with open(args.results, encoding="utf-8") as handle:
             rows = [json.loads(line) for line in handle if line.strip()]
     if args.report:
-        print(report(rows))
+        print(report(rows, args.hide_test))
         return 0
     if not (args.data_dir / "imdb" / "train.csv.gz").is_file():
         parser.error(f"no IMDB at {args.data_dir / 'imdb'}; pass --data-dir or set KERAS_TEXTATTN_DATA")
@@ -211,11 +223,12 @@ def main(argv=None):
                              weight_decay=args.weight_decay, lr_schedule=args.lr_schedule, embeddings=args.embeddings,
                              vectors_vocabulary=args.vectors_vocabulary, adversarial=args.adversarial)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
-                print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, test {result['test']:.4f}, "
-                      f"{result['seconds']:.0f} s", flush=True)
+                test = "" if args.hide_test else f"test {result['test']:.4f}, "
+                print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, {test}{result['seconds']:.0f} s",
+                      flush=True)
                 with open(args.results, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps(rows[-1]) + "\n")
-    print(report(rows))
+    print(report(rows, args.hide_test))
     return 0
 
 

@@ -23,10 +23,10 @@ def benchmark_function(module, name):
         sys.path.remove(str(BENCHMARKS))
 
 
-def run_quick(script, results, shared_data):
+def run_quick(script, results, shared_data, *options):
     """`(command, finished process)` of a benchmark script's `--quick` mode writing to `results`."""
     command = [sys.executable, str(BENCHMARKS / script), "--quick", "--results", str(results),
-               "--data-dir", str(shared_data)]
+               "--data-dir", str(shared_data), *options]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return command, run
@@ -234,12 +234,16 @@ def test_validation_split_quick(shared_data, tmp_path):
     assert held_out("random", 0, labels, ids).sum() == 20 and (held_out("random", 0, labels, ids) != block).any()
     assert sorted(ids[held_out("id_block", 1, labels, ids, blocks=5) & (labels == 0)]) == list(range(20, 40))
     results = tmp_path / "validation_split.jsonl"
-    _, run = run_quick("validation_split.py", results, shared_data)
+    _, run = run_quick("validation_split.py", results, shared_data, "--hide-test")
     similarity, *rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert similarity["similarity"]["consecutive"] > 2 * similarity["similarity"]["random"]
     assert [(row["model"], row["carve"]) for row in rows] == [("tfidf_lr@quick", "random"), ("tfidf_lr@quick", "id_block")]
     assert all(0.7 < row["validation"] <= 1 and 0.7 < row["test"] <= 1 for row in rows)
-    assert "| tfidf_lr@quick | id_block |" in run.stdout
+    # --hide-test: the test figures are recorded, and printed nowhere (run lines and table)
+    assert "held out" in run.stdout and "| tfidf_lr@quick | id_block |" in run.stdout
+    assert "test" not in run.stdout
+    table = benchmark_function("validation_split", "report")(rows)
+    assert "| test accuracy |" in table and f"| {rows[1]['test']:.3f} ± 0.000 |" in table
 
 
 def test_time_to_accuracy_plot_rows():
