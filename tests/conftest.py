@@ -12,9 +12,9 @@ def shared_data_dir():
     return pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", default))
 
 
-# The trained runs below are session fixtures: under `-n 2 --dist loadgroup` (README) every test
+# The trained runs below are session fixtures: under `-n 3 --dist loadgroup` (README) every test
 # that uses one joins that run's xdist group, so each run is trained once, on one worker, while
-# the other worker trains the other run or runs the rest.
+# the other workers train the other run or run the rest.
 TRAINED_RUNS = ("lama_run", "hcan_run")
 
 
