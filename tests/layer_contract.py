@@ -13,6 +13,7 @@ save/load, masking and numerics checks, shared here too.
 import inspect
 import os
 import re
+import warnings
 
 import keras
 import numpy as np
@@ -104,6 +105,16 @@ def run_layer_contract(
         assert output_mask is None
     assert len(layer.losses) == expected_num_losses
     assert layer.compute_output_shape((batch, time, features)) == (batch,) + tuple(expected_output_shape)
+
+    # A one-token text (at HCAN's sentence level: a one-sentence document, the shape `train()`
+    # chooses for sentence data): no Keras warning about a softmax over an axis of size 1
+    # (attention over one key is that key, not a mistake), and finite outputs and scores.
+    scores = {"return_attention_scores": True} if "return_attention_scores" in inspect.signature(layer.call).parameters else {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one = layer_cls(**init_kwargs)(inputs[:, :1], mask=mask[:, :1], **scores)
+    assert not [str(w.message) for w in caught if "has size 1" in str(w.message)]
+    assert all(np.isfinite(keras.ops.convert_to_numpy(o)).all() for o in keras.tree.flatten(one))
 
     # Inputs it cannot use: a ValueError naming the layer and what it got, from the layer (not
     # a backend's own error deep inside, and not silence for token ids fed without an embedding).

@@ -112,8 +112,15 @@ def masked_softmax(scores, key_mask=None, axis=-1):
     Returns:
         float32 weights that sum to 1 over the real keys and are exactly 0 at
         masked keys; a row with no real key is all zeros (not NaN, not uniform).
+        One key (a one-token text, a one-sentence document) gets
+        `exp(s - s)`: the softmax's value (1) and gradient (0), still connected
+        to the scores, without Keras's warning that a softmax over an axis of
+        size 1 is likely a mistake.
     """
     scores = ops.cast(scores, "float32")
+    if scores.shape[axis] == 1:
+        weights = ops.exp(scores - scores)
+        return weights if key_mask is None else weights * key_mask
     if key_mask is None:
         return ops.softmax(scores, axis=axis)
     scores = ops.where(key_mask > 0, scores, ops.full_like(scores, _MASKED_SCORE))

@@ -1,3 +1,5 @@
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -120,3 +122,25 @@ def test_cpu_preset_is_smaller_than_the_papers_sizes(name):
     paper, cpu = (spec.build(2, vocabulary_size=500, **shape, **spec.preset_arguments(preset)) for preset in ("paper", "cpu"))
     assert paper.count_params() == spec.build(2, vocabulary_size=500, **shape, **spec.best_variant).count_params()
     assert cpu.count_params() < paper.count_params() if spec.cpu_defaults else cpu.count_params() == paper.count_params()
+
+
+# The transformer baseline's attention is Keras's MultiHeadAttention, which warns as Keras does.
+@pytest.mark.parametrize("name", sorted(set(BUILDERS) - {"transformer"}))
+def test_one_sentence_or_one_token_texts_attend_without_a_warning(name):
+    """Where nearly every text is one sentence (single sentences, unpunctuated texts) `train()`
+    gives HCAN one sentence per text, and a model built for one token reads one: attention over
+    one key is that key, not the mistake Keras warns of ("a softmax over axis -1 ... has size 1",
+    printed twice by such a run), and every weight still gets a gradient (zero where it is unused),
+    not Keras's warning that gradients do not exist for some."""
+    shape = {"sequence_length": 6, "max_sentences": 1} if get_spec(name).is_hierarchical() else {"sequence_length": 1}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = build_model(name, 2, vocabulary_size=30, **shape, **SMALL[name])
+        ids = np.zeros((2,) + tuple(model.inputs[0].shape[1:]), "int32")
+        ids[0].flat[0] = 3  # one real token; the second text is empty
+        probabilities = keras.ops.convert_to_numpy(model(ids))
+        model.compile("adam", "sparse_categorical_crossentropy", run_eagerly=True)
+        model.train_on_batch(ids, np.array([1, 0]))
+    said = [str(w.message) for w in caught]
+    assert not [m for m in said if "has size 1" in m or "Gradients do not exist" in m], said
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
