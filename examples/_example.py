@@ -12,6 +12,7 @@ hyperparameters the run then trains with), training with a `tf.distribute` strat
 import argparse
 import json
 import os
+import sys
 
 from keras_textattn_cli import DTYPE_POLICIES
 from keras_textattn_cli import progress_verbosity
@@ -49,7 +50,24 @@ def parse_args(description, default_output):
 
 def run(args, model, model_kwargs, data, epochs, **train_kwargs):
     """Search (with --tune), train, export (with --export), and print where everything is.
-    `model_kwargs`: the builder arguments of the example's variant (sizes come from the preset)."""
+    `model_kwargs`: the builder arguments of the example's variant (sizes come from the preset).
+    A user's mistake or a file system's refusal (no network for TFDS, a missing file, an existing
+    run) ends the script with one line and exit status 2, as `keras-textattn` does; an interrupted
+    run says that the same command resumes it."""
+    from keras_textattn.errors import UserError
+
+    program = os.path.basename(sys.argv[0])
+    try:
+        return _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs)
+    except KeyboardInterrupt:
+        print(f"{program}: interrupted; run the same command to resume from the last checkpoint", file=sys.stderr)
+        sys.exit(130)
+    except (UserError, OSError) as error:
+        print(f"{program}: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
     if args.cpu_devices:
         from keras_textattn.training import configure_cpu_devices
 

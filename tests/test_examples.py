@@ -74,3 +74,15 @@ def test_an_examples_search_uses_the_embeddings_its_run_trains_with():
     assert example.search_embeddings("cspan", False, {})["embeddings"] is None
     assert example.search_embeddings("cspan", False, {"embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}) == {
         "embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}
+
+
+def test_an_examples_mistake_is_one_line(tmp_path):
+    """A user's mistake (here a missing file; offline, an unreachable TFDS dataset) ends an example
+    with one line and status 2, as `keras-textattn` does, not a traceback, and leaves no run folder."""
+    script = next(p for p in EXAMPLES if p.stem == "lama_imdb")
+    missing, output = tmp_path / "reviews.csv", tmp_path / "run"
+    result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.splitlines()[-1] == f"lama_imdb.py: error: Data file not found: '{missing}'"
+    assert "Traceback" not in result.stderr and not output.exists()
