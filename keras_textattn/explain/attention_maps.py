@@ -170,7 +170,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
             attention={},
         )
         for name, value in maps.items():
-            if hierarchical and value.shape[0] != len(texts):  # word level: (batch * sentences, heads, words)
+            if hierarchical and _word_level(value, len(texts), encoder):  # (batch * sentences, heads, words)
                 words = value.reshape((len(texts), -1) + value.shape[1:])[row]  # (sentences, heads, words)
                 explanation.attention[name] = np.stack(
                     [words[position[0], :, position[1]] for position, *_ in spans], axis=-1
@@ -190,6 +190,15 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
             explanation.sentences = _sentences(spans)
         explanations.append(explanation)
     return explanations
+
+
+def _word_level(value, texts, encoder):
+    """Whether `value`, a map of a hierarchical model over `texts`, is over each sentence's words
+    (a row per sentence) rather than over each text's sentences (a row per text). With one
+    sentence a text the rows are as many, and the last axis (words or sentences) tells."""
+    if encoder.max_sentences != 1:
+        return value.shape[0] != texts
+    return value.shape[-1] == encoder.sequence_length
 
 
 def _sentence_count(spans):

@@ -77,6 +77,28 @@ def test_trained_hcan_word_and_sentence_maps(hcan_run):
     _assert_same_explanations(explain(hcan_run, TEXTS, batch_size=1), explain(hcan_run, TEXTS))
 
 
+@pytest.mark.parametrize("max_sentences, words", [(1, 8), (2, 8), (3, 3)])
+def test_hcan_word_maps_at_every_shape(max_sentences, words):
+    """HCAN's word-level maps (a row per sentence) and sentence-level maps, told apart also where
+    one sentence a text (the shape `train()` chooses for single sentences) makes their rows as
+    many as the texts, and where the words and sentences are as many."""
+    texts = ["good fine great film", "dull slow bad acting"]
+    encoder = TextEncoder(sequence_length=words, max_sentences=max_sentences, hierarchical=True)
+    encoder.adapt(texts)
+    model = build_model("hcan", 2, vocabulary_size=encoder.vocabulary_size(), sequence_length=words,
+                        max_sentences=max_sentences, units=8, num_heads=2)
+    explanations = explain(model, texts, encoder=encoder)
+    for explanation in explanations:
+        assert list(explanation.attention) == ["word_target_attention"]
+        assert list(explanation.sentence_attention) == ["sentence_target_attention"]
+        words_weights = explanation.attention["word_target_attention"]
+        assert words_weights.shape == (2, 3 if words == 3 else 4)  # heads x the text's words (3 read of 4)
+        np.testing.assert_allclose(words_weights.sum(-1), 1.0, rtol=1e-5)  # one sentence: a softmax over its words
+        np.testing.assert_allclose(explanation.sentence_attention["sentence_target_attention"], 1.0, rtol=1e-6)
+    (table,) = [top_tokens(explanations, min_count=1)]
+    assert sorted(table) == sorted({e.label for e in explanations}) and all(table.values())
+
+
 @pytest.mark.parametrize(
     "name, kwargs, rows",
     [
