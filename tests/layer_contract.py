@@ -107,12 +107,14 @@ def run_layer_contract(
     assert layer.compute_output_shape((batch, time, features)) == (batch,) + tuple(expected_output_shape)
 
     # A one-token text (at HCAN's sentence level: a one-sentence document, the shape `train()`
-    # chooses for sentence data): no Keras warning about a softmax over an axis of size 1
-    # (attention over one key is that key, not a mistake), and finite outputs and scores.
+    # chooses for single sentences) and an empty one: no Keras warning about a softmax over an
+    # axis of size 1 (attention over one key is that key, not a mistake), finite outputs and scores.
     scores = {"return_attention_scores": True} if "return_attention_scores" in inspect.signature(layer.call).parameters else {}
+    one_token = mask[:, :1].copy()
+    one_token[-1] = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        one = layer_cls(**init_kwargs)(inputs[:, :1], mask=mask[:, :1], **scores)
+        one = layer_cls(**init_kwargs)(inputs[:, :1], mask=one_token, **scores)
     assert not [str(w.message) for w in caught if "has size 1" in str(w.message)]
     assert all(np.isfinite(keras.ops.convert_to_numpy(o)).all() for o in keras.tree.flatten(one))
 

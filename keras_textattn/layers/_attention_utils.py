@@ -118,13 +118,10 @@ def masked_softmax(scores, key_mask=None, axis=-1):
         size 1 is likely a mistake.
     """
     scores = ops.cast(scores, "float32")
-    if scores.shape[axis] == 1:
-        weights = ops.exp(scores - scores)
-        return weights if key_mask is None else weights * key_mask
-    if key_mask is None:
-        return ops.softmax(scores, axis=axis)
-    scores = ops.where(key_mask > 0, scores, ops.full_like(scores, _MASKED_SCORE))
-    return ops.softmax(scores, axis=axis) * key_mask
+    if key_mask is not None:
+        scores = ops.where(key_mask > 0, scores, ops.full_like(scores, _MASKED_SCORE))
+    weights = ops.exp(scores - scores) if scores.shape[axis] == 1 else ops.softmax(scores, axis=axis)
+    return weights if key_mask is None else weights * key_mask
 
 
 def softplus(x):
