@@ -95,7 +95,7 @@ def test_hcan_word_maps_at_every_shape(max_sentences, words):
         assert words_weights.shape == (2, 3 if words == 3 else 4)  # heads x the text's words (3 read of 4)
         np.testing.assert_allclose(words_weights.sum(-1), 1.0, rtol=1e-5)  # one sentence: a softmax over its words
         np.testing.assert_allclose(explanation.sentence_attention["sentence_target_attention"], 1.0, rtol=1e-6)
-    (table,) = [top_tokens(explanations, min_count=1)]
+    table = top_tokens(explanations, min_count=1)
     assert sorted(table) == sorted({e.label for e in explanations}) and all(table.values())
 
 
