@@ -194,11 +194,10 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
 
 def _word_level(value, texts, encoder):
     """Whether `value`, a map of a hierarchical model over `texts`, is over each sentence's words
-    (a row per sentence) rather than over each text's sentences (a row per text). With one
-    sentence a text the rows are as many, and the last axis (words or sentences) tells."""
-    if encoder.max_sentences != 1:
-        return value.shape[0] != texts
-    return value.shape[-1] == encoder.sequence_length
+    (a row per sentence, a column per word) rather than over each text's sentences (a row per
+    text, a column per sentence). Both are checked: with one sentence a text the rows are as
+    many, with as many words as sentences the columns."""
+    return value.shape[0] == texts * encoder.max_sentences and value.shape[-1] == encoder.sequence_length
 
 
 def _sentence_count(spans):
