@@ -104,12 +104,11 @@ def _load_member(path):
         return (lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
                 _read_labels(path, SAVED_MODEL_LABELS))
     if os.path.isfile(os.path.join(path, "model.tflite")):
-        from ai_edge_litert.interpreter import Interpreter
-
         from keras_textattn.export.client import ClientTokenizer
+        from keras_textattn.export.tflite import signature_runner
 
         tokenizer = ClientTokenizer(path)
-        runner = Interpreter(model_path=os.path.join(path, "model.tflite")).get_signature_runner()
+        runner = signature_runner(model_path=os.path.join(path, "model.tflite"))
         return (lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
                 _read_labels(path, "labels.json"))
     if os.path.isdir(path):

@@ -103,6 +103,10 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
             np.testing.assert_allclose(predicted, expected, atol=1e-4)
             floats = predicted
         assert np.mean(predicted.argmax(-1) == expected.argmax(-1)) >= 0.98
+    # From the command line, as quiet as a run folder: LiteRT's native INFO line at the first call is not shown.
+    shown = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", str(tmp_path / "tflite-None"),
+                            "stocks fell sharply on wall street"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and shown.stderr == "" and shown.stdout.startswith("Business "), shown
     # An ensemble as a device runs one (README, "On devices"): a TFLite folder beside a run whose
     # classes are named in reverse; lined up by name through labels.json, the mean is this.
     reversed_run = relabelled_copy(lama_run, tmp_path / "reversed", classifier.label_names[::-1])

@@ -1,8 +1,10 @@
 """LiteRT (TFLite) export of the token-id model, verified with the LiteRT interpreter."""
 
+import contextlib
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 
@@ -22,6 +24,9 @@ from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 
 QUANTIZATIONS = (None, "dynamic", "float16")
+# What LiteRT writes natively to stderr at the first call of an interpreter in a process; no
+# setting of its Python API silences it (google-ai-edge/mediapipe#3672, pharmpy/pharmpy#1326).
+XNNPACK_NOTICE = "INFO: Created TensorFlow Lite XNNPACK delegate for CPU."
 
 
 def tflite(run, output, *, quantization=None, overwrite=False):
@@ -137,13 +142,11 @@ def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1
     Raises:
         ValueError: a float model differs by more than `atol`.
     """
-    from ai_edge_litert.interpreter import Interpreter
-
     texts = probe_texts(encoder) if texts is None else list(texts)
     encoded = encoder(tf.constant(texts, tf.string))
     encoded = [keras.ops.convert_to_numpy(x) for x in (encoded if isinstance(encoded, tuple) else [encoded])]
     expected = keras.ops.convert_to_numpy(model(encoded if len(encoded) > 1 else encoded[0], training=False))
-    runner = Interpreter(model_content=content).get_signature_runner()
+    runner = signature_runner(model_content=content)
     names = [tensor.name for tensor in model.inputs]
     exported, seconds = [], []
     for row in range(len(texts)):
@@ -164,3 +167,47 @@ def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1
         "latency_ms_p50": float(np.percentile(seconds, 50) * 1000) if seconds else None,
         "latency_ms_p99": float(np.percentile(seconds, 99) * 1000) if seconds else None,
     }
+
+
+def signature_runner(**model):
+    """The LiteRT interpreter's default signature runner of `model_path=` or `model_content=`,
+    called as `runner(**feeds) -> {"probabilities": ...}`.
+
+    Its first call runs with the process's stderr (file descriptor 2) captured, and what was
+    written there is written back without `XNNPACK_NOTICE`: an INFO line, not a warning, that
+    LiteRT's C++ code prints once per process and `TF_CPP_MIN_LOG_LEVEL` does not reach.
+    Anything else written meanwhile (a real warning or error) still shows.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    runner = Interpreter(**model).get_signature_runner()
+    called = False
+
+    def call(**feeds):
+        nonlocal called
+        if called:
+            return runner(**feeds)
+        called = True
+        with _without_line_on_stderr(XNNPACK_NOTICE):
+            return runner(**feeds)
+
+    return call
+
+
+@contextlib.contextmanager
+def _without_line_on_stderr(line):
+    """Run the block with file descriptor 2 in a temporary file, then write back all but `line`."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            written = captured.read().decode("utf-8", "replace").splitlines(keepends=True)
+            sys.stderr.write("".join(kept for kept in written if kept.rstrip("\r\n") != line))
+            sys.stderr.flush()

@@ -384,3 +384,17 @@ def test_softplus_layers_stay_finite_after_conversion():
     converted = runner(features=x)["probabilities"]
     assert np.isfinite(converted).all()
     np.testing.assert_allclose(converted, keras.ops.convert_to_numpy(model(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_litert_notice_is_dropped_and_nothing_else(capfd):
+    """LiteRT's native INFO line at an interpreter's first call is not shown (README: C++ log lines
+    are hidden); whatever else reaches stderr meanwhile, a real warning, still does, in order."""
+    from keras_textattn.export.tflite import XNNPACK_NOTICE
+    from keras_textattn.export.tflite import _without_line_on_stderr
+
+    with pytest.raises(RuntimeError, match="raised inside"):
+        with _without_line_on_stderr(XNNPACK_NOTICE):
+            os.write(2, f"WARNING: first\n{XNNPACK_NOTICE}\nWARNING: last, no newline".encode())
+            raise RuntimeError("raised inside")
+    os.write(2, b"\nafter\n")  # the descriptor is back
+    assert capfd.readouterr().err == "WARNING: first\nWARNING: last, no newline\nafter\n"
