@@ -23,6 +23,7 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
+from keras_textattn.errors import UserError
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
@@ -46,6 +47,12 @@ from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
+
+
+class SearchSpaceError(UserError, keras_tuner.errors.FatalValueError):
+    """Hyperparameter values the model cannot be built with: one line on the command line (a
+    `UserError`), and the end of the search (keras-tuner's `FatalError`), where any other error
+    would fail the trial and the search go on to the next, until three in a row had failed."""
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -98,9 +105,16 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
 
     def build(self, hp):
         values = {**_preset_arguments(self.config), **self.declare(hp)}
-        model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
-                            vocabulary_size=self.vocabulary_size(hp),
-                            **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
+        try:
+            model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
+                                vocabulary_size=self.vocabulary_size(hp),
+                                **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
+        except ValueError as error:  # a value the builder or a layer refuses, e.g. 0 heads
+            given = [f"{name} {value} (fixed)" for name, value in self.config.fixed.items()]
+            given += [f"{name} {value}" for name, value in hp.values.items()
+                      if name in self.config.hyperparameters]  # not hyperband's tuner/epochs and such
+            raise SearchSpaceError(f"{self.config.path}: {self.config.model} cannot be built with {', '.join(given)}: "
+                                   f"{str(error).splitlines()[0]} (narrow the config's ranges or fixed values)") from error
         if self.embedding_rows is not None:
             layer = model.get_layer("embedding")
             rows, _ = self.embedding_rows(layer.output_dim)
@@ -109,6 +123,26 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         learning_rate = values.get("learning_rate", 1e-3)
         model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
         return model
+
+    def check_space(self):
+        """Build the model at the defaults, then with each searched hyperparameter at each end
+        of its range (every value of a choice or boolean), the others at their defaults: a
+        value the builder refuses is a `SearchSpaceError` before the search begins, not a
+        failed trial hours into it. Values refused only together (HCAN's heads must divide its
+        width) end the search with that error when a trial draws them."""
+        declared = keras_tuner.HyperParameters()
+        self.declare(declared)
+        ends = [(None, None)]
+        for space in declared.space:  # keras-tuner's own ends: the values a trial can draw
+            categorical = self.config.hyperparameters[space.name]["type"] in ("choice", "boolean")
+            ends += [(space.name, value) for value in
+                     (space.values if categorical else (space.prob_to_value(0.0), space.prob_to_value(1.0)))]
+        for name, value in ends:
+            hp = keras_tuner.HyperParameters()
+            self.declare(hp)
+            if name is not None:
+                hp.values[name] = value
+            self.build(hp)
 
     def frozen(self, values):
         """Whether a trial with these hyperparameter values keeps its embedding fixed."""
@@ -312,7 +346,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     _check_same_search(directory, config)
 
     encoder_path = os.path.join(directory, "encoder.keras")
-    if os.path.exists(encoder_path):
+    adapted = not os.path.exists(encoder_path)
+    if not adapted:
         encoder = load_encoder(encoder_path)
     else:
         spec = get_spec(config.model)
@@ -324,13 +359,16 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         if vectors_vocabulary:
             encoder.extend_vocabulary(vectors_words(config.embeddings["source"], vectors_vocabulary))
+    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
+    hypermodel.check_space()  # before the directory records this search: a mended config may start it
+    _record_search(directory, config)
+    if adapted:
         save_encoder(encoder_path, encoder)
 
-    embedding_rows = None
     if config.embeddings:
-        embedding_rows = functools.partial(_embedding_rows, directory, config, encoder, dataset["train"], verbose)
-        embedding_rows(_embedding_size(config)[1])  # made now, so that a file or word2vec that fails does so here
-    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy, embedding_rows)
+        hypermodel.embedding_rows = functools.partial(_embedding_rows, directory, config, encoder, dataset["train"],
+                                                      verbose)
+        hypermodel.embedding_rows(_embedding_size(config)[1])  # made now: a file or word2vec that fails does so here
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
@@ -370,7 +408,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     if config.embeddings:
         size = best_model.get_layer("embedding").output_dim
         metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,
-                                 "coverage": coverage(embedding_rows(size)[1],
+                                 "coverage": coverage(hypermodel.embedding_rows(size)[1],
                                                       min(best_vocabulary, encoder.counted_vocabulary_size())),
                                  "words_added": encoder.added_tokens, "frozen": hypermodel.frozen(best)}
     save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
@@ -442,14 +480,17 @@ def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
     return rows, covered
 
 
+def _search_space(config):
+    """What `directory/search.json` records of a config: all but its path and `max_trials`
+    (which may grow), as it reads back (tuples become lists)."""
+    return json.loads(json.dumps({k: v for k, v in dataclasses.asdict(config).items() if k not in ("path", "max_trials")}))
+
+
 def _check_same_search(directory, config):
-    """Record the search space in `directory/search.json`, or refuse a directory whose
-    search used another one (its trials would mix with ours). `max_trials` may grow."""
-    space = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("path", "max_trials")}
-    space = json.loads(json.dumps(space))  # as it reads back: tuples become lists
+    """Refuse a directory whose search used another search space: its trials would mix with ours."""
     path = os.path.join(directory, "search.json")
     if os.path.exists(path):
-        stored = read_json(path)
+        stored, space = read_json(path), _search_space(config)
         changed = sorted(k for k in set(stored) | set(space) if stored.get(k) != space.get(k))
         if changed:
             raise RunError(f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
@@ -457,8 +498,13 @@ def _check_same_search(directory, config):
     elif os.path.isdir(os.path.join(directory, config.model)):
         raise RunError(f"{directory} holds a search without a record of its config (search.json); "
                        "use another --directory")
-    else:
-        write_text(path, json.dumps(space, indent=2, sort_keys=True))
+
+
+def _record_search(directory, config):
+    """Write `directory/search.json` for a new search (`_check_same_search` checks it later)."""
+    path = os.path.join(directory, "search.json")
+    if not os.path.exists(path):
+        write_text(path, json.dumps(_search_space(config), indent=2, sort_keys=True))
 
 
 def trials_table(search, config):

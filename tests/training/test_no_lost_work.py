@@ -28,6 +28,7 @@ from keras_textattn.text import TextEncoder
 from keras_textattn.training.backup import restore
 from keras_textattn.tuning.config import load_config
 from keras_textattn.tuning.search import _check_same_search
+from keras_textattn.tuning.search import _record_search
 
 from .test_train import SMALL_SCALABLE
 from .test_train import TIMEOUT
@@ -246,6 +247,7 @@ def test_unreadable_checkpoints_are_named(tmp_path):
 def test_tuning_directory_of_another_config_is_refused(tmp_path):
     config = load_config("tuner_configs/lama.yaml")
     _check_same_search(tmp_path, config)
+    _record_search(tmp_path, config)
     config.max_trials += 5  # more trials continue the same search
     _check_same_search(tmp_path, config)
     config.hyperparameters["num_heads"]["max"] = 8

@@ -12,6 +12,7 @@ import zipfile
 
 import keras
 import numpy as np
+import tensorflow as tf
 import pytest
 
 from keras_textattn.datasets import DataError
@@ -266,6 +267,54 @@ def test_cli_reports_a_bad_config_in_one_line(tiny_config, tmp_path, capsys):
         f"keras-textattn: error: {tiny_config}: model: unknown model 'bert'; allowed: bigru, cspan, dual_axial, hcan, "
         "kim_cnn, lama, scalable_attention, transformer")]
     assert not (tmp_path / "t").exists()
+
+
+def test_a_range_the_model_refuses_is_one_line_before_any_trial(tiny_config, shared_data, tmp_path, capsys):
+    """A range that reaches a value the model refuses (LAMA with 0 heads, only at the range's end)
+    ends `tune` in one line before training, naming it, and records nothing: the mended config
+    then starts a search in the same directory."""
+    lama = ("model: lama\ntuner: {max_trials: 1, epochs: 1}\nencoder: {max_tokens: 500, sequence_length: 16}\n"
+            "fixed: {embedding_dim: 8, gru_units: 4, mlp_units: 8}\n"
+            "hyperparameters:\n  num_heads: {type: int, min: 0, max: 2, default: 2}\n")
+    tiny_config.write_text(lama)
+    arguments = ["tune", "--config", str(tiny_config), "--data", str(shared_data / "trec" / "test.csv.gz"),
+                 "--directory", str(tmp_path / "search")]
+    assert main(arguments) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"keras-textattn: error: {tiny_config}: lama cannot be built with embedding_dim 8 (fixed), gru_units 4 (fixed), "
+        "mlp_units 8 (fixed), num_heads 0: LAMA: `num_heads` must be a positive integer. Received: num_heads=0 "
+        "(narrow the config's ranges or fixed values)")
+    assert os.listdir(tmp_path / "search") == []
+    tiny_config.write_text(lama.replace("min: 0", "min: 1"))
+    assert main(arguments) == 0 and (tmp_path / "search" / "best" / "model.keras").exists()
+
+
+def test_values_refused_only_together_end_the_search(tmp_path):
+    """HCAN's heads must divide its width: 100 units with 4 heads and 128 with 8 build, so the
+    ends pass; a trial that draws 100 with 8 stops the search (keras-tuner's FatalError, where
+    another error would fail trials until three had) with a one-line `UserError`."""
+    import keras_tuner
+
+    from keras_textattn.errors import UserError
+    from keras_textattn.tuning.search import TextAttentionHyperModel
+
+    path = tmp_path / "hcan.yaml"
+    path.write_text("model: hcan\nencoder: {max_tokens: 100, sequence_length: 8, max_sentences: 2}\n"
+                    "hyperparameters:\n  units: {type: choice, values: [100, 128], default: 128}\n"
+                    "  num_heads: {type: choice, values: [4, 8], default: 4}\n")
+    config = load_config(path)
+    encoder = TextEncoder(max_tokens=100, sequence_length=8, hierarchical=True, max_sentences=2)
+    encoder.adapt(tf.data.Dataset.from_tensor_slices(["one two. three four."] * 4))
+    hypermodel = TextAttentionHyperModel(config, 2, encoder)
+    hypermodel.check_space()
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    hp.values.update(units=100, num_heads=8)
+    with pytest.raises(keras_tuner.errors.FatalError) as refused:
+        hypermodel.build(hp)
+    assert isinstance(refused.value, UserError) and str(refused.value).startswith(
+        f"{path}: hcan cannot be built with units 100, num_heads 8: ConvMultiheadSelfAttention: the model size d "
+        "(units) must be divisible by num_heads. Received: d=100, num_heads=8")
 
 
 def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
