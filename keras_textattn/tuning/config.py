@@ -205,6 +205,8 @@ def load_config(path):
         if name == "freeze_embeddings":
             fail(f"fixed.{name}", "fixed frozen embeddings are asked for with --freeze-embeddings "
                                   "(tune(freeze_embeddings=True))")
+        if name == "learning_rate":
+            _check_learning_rates(fail, f"fixed.{name}", [fixed[name]])
     config.fixed = dict(fixed)
     for name in ("max_sentences", "split_long_sentences"):
         if name in config.encoder and not get_spec(model).is_hierarchical(config.fixed):
@@ -263,8 +265,18 @@ def load_config(path):
             fail(f"{key}.type", f"freeze_embeddings is searched as boolean, not {kind}")
         if name in ENCODER_HYPERPARAMETERS:
             _check_encoder_hyperparameter(fail, key, name, spec, config.encoder)
+        if name == "learning_rate":
+            ends = spec["values"] if kind == "choice" else [spec["min"], spec["max"]] if "min" in spec else [default]
+            _check_learning_rates(fail, key, ends)
     config.hyperparameters = dict(spaces)
     return config
+
+
+def _check_learning_rates(fail, key, rates):
+    """Learning rates are positive numbers, as `train` requires (Adam takes a negative one and
+    climbs the loss)."""
+    if not all(_is(rate, float) and rate > 0 for rate in rates):
+        fail(key, f"learning rates are positive numbers; got {rates!r}")
 
 
 def _check_encoder_hyperparameter(fail, key, name, spec, encoder):

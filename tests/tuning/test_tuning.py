@@ -99,6 +99,12 @@ def test_shipped_configs_default_to_the_papers_values():
          r"tiny.yaml: hyperparameters.heads: not an argument of the scalable_attention builder; allowed: sequence_length"),
         ("  learning_rate: {type: float, min: 0.0, max: 0.1, sampling: log, default: 0.01}\n",
          r"tiny.yaml: hyperparameters.learning_rate.min: log sampling needs min > 0"),
+        ("fixed: {embedding_dim: 16, learning_rate: -0.001}\n",
+         r"tiny.yaml: fixed.learning_rate: learning rates are positive numbers; got \[-0.001\]"),
+        ("  learning_rate: {type: float, min: -0.01, max: 0.1, default: 0.01}\n",  # train refuses it too
+         r"tiny.yaml: hyperparameters.learning_rate: learning rates are positive numbers; got \[-0.01, 0.1\]"),
+        ("  learning_rate: {type: choice, values: [0.01, 0.0], default: 0.01}\n",
+         r"tiny.yaml: hyperparameters.learning_rate: learning rates are positive numbers; got \[0.01, 0.0\]"),
         ("  max_tokens: {type: choice, values: [500, 5000], default: 500}\n",
          r"tiny.yaml: encoder.max_tokens: also searched under `hyperparameters`; the encoder is adapted with the "
          r"largest value searched, so remove it here"),
@@ -110,6 +116,8 @@ def test_shipped_configs_default_to_the_papers_values():
 )
 def test_bad_configs_are_rejected_before_training(tiny_config, change, message):
     text = TINY + change if change.startswith("  ") else change + TINY
+    if change.startswith("fixed:"):
+        text = TINY.replace("fixed: {embedding_dim: 16}\n", change)
     if "encoder.max_tokens" not in message:
         text = text.replace("max_tokens: 3000, ", "")
     if change.startswith("  fc_units"):
