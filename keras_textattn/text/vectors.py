@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from keras_textattn.datasets.loading import open_text
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_seed
 from keras_textattn.vocabulary import PAD_ID
 from keras_textattn.vocabulary import RESERVED
 
@@ -287,6 +288,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
                                  ("epochs", 1 if epochs is None else epochs, ""), ("window", window, "")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise VectorsError(f"{name} must be a positive int{f' ({meaning})' if meaning else ''}; got {value!r}")
+    check_seed(seed)
     output = os.fspath(output)
     refuse_existing(output, overwrite)
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):

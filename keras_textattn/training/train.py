@@ -27,6 +27,7 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
+from keras_textattn.errors import check_seed
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
@@ -232,7 +233,8 @@ def _optimizer(arguments):
 
 def _check_positive(**values):
     for name, value in values.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value <= 0):  # nan trained a model of nans
             raise RunError(f"{name.replace('_', '-')} must be a positive number; got {value!r}")
 
 
@@ -467,6 +469,7 @@ def train(
                     max_sentences=max_sentences, max_tokens=max_tokens, checkpoint_every=checkpoint_every,
                     early_stopping=early_stopping, clip_norm=clip_norm, adapt_rows=adapt_rows)
     parse_schedule(lr_schedule)
+    check_seed(seed)
     if early_stopping_monitor not in (None, "loss", "accuracy"):
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; "
                        f"got {early_stopping_monitor!r}")

@@ -13,6 +13,7 @@ import os
 
 import yaml
 
+from keras_textattn.errors import SEEDS
 from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
 from keras_textattn.models import PRESETS
@@ -181,10 +182,11 @@ def load_config(path):
                 if not _is(value, bool):
                     fail(f"{section}.{key}", f"expected true or false, got {value!r}")
                 continue
-            smallest = 0 if key == "seed" else 1
-            if not _is(value, allowed[key]) or value < smallest:
-                fail(f"{section}.{key}", f"expected {'an integer >= 0' if smallest == 0 else 'a positive integer'}, "
-                                         f"got {value!r}")
+            if key == "seed":
+                if not _is(value, int) or not 0 <= value < SEEDS:
+                    fail(f"{section}.{key}", f"expected an integer from 0 to {SEEDS - 1}, got {value!r}")
+            elif not _is(value, allowed[key]) or value < 1:
+                fail(f"{section}.{key}", f"expected a positive integer, got {value!r}")
         if section == "tuner":
             for key, value in values.items():
                 setattr(config, key, value)

@@ -11,6 +11,7 @@ from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.text import TextEncoder
+from keras_textattn.errors import UserError
 from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import VectorsError
 from keras_textattn.text.vectors import coverage
@@ -196,14 +197,16 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
     ({"dimension": 0}, "dimension must be a positive int"),
     ({"min_count": 10 ** 6}, "no word that occurs at least 1000000 times"),
     ({"output": "no/such/folder/v.vec"}, "does not exist"),
+    ({"seed": 2 ** 32}, "seed must be a whole number from 0 to 4294967295; got 4294967296"),
 ])
 def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
-    """Bad input is a one-line `VectorsError` and no file (nor a temporary one) is left."""
+    """Bad input is a one-line `UserError` (a `VectorsError` but for the seed) and no file (nor a
+    temporary one) is left."""
     _write(tmp_path / "texts.csv", "text\n" + '"a good film, a dull plot"\n' * 20)
     _write(tmp_path / "empty.csv", "text\n" + '""\n' * 3)
     arguments = {"data": "texts.csv", "output": "v.vec", "dimension": 8, **arguments}
     arguments["data"], arguments["output"] = str(tmp_path / arguments["data"]), str(tmp_path / arguments["output"])
-    with pytest.raises(VectorsError, match=message):
+    with pytest.raises(VectorsError if "seed" not in arguments else UserError, match=message):
         write_word2vec(arguments.pop("data"), arguments.pop("output"), arguments.pop("dimension"), **arguments)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "texts.csv"]
 

@@ -73,6 +73,8 @@ def sst2(shared_data):
                                                                              "not available with --distribute ray"),
         (["--weight-decay", "1.5"], "weight-decay must be a number in [0, 1); got 1.5"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number; got -1.0"),
+        (["--learning-rate", "nan"], "learning-rate must be a positive number; got nan"),  # it trained a model of nans
+        (["--seed", "-1"], "seed must be a whole number from 0 to 4294967295; got -1"),  # was NumPy's traceback
         # TFDS names with a config or a version are names, not missing files.
         (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
         (["--data", "imdb_reviews", "--validation-data", "dev.csv"], "a validation file (--validation-data) goes with a "

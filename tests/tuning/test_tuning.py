@@ -191,12 +191,15 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
 
 
 def test_tuner_seed_zero_is_a_seed(tiny_config):
-    """0 is the default seed, so a config may say it; a negative seed is refused."""
+    """0 is the default seed, so a config may say it; a negative seed, or one above what Keras
+    and NumPy take, is refused."""
     tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, seed: 0}"))
     assert load_config(tiny_config).seed == 0
-    tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, seed: -1}"))
-    with pytest.raises(ConfigError, match=r"tiny.yaml: tuner.seed: expected an integer >= 0, got -1"):
-        load_config(tiny_config)
+    for seed in (-1, 2 ** 32):
+        tiny_config.write_text(TINY.replace("batch_size: 64}", f"batch_size: 64, seed: {seed}}}"))
+        with pytest.raises(ConfigError, match=rf"tiny.yaml: tuner.seed: expected an integer from 0 to 4294967295, "
+                                              rf"got {seed}"):
+            load_config(tiny_config)
 
 
 def test_trials_train_with_the_schedule_train_would_use(tiny_config, tmp_path, capsys):
