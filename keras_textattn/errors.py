@@ -23,3 +23,19 @@ def check_seed(seed):
     """`seed` is a whole number from 0 to 2**32 - 1 (what Keras and NumPy take), else a `UserError`."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEEDS:
         raise UserError(f"seed must be a whole number from 0 to {SEEDS - 1}; got {seed!r}")
+
+
+def check_texts(texts):
+    """`texts` as a list: one string (str or bytes) is one text, a list, tuple, NumPy array or
+    other iterable of them is many. Anything else, or an item that is not a string (None, a
+    number), is a `UserError` naming it, not TensorFlow's error from inside the model call."""
+    if isinstance(texts, (str, bytes)):
+        return [texts]
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise UserError(f"texts must be a string or a list of strings; got {type(texts).__name__}") from None
+    for index, text in enumerate(texts):
+        if not isinstance(text, (str, bytes)):
+            raise UserError(f"texts must be strings; item {index} is {text!r:.60} ({type(text).__name__})")
+    return texts

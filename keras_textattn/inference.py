@@ -31,6 +31,7 @@ from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.datasets.loading import text_batches
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
+from keras_textattn.errors import check_texts
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
@@ -66,7 +67,8 @@ class Classifier:
         self._members = [(probabilities, order) for (probabilities, _), order in zip(members, columns)]
 
     def probabilities(self, texts, batch_size=256):
-        """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included),
+        """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included;
+        one string is a list of one),
         `batch_size` texts per model call (a long list in one call would hold the activations of
         every text at once: 25,000 IMDB reviews through HCAN with bigrams asked for 9 GB)."""
         return np.mean(self.member_probabilities(texts, batch_size), axis=0)
@@ -75,7 +77,7 @@ class Classifier:
         """`(members, len(texts), classes)` float32: each member's probabilities, its columns in
         this classifier's class order (`probabilities` is their mean)."""
         check_batch_size(batch_size)
-        texts = list(texts)
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
         return np.stack([
@@ -133,9 +135,9 @@ def _check_top_k(top_k, classes):
 
 
 def predict(run, texts, *, top_k=1, batch_size=256):
-    """Labels for `texts` (a list of strings) from a run folder or an export, or a list of them
-    (an ensemble): see `Classifier`."""
-    return Classifier(run).predict(list(texts), top_k=top_k, batch_size=batch_size)
+    """Labels for `texts` (a list of strings; one string is a list of one) from a run folder or an
+    export, or a list of them (an ensemble): see `Classifier`."""
+    return Classifier(run).predict(texts, top_k=top_k, batch_size=batch_size)
 
 
 def predict_file(run, data, output, *, text_column="text", id_column=None, header=True, delimiter=None, top_k=1,

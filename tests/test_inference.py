@@ -59,6 +59,30 @@ def test_predict_file_equals_the_model_row_for_row(lama_run, test_rows, tmp_path
     np.testing.assert_allclose([float(row["probability_2"]) for row in rows], second, atol=2e-6)
 
 
+def test_one_string_is_one_text_and_a_non_string_is_named(lama_run):
+    """`Classifier` and `explain` read one string as one text (it was read as a list of its
+    characters: one row per character); a list holding None or a number is a one-line
+    `UserError` naming the item (it was TensorFlow's error from inside the model call)."""
+    from keras_textattn.explain import explain
+
+    classifier = inference.Classifier(lama_run)
+    text = "stocks fell sharply on wall street"
+    one = classifier.probabilities(text)
+    assert one.shape == (1, 4)
+    np.testing.assert_allclose(one, classifier.probabilities([text]), atol=1e-6)
+    np.testing.assert_allclose(classifier.probabilities(np.array([text, text.encode()], dtype=object)),
+                               classifier.probabilities((t for t in [text, text])), atol=1e-6)
+    assert classifier.predict(text) == classifier.predict([text]) == inference.predict(lama_run, text)
+    assert len(classifier.predict(text)) == 1
+    assert len(explain(lama_run, text)) == 1
+    for texts, message in (([text, None], "texts must be strings; item 1 is None (NoneType)"),
+                           ([3.5], "texts must be strings; item 0 is 3.5 (float)"),
+                           (42, "texts must be a string or a list of strings; got int")):
+        for call in (classifier.probabilities, classifier.predict, lambda texts: explain(lama_run, texts)):
+            with pytest.raises(UserError, match=re.escape(message)):
+                call(texts)
+
+
 def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
     """The JSONL output of an exported SavedModel equals the run folder's; empty and invalid
     UTF-8 texts get a prediction too."""

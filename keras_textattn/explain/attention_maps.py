@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras_textattn import _backend
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
+from keras_textattn.errors import check_texts
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import DualAxialSelfAttention
@@ -123,7 +124,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         model_or_run: a run folder of `train()` (or a list of one), or a Keras classifier taking
             token ids first (then give its `encoder`), such as the `keras_textattn.models`
             builders make when given `vocabulary_size`.
-        texts: a list of strings.
+        texts: a list of strings (one string: a list of one).
         encoder: the `TextEncoder` of the model (read from the run folder otherwise).
         label_names: class names (read from the run folder; default "0", "1", ...).
         batch_size: texts per model call (all of them at once would hold every text's
@@ -145,7 +146,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         if not isinstance(encoder, TextEncoder):
             raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
     check_batch_size(batch_size)
-    texts = [texts] if isinstance(texts, str) else list(texts)
+    texts = check_texts(texts)
     if not texts:
         return []
     probe = _attention_probe(model)
