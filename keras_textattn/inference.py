@@ -68,9 +68,9 @@ class Classifier:
 
     def probabilities(self, texts, batch_size=256):
         """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included;
-        one string is a list of one),
-        `batch_size` texts per model call (a long list in one call would hold the activations of
-        every text at once: 25,000 IMDB reviews through HCAN with bigrams asked for 9 GB)."""
+        one string is a list of one), `batch_size` texts per model call (a long list in one call
+        would hold the activations of every text at once: 25,000 IMDB reviews through HCAN with
+        bigrams asked for 9 GB)."""
         return np.mean(self.member_probabilities(texts, batch_size), axis=0)
 
     def member_probabilities(self, texts, batch_size=256):

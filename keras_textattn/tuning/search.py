@@ -346,8 +346,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     _check_same_search(directory, config)
 
     encoder_path = os.path.join(directory, "encoder.keras")
-    adapted = not os.path.exists(encoder_path)
-    if not adapted:
+    new_encoder = not os.path.exists(encoder_path)
+    if not new_encoder:
         encoder = load_encoder(encoder_path)
     else:
         spec = get_spec(config.model)
@@ -362,7 +362,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
     hypermodel.check_space()  # before the directory records this search: a mended config may start it
     _record_search(directory, config)
-    if adapted:
+    if new_encoder:
         save_encoder(encoder_path, encoder)
 
     if config.embeddings:
