@@ -234,6 +234,7 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
     """
     if data is None:
         raise DataError("no data: give a TFDS name or a CSV/TSV file")
+    _check_source(data, test_data, validation_data)
     if group_column is not None and isinstance(data, (LocalFile, dict)):
         raise DataError("give the group column of LocalFile data as LocalFile(..., group_column=...)")
     if group_column is not None and (validation_data is not None or not is_local_path(os.fspath(data))):
@@ -260,6 +261,24 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
     if validation_data:
         source["validation"] = LocalFile(os.fspath(validation_data), **options)
     return source, tuple(dict.fromkeys([*source, "validation"])), None
+
+
+def _check_source(data, test_data, validation_data):
+    """The types `resolve_source` reads, else a `DataError` saying so (in-memory data such as a
+    DataFrame or a list of rows ended in a TypeError from `os.fspath`)."""
+    paths = (str, os.PathLike)
+    if isinstance(data, dict):
+        wrong = {split: type(part).__name__ for split, part in data.items() if not isinstance(part, LocalFile)}
+        if wrong:
+            raise DataError(f"a dict of data maps split names to LocalFile; got {wrong}")
+    elif not isinstance(data, (*paths, LocalFile)):
+        hint = " (write a DataFrame to a file first: df.to_csv('train.csv', index=False))" \
+            if type(data).__name__ == "DataFrame" else ""
+        raise DataError("data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split "
+                        f"name to LocalFile; got {type(data).__name__}{hint}")
+    for name, value in (("test_data", test_data), ("validation_data", validation_data)):
+        if value is not None and not isinstance(value, paths):
+            raise DataError(f"{name} must be a file, as data is; got {type(value).__name__}")
 
 
 def load_labelled_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,

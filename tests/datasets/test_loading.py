@@ -281,3 +281,27 @@ def test_make_batches_shapes_shuffle_and_buckets(shared_data):
     fixed.adapt(data["train"].take(500))
     (ids, bigrams), labels = next(iter(make_batches(data["train"], fixed, 8)))
     assert ids.shape == bigrams.shape == (8, 16)
+
+
+def test_data_of_a_type_not_read_is_one_line(tmp_path):
+    """In-memory data (a DataFrame, a list of rows, a dict of columns) is refused saying what
+    `data` takes, not with os.fspath's TypeError or an AttributeError from inside."""
+    import pandas as pd
+
+    from keras_textattn.datasets.loading import DataError
+
+    file = tmp_path / "train.csv"
+    file.write_text("label,text\npos,good\nneg,bad\n")
+    takes = "data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split name to LocalFile"
+    for data, test_data, message in (
+            (pd.DataFrame({"label": ["pos"], "text": ["good"]}), None,
+             f"{takes}; got DataFrame (write a DataFrame to a file first: df.to_csv('train.csv', index=False))"),
+            ([("good", "pos")], None, f"{takes}; got list"),
+            ({"text": ["good"], "label": ["pos"]}, None, "a dict of data maps split names to LocalFile; got "
+                                                        "{'text': 'list', 'label': 'list'}"),
+            (str(file), ["good"], "test_data must be a file, as data is; got list")):
+        with pytest.raises(DataError) as refused:
+            load_labelled_data(data, test_data=test_data)
+        assert str(refused.value) == message
+    dataset, _ = load_labelled_data(file, validation_fraction=0.5)  # a pathlib.Path is a file
+    assert dataset.label_names == ["neg", "pos"]
