@@ -10,8 +10,8 @@ import pytest
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets.loading import DataError
-from keras_textattn.text import TextEncoder
 from keras_textattn.errors import UserError
+from keras_textattn.text import TextEncoder
 from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import VectorsError
 from keras_textattn.text.vectors import coverage

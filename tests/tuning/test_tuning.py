@@ -12,8 +12,8 @@ import zipfile
 
 import keras
 import numpy as np
-import tensorflow as tf
 import pytest
+import tensorflow as tf
 
 from keras_textattn.datasets import DataError
 from keras_textattn.datasets import make_batches
@@ -291,10 +291,10 @@ def test_a_range_the_model_refuses_is_one_line_before_any_trial(tiny_config, sha
     arguments = ["tune", "--config", str(tiny_config), "--data", str(shared_data / "trec" / "test.csv.gz"),
                  "--directory", str(tmp_path / "search")]
     assert main(arguments) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+    assert capsys.readouterr().err.strip().splitlines() == [
         f"keras-textattn: error: {tiny_config}: lama cannot be built with embedding_dim 8 (fixed), gru_units 4 (fixed), "
         "mlp_units 8 (fixed), num_heads 0: LAMA: `num_heads` must be a positive integer. Received: num_heads=0 "
-        "(narrow the config's ranges or fixed values)")
+        "(narrow the config's ranges or fixed values)"]
     assert os.listdir(tmp_path / "search") == []
     tiny_config.write_text(lama.replace("min: 0", "min: 1"))
     assert main(arguments) == 0 and (tmp_path / "search" / "best" / "model.keras").exists()
