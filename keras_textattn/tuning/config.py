@@ -268,7 +268,7 @@ def load_config(path):
         if name in ENCODER_HYPERPARAMETERS:
             _check_encoder_hyperparameter(fail, key, name, spec, config.encoder)
         if name == "learning_rate":
-            ends = spec["values"] if kind == "choice" else [spec["min"], spec["max"]] if "min" in spec else [default]
+            ends = {"choice": spec.get("values"), "boolean": [default]}.get(kind, [spec.get("min"), spec.get("max")])
             _check_learning_rates(fail, key, ends)
     config.hyperparameters = dict(spaces)
     return config

@@ -64,19 +64,20 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     included) and reads the others as OOV, which is what an encoder adapted with
     `max_tokens` would give (`TextEncoder.cut_vocabulary`); every other hyperparameter
     is a builder argument. `dtype_policy`: the models' Keras dtype policy (None: the
-    global one). `embedding_rows(size)`: the initial token embedding of that size for the
+    global one). `embedding_rows(size)`, None until `tune` sets it after `check_space` (making
+    the rows can mean training word2vec): the initial token embedding of that size for the
     encoder's whole vocabulary, and which ids have a vector (`config.embeddings` says where
     it comes from); each trial starts from the first rows (those of its vocabulary), frozen
     as `freeze_embeddings` (searched or fixed) says.
     """
 
-    def __init__(self, config, num_classes, encoder, dtype_policy=None, embedding_rows=None):
+    def __init__(self, config, num_classes, encoder, dtype_policy=None):
         super().__init__(name=config.model)
         self.config = config
         self.num_classes = num_classes
         self.encoder = encoder
         self.dtype_policy = dtype_policy
-        self.embedding_rows = embedding_rows
+        self.embedding_rows = None
 
     def declare(self, hp):
         """Declare the config's hyperparameters on `hp`; returns `{name: value}`."""
