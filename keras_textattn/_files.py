@@ -15,8 +15,10 @@ class FolderInUseError(UserError):
 
 
 def write_atomically(path, write):
-    """Call `write(temporary_path)`, then move the finished file to `path` in one step."""
+    """Call `write(temporary_path)`, then move the finished file to `path` in one step (its
+    folder is made if missing)."""
     folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     os.close(handle)
     try:
@@ -110,17 +112,35 @@ def as_paths(paths):
     return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
 
 
-def check_output(path, overwrite, source=None):
+def check_output(path, overwrite, entries, source=None):
     """Check a folder to be written before the slow work that writes it.
 
     Finishes a replacement of `path` that a killed process left halfway
     (`recover_folder_swap`), then raises `UserError` if `path` is the folder `source`
-    (a run folder, or each of a list of them), lies inside it or contains it, and
-    `FileExistsError` if `path` exists and `overwrite` is False.
+    (a run folder, or each of a list of them), lies inside it or contains it, or is a file;
+    `FileExistsError` if `path` exists and `overwrite` is False; and, with `overwrite`, a
+    `UserError` if the folder holds an entry that is not one of `entries`, the names its
+    writer writes: `overwrite` replaces an earlier output of the same kind, never a folder
+    of other files (a TF Serving model's parent folder of versions, say), as `train` does.
     """
     recover_folder_swap(path)
     for folder in as_paths(source or []):
         refuse_overlap(folder, path)
+    check_output_file(path, overwrite, folder=True)
+    if os.path.isdir(path):
+        foreign = sorted(name for name in os.listdir(path) if name not in entries)
+        if foreign:
+            raise UserError(f"{os.path.abspath(path)} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}, "
+                            "which this command does not write; --overwrite replaces only an earlier output of it, "
+                            "nothing was changed: choose another output")
+
+
+def check_output_file(path, overwrite, folder=False):
+    """Before the slow work that writes `path` (a file, or with `folder` a folder): a `UserError`
+    if it is a folder (a file), and `FileExistsError` if it exists and `overwrite` is False."""
+    wanted, found = ("folder", "file") if folder else ("file", "folder")
+    if os.path.exists(path) and os.path.isdir(path) != folder:
+        raise UserError(f"{os.path.abspath(path)} is a {found}; give the path of a {wanted} to write")
     refuse_existing(path, overwrite)
 
 
@@ -130,23 +150,24 @@ def refuse_existing(path, overwrite):
         raise FileExistsError(f"{os.path.abspath(path)} already exists; pass overwrite=True (--overwrite) to replace it")
 
 
-def write_folder_atomically(path, write, overwrite=False):
+def write_folder_atomically(path, write, entries, overwrite=False):
     """Call `write(temporary_folder)`, then rename the finished folder to `path`.
 
     The temporary folder is a hidden sibling of `path` (same file system, so the
     rename is atomic) and is removed if `write` fails or the process is stopped
-    with an exception. An existing `path` is refused unless `overwrite`; it is then
-    replaced only once the new folder is complete, by two renames that the next call
+    with an exception. An existing `path` is refused unless `overwrite` and it holds only
+    `entries` (`check_output`); it is then replaced only once the new folder is complete, by two renames that the next call
     finishes or rolls back if a kill falls between them (`recover_folder_swap`).
     The folder is locked (`locked`) meanwhile.
 
     Raises:
         FileExistsError: `path` exists and `overwrite` is False.
+        UserError: `path` is a file, or holds an entry not in `entries`.
         FolderInUseError: another process is writing `path`.
     """
     path = os.path.abspath(path)
     with locked(path):
-        check_output(path, overwrite)
+        check_output(path, overwrite, entries)
         _write_and_swap(path, write)
 
 

@@ -10,10 +10,18 @@ class UserError(ValueError):
     """
 
 
+def check_whole(name, value, minimum=1):
+    """`value` is a whole number of at least `minimum` (1: a positive one), else a `UserError`
+    naming the option `name` as the command line spells it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        wanted = "a positive whole number" if minimum == 1 else f"a whole number of at least {minimum}"
+        raise UserError(f"{name} must be {wanted}; got {value!r}")
+    return value
+
+
 def check_batch_size(batch_size):
     """`batch_size` (texts per model call) is a positive whole number, else a `UserError`."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise UserError(f"batch-size must be a positive whole number; got {batch_size!r}")
+    check_whole("batch-size", batch_size)
 
 
 SEEDS = 2**32  # NumPy's legacy seeding, which Keras's `set_random_seed` uses, takes 0 to 2**32 - 1

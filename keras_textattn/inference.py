@@ -22,7 +22,7 @@ from keras_textattn import _plots
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
-from keras_textattn._files import refuse_existing
+from keras_textattn._files import check_output_file
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.datasets.loading import DataError
@@ -32,11 +32,13 @@ from keras_textattn.datasets.loading import text_batches
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_texts
+from keras_textattn.errors import check_whole
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
 
 SAVED_MODEL_LABELS = os.path.join("assets.extra", "labels.json")  # written by export.saved_model
+REPORT_ENTRIES = frozenset({"metrics.json", "report.md", "confusion.png"})  # what `evaluate` writes
 
 
 class Classifier:
@@ -129,9 +131,7 @@ def _read_labels(folder, name):
 
 
 def _check_top_k(top_k, classes):
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k:
-        raise UserError(f"top-k must be a positive whole number; got {top_k!r}")
-    return min(top_k, classes)
+    return min(check_whole("top-k", top_k), classes)
 
 
 def predict(run, texts, *, top_k=1, batch_size=256):
@@ -162,7 +162,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     if not output.endswith((".csv", ".jsonl")):
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
     check_batch_size(batch_size)
-    refuse_existing(output, overwrite)
+    check_output_file(output, overwrite)
     classifier = Classifier(run)
     top_k = _check_top_k(top_k, len(classifier.label_names))
     file = LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter)
@@ -215,7 +215,8 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     per-class precision, recall, F1 and support, the confusion matrix; scikit-learn's metrics;
     for an ensemble also each run's accuracy and macro F1 alone, `members`), `confusion.png`
     (a heatmap), and `report.md` (the same as tables, and the `mistakes` most confident
-    mistakes: text, true label, predicted label, probability).
+    mistakes: text, true label, predicted label, probability). An existing `output` is
+    replaced with `overwrite` only if it holds these files alone (an earlier report).
 
     Returns:
         The metrics dict.
@@ -223,7 +224,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     from sklearn import metrics as sk
 
     check_batch_size(batch_size)
-    check_output(os.fspath(output), overwrite, source=run)
+    check_output(os.fspath(output), overwrite, REPORT_ENTRIES, source=run)
     classifier = Classifier(run)
     names = classifier.label_names
     texts, labels, _, _ = read_labelled_texts(LocalFile(data, text_column=text_column, label_column=label_column,
@@ -263,7 +264,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
             handle.write(_report(result, confident_mistakes, run, data))
         _confusion_png(confusion, names, os.path.join(folder, "confusion.png"))
 
-    write_folder_atomically(os.fspath(output), write, overwrite)
+    write_folder_atomically(os.fspath(output), write, REPORT_ENTRIES, overwrite)
     return result
 
 

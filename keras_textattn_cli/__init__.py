@@ -248,7 +248,8 @@ def _parser():
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
     export.add_argument("--output", required=True, help="the folder to write (TF Serving: <models>/<name>/<version>)")
     export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
-    export.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier export at --output (never a folder holding other files)")
 
     tune = subcommand("tune", help="search hyperparameters with keras-tuner")
     tune.add_argument("--config", required=True,
@@ -301,7 +302,8 @@ def _parser():
     _file_format_arguments(evaluate, labels=True)
     evaluate.add_argument("--mistakes", type=int, default=20, help="the most confident mistakes to list")
     evaluate.add_argument("--batch-size", type=int, default=256, help="texts per model call")
-    evaluate.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    evaluate.add_argument("--overwrite", action="store_true",
+                          help="replace an earlier report at --output (never a folder holding other files)")
 
     explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", required=True, action="append", help="a run folder written by `train`")
@@ -315,6 +317,7 @@ def _parser():
     explain.add_argument("--top-tokens-csv", help="write the top attended tokens per predicted class (CSV)")
     explain.add_argument("--top-tokens-md", help="the same as a markdown table")
     explain.add_argument("--top", type=int, default=10, help="tokens per class in the tables")
+    explain.add_argument("--overwrite", action="store_true", help="replace existing files of --html, --png, ...")
     return parser
 
 
@@ -543,15 +546,31 @@ def _evaluate(args):
 
 
 def _explain(args):
+    from keras_textattn._files import check_output_file
+    from keras_textattn._files import write_text
     from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.datasets.loading import text_batches
     from keras_textattn.errors import UserError
+    from keras_textattn.errors import check_whole
     from keras_textattn.explain import explain
     from keras_textattn.explain import to_html
     from keras_textattn.explain import to_png
     from keras_textattn.explain import top_tokens
     from keras_textattn.explain import write_top_tokens
+    from keras_textattn.explain.render import image_format
 
+    # Before the slow part: the numbers, and the files to write (each once, none a folder, none
+    # replaced without --overwrite, an image format matplotlib draws).
+    check_whole("limit", args.limit)
+    check_whole("top", args.top)
+    check_whole("show", args.show, minimum=0)
+    written = [path for path in (args.html, args.png, args.top_tokens_csv, args.top_tokens_md) if path]
+    if len({os.path.abspath(path) for path in written}) < len(written):
+        raise UserError(f"give each file its own path; got {', '.join(written)}")
+    for path in written:
+        check_output_file(path, args.overwrite)
+    if args.png:
+        image_format(args.png)
     texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
         file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
@@ -569,13 +588,11 @@ def _explain(args):
     if len(shown) < len(explanations):
         print(f"({len(shown)} of {len(explanations)} texts shown; --show N for more, --html for every map)")
     if args.html:
-        with open(args.html, "w", encoding="utf-8") as handle:
-            handle.write(to_html(explanations, title=f"Attention of {args.run[0]}"))
+        write_text(args.html, to_html(explanations, title=f"Attention of {args.run[0]}"))
     if args.png:
         to_png(explanations[0], args.png)
     if args.top_tokens_csv or args.top_tokens_md:
         write_top_tokens(top_tokens(explanations, args.top), args.top_tokens_csv, args.top_tokens_md)
-    written = [p for p in (args.html, args.png, args.top_tokens_csv, args.top_tokens_md) if p]
     if written:
         print("Wrote " + ", ".join(written))
     return 0

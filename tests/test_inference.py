@@ -159,8 +159,11 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
          "batch-size must be a positive whole number; got 0"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--top-k", "0"],
          "top-k must be a positive whole number; got 0"),
+        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "folder.csv"), "--overwrite"],
+         "folder.csv is a folder; give the path of a file to write"),
     ]
     _write_csv(tmp_path / "t.csv", ["text"], [["a"]])
+    (tmp_path / "folder.csv").mkdir()
     for extra, message in cases:
         capsys.readouterr()
         assert main(["predict", "--run", str(lama_run), *extra]) == 2
@@ -232,6 +235,14 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
 
     with Image.open(tmp_path / "report" / "confusion.png") as image:
         assert image.size[0] > 300 and len(set(image.convert("RGB").getdata())) > 20  # a heatmap, not a blank
+
+    # --overwrite replaces an earlier report, never a folder of other files.
+    assert inference.evaluate(lama_run, str(data), str(tmp_path / "report"), label_offset=1, overwrite=True) == result
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.md").write_text("mine")
+    with pytest.raises(UserError, match="mine holds notes.md, which this command does not write"):
+        inference.evaluate(lama_run, str(data), str(tmp_path / "mine"), label_offset=1, overwrite=True)
+    assert os.listdir(tmp_path / "mine") == ["notes.md"]
 
 
 def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):

@@ -17,6 +17,7 @@ from keras_textattn import _backend
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_texts
+from keras_textattn.errors import check_whole
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import DualAxialSelfAttention
@@ -225,6 +226,8 @@ def top_tokens(explanations, k=10, min_count=2):
     Returns:
         `{class name: [(token, score), ...]}` with at most `k` tokens per class.
     """
+    check_whole("k (--top)", k)
+    check_whole("min_count", min_count)
     totals = {}
     for explanation in explanations:
         if not explanation.attention or not explanation.tokens:

@@ -2,10 +2,15 @@
 
 import csv
 import html
+import io
+import os
 
 import numpy as np
 
 from keras_textattn import _plots
+from keras_textattn._files import write_atomically
+from keras_textattn._files import write_text
+from keras_textattn.errors import UserError
 
 
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
@@ -94,10 +99,25 @@ def to_html(explanations, title="Attention"):
     )
 
 
+def image_format(path):
+    """The format `to_png` writes to `path`: its extension's (`.jpg`, `.svg`, `.pdf`, ... as
+    matplotlib writes them), PNG for a path without one; a `UserError` for another extension."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    extension = os.path.splitext(os.fspath(path))[1][1:].lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if extension and extension not in formats:
+        raise UserError(f"{os.fspath(path)}: cannot draw a .{extension} image; give a path ending in "
+                        f"{', '.join('.' + name for name in sorted(formats))}")
+    return extension or "png"
+
+
 def to_png(explanation, path, width=1200, height=400, max_tokens=60):
     """A heatmap of one explanation: one row per attention map row, one column per token
-    (the first `max_tokens`), saved as a `width` x `height` pixel PNG at `path`. Chinese and
-    Japanese tokens need a CJK font (`_plots.CJK_FONTS`); without one they are drawn as boxes."""
+    (the first `max_tokens`), saved as a `width` x `height` pixel PNG at `path` (or in the format
+    of its extension: `image_format`), written whole or not at all. Chinese and Japanese tokens
+    need a CJK font (`_plots.CJK_FONTS`); without one they are drawn as boxes."""
+    file_format = image_format(path)
     labels, rows = [], []
     for name, weights in explanation.attention.items():
         for index, row in enumerate(weights):
@@ -112,23 +132,24 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
         axes.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
         axes.set_yticks(range(len(labels)), labels, fontsize=8)
         axes.set_title(f"predicted: {explanation.label}", fontsize=10)
-        figure.savefig(path, dpi=100)
+        write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=100, format=file_format))
         plt.close(figure)
 
 
 def write_top_tokens(table, csv_path=None, markdown_path=None):
-    """Write `top_tokens(...)` as CSV (`label,rank,token,score`) and/or a markdown table."""
+    """Write `top_tokens(...)` as CSV (`label,rank,token,score`) and/or a markdown table, each
+    file whole or not at all."""
     if csv_path:
-        with open(csv_path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["label", "rank", "token", "score"])
-            for label, tokens in table.items():
-                for rank, (token, score) in enumerate(tokens, start=1):
-                    writer.writerow([label, rank, token, f"{score:.6f}"])
+        rows = io.StringIO(newline="")
+        writer = csv.writer(rows)
+        writer.writerow(["label", "rank", "token", "score"])
+        for label, tokens in table.items():
+            for rank, (token, score) in enumerate(tokens, start=1):
+                writer.writerow([label, rank, token, f"{score:.6f}"])
+        write_text(csv_path, rows.getvalue())
     if markdown_path:
         lines = ["| label | top attended tokens |", "| --- | --- |"]
         for label, tokens in table.items():
             words = ", ".join(token.replace("|", "\\|") for token, _ in tokens)
             lines.append(f"| {label.replace('|', chr(92) + '|')} | {words} |")
-        with open(markdown_path, "w", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
+        write_text(markdown_path, "\n".join(lines) + "\n")

@@ -24,6 +24,8 @@ from keras_textattn.run_folder import load_run
 # tensorflow-text ops. TF Serving links tensorflow-text's ops in
 # (`@org_tensorflow_text//tensorflow_text:ops_lib` in its model server build).
 TENSORFLOW_TEXT_OPS = ("CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets")
+# What an export writes: `overwrite` replaces a folder holding these alone (`check_output`).
+SAVED_MODEL_ENTRIES = frozenset({"saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"})
 
 
 def saved_model(run, output, *, overwrite=False):
@@ -49,13 +51,14 @@ def saved_model(run, output, *, overwrite=False):
             averages them), each run with its own encoder and vocabulary asset, the classes in
             the first run's order. It has no `token_ids` signature (its runs read other ids).
         output: the SavedModel folder; for TF Serving, `<models>/<name>/<version>`.
-        overwrite: replace an existing `output`; otherwise it is refused.
+        overwrite: replace an earlier export at `output`; otherwise an existing `output` is
+            refused, and so is one holding files an export does not write.
 
     Returns:
         The verification report (see `verify_saved_model`) plus `"path"`.
     """
     _backend.require_tensorflow("SavedModel export")
-    check_output(output, overwrite, source=run)  # before the slow part
+    check_output(output, overwrite, SAVED_MODEL_ENTRIES, source=run)  # before the slow part
     paths = [os.fspath(path) for path in as_paths(run)]
     if not paths:
         raise UserError("no run to export: give a run folder, or a list of them (an ensemble)")
@@ -78,7 +81,7 @@ def saved_model(run, output, *, overwrite=False):
         report.update(_verify(folder, lambda batch: _mean_probabilities(members, batch), label_names,
                               probe_texts(members[0][1])))
 
-    write_folder_atomically(output, write, overwrite)
+    write_folder_atomically(output, write, SAVED_MODEL_ENTRIES, overwrite)
     return {"path": os.path.abspath(output), **report}
 
 

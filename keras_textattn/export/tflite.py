@@ -24,6 +24,8 @@ from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 
 QUANTIZATIONS = (None, "dynamic", "float16")
+# What an export writes: `overwrite` replaces a folder holding these alone (`check_output`).
+TFLITE_ENTRIES = frozenset({"model.tflite", "encoder.json", "labels.json", "vocabulary.txt", "verification.json"})
 # What LiteRT writes natively to stderr at the first call of an interpreter in a process; no
 # setting of its Python API silences it (google-ai-edge/mediapipe#3672, pharmpy/pharmpy#1326).
 XNNPACK_NOTICE = "INFO: Created TensorFlow Lite XNNPACK delegate for CPU."
@@ -48,7 +50,8 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         run: a finished run folder of `keras_textattn.training.train`.
         output: the folder to write.
         quantization: None (float32), "dynamic" (int8 weights) or "float16" (weights).
-        overwrite: replace an existing `output`; otherwise it is refused.
+        overwrite: replace an earlier export at `output`; otherwise an existing `output` is
+            refused, and so is one holding files an export does not write.
 
     Returns:
         The verification report (see `verify_tflite`) plus `"path"`.
@@ -61,7 +64,7 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     run = runs[0]
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
-    check_output(output, overwrite, source=run)  # before the slow part
+    check_output(output, overwrite, TFLITE_ENTRIES, source=run)  # before the slow part
     model, encoder, label_names = load_run(run)
     model = computing_in_float32(model)
     report = {}
@@ -75,7 +78,7 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
         _write_json(os.path.join(folder, "verification.json"), report)
 
-    write_folder_atomically(output, write, overwrite)
+    write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
     return {"path": os.path.abspath(output), **report}
 
 

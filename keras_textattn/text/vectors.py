@@ -277,7 +277,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     Returns:
         `{"path", "words", "dimension", "tokens", "epochs"}`.
     """
-    from keras_textattn._files import refuse_existing
+    from keras_textattn._files import check_output_file
     from keras_textattn._files import write_atomically
     from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.datasets.loading import line_batches
@@ -290,7 +290,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
             raise VectorsError(f"{name} must be a positive int{f' ({meaning})' if meaning else ''}; got {value!r}")
     check_seed(seed)
     output = os.fspath(output)
-    refuse_existing(output, overwrite)
+    check_output_file(output, overwrite)
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise VectorsError(f"the folder of {output!r} does not exist")
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)

@@ -1,4 +1,5 @@
 import html.parser
+import os
 import struct
 
 import numpy as np
@@ -183,6 +184,46 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
     assert "is an exported SavedModel, which keeps only the predictions; give the run folder it was exported from" \
         in capsys.readouterr().err
+
+
+def test_explain_checks_its_files_and_numbers_before_the_work(lama_run, tmp_path, monkeypatch, capsys):
+    """Bad numbers and files to write are refused in one line before the run is even read (a
+    missing run is not what the line names), and nothing is written; files go whole into
+    folders made for them, in the format of their extension, and replace a file only with
+    --overwrite."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing.html").write_text("mine")
+    cases = [
+        (["--top", "0"], "top must be a positive whole number; got 0"),
+        (["--limit", "0"], "limit must be a positive whole number; got 0"),
+        (["--show", "-1"], "show must be a whole number of at least 0; got -1"),
+        (["--png", "map.txt"], "map.txt: cannot draw a .txt image; give a path ending in .avif"),
+        (["--html", "x.html", "--top-tokens-md", "x.html"], "give each file its own path; got x.html, x.html"),
+        (["--html", str(tmp_path)], f"{tmp_path} is a folder; give the path of a file to write"),
+        (["--top-tokens-csv", "existing.html"], "existing.html already exists; pass overwrite=True (--overwrite)"),
+    ]
+    for extra, message in cases:
+        assert main(["explain", "--run", "missing", "a text", *extra]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0], error
+    assert sorted(os.listdir(tmp_path)) == ["existing.html"]
+
+    assert main(["explain", "--run", str(lama_run), TEXTS[0], TEXTS[1], "--html", "existing.html", "--overwrite",
+                 "--png", "new/heat", "--top-tokens-csv", "new/deeper/top.csv"]) == 0
+    assert "Wrote existing.html, new/heat, new/deeper/top.csv" in capsys.readouterr().out
+    assert (tmp_path / "existing.html").read_text().startswith("<!DOCTYPE html>")
+    assert _png_size(tmp_path / "new" / "heat") == (1200, 400)  # no extension: a PNG, at the path given
+    assert (tmp_path / "new" / "deeper" / "top.csv").read_text().startswith("label,rank,token,score")
+    assert main(["explain", "--run", str(lama_run), TEXTS[0], "--png", "heat.JPG"]) == 0
+    assert (tmp_path / "heat.JPG").read_bytes()[:3] == b"\xff\xd8\xff"  # what the extension says: a JPEG
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]  # no temporary file left
+
+    explanations = explain(lama_run, TEXTS[:1])
+    with pytest.raises(UserError, match="cannot draw a .txt image"):
+        to_png(explanations[0], tmp_path / "map.txt")
+    with pytest.raises(UserError, match=r"k \(--top\) must be a positive whole number; got -3"):
+        top_tokens(explanations, -3)
+    assert not (tmp_path / "map.txt").exists()
 
 
 def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, capsys):

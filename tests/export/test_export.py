@@ -17,7 +17,10 @@ from keras_textattn import export
 from keras_textattn_cli import main
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.errors import UserError
 from keras_textattn.export._probes import HOSTILE_TEXTS
+from keras_textattn.export.saved_model import SAVED_MODEL_ENTRIES
+from keras_textattn.export.tflite import TFLITE_ENTRIES
 from keras_textattn.export.tflite import write_tokenizer_files
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
@@ -77,6 +80,7 @@ FRESH_PROCESS = textwrap.dedent(
 
 def test_saved_model_serves_raw_text_without_our_package(lama_run, lama_saved_model, shared_data, tmp_path):
     """A fresh process with only tensorflow and tensorflow_text gives the Keras model's answers."""
+    assert set(os.listdir(lama_saved_model)) == SAVED_MODEL_ENTRIES  # what --overwrite may replace, all of it
     texts = ag_news_test_texts(300) + [t.decode("utf-8", "replace") for t in HOSTILE_TEXTS[:4]]
     texts_file = tmp_path / "texts.json"
     texts_file.write_text(json.dumps([t.encode("utf-8").decode("latin-1") for t in texts]))
@@ -351,9 +355,21 @@ def test_existing_target_refused_and_interrupted_export_leaves_nothing(lama_run,
     process.wait()
     assert not fresh.exists()
 
-    report = export.tflite(lama_run, target, overwrite=True)
-    assert not (target / "keep.txt").exists() and (target / "model.tflite").stat().st_size == report["size_bytes"]
-    assert sorted(os.listdir(target)) == ["encoder.json", "labels.json", "model.tflite", "verification.json", "vocabulary.txt"]
+    # --overwrite replaces an earlier export, never a folder of other files (nor a file).
+    for run_export in (export.tflite, export.saved_model):
+        with pytest.raises(UserError, match="holds keep.txt, which this command does not write"):
+            run_export(lama_run, target, overwrite=True)
+    assert sorted(os.listdir(target)) == ["keep.txt"] and (target / "keep.txt").read_text() == "mine"
+    (tmp_path / "a-file").write_text("mine")
+    with pytest.raises(UserError, match="a-file is a file; give the path of a folder to write"):
+        export.tflite(lama_run, tmp_path / "a-file", overwrite=True)
+    assert (tmp_path / "a-file").read_text() == "mine"
+    earlier = tmp_path / "earlier"
+    export.tflite(lama_run, earlier)
+    report = export.tflite(lama_run, earlier, overwrite=True)
+    assert (earlier / "model.tflite").stat().st_size == report["size_bytes"]
+    assert sorted(os.listdir(earlier)) == sorted(TFLITE_ENTRIES)
+    assert not any(name.startswith(".old-") for name in os.listdir(tmp_path))
 
 
 def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):

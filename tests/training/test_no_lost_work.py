@@ -167,15 +167,16 @@ def test_export_swap_killed_between_its_renames_is_rolled_back(tmp_path):
     def write(content):
         return lambda folder: open(os.path.join(folder, "saved_model.pb"), "w").write(content)
 
-    write_folder_atomically(target, write("old"))
+    entries = {"saved_model.pb"}
+    write_folder_atomically(target, write("old"), entries)
     # Killed between the two renames: the old export is at .old-1, the target is missing.
     os.replace(target, tmp_path / "models" / ".old-1")
     with pytest.raises(FileExistsError):  # the old export is back, so a plain export is refused
-        check_output(target, overwrite=False)
+        check_output(target, False, entries)
     assert (target / "saved_model.pb").read_text() == "old"
     # Killed after them: only the old copy is left, and it is deleted.
     shutil.copytree(target, tmp_path / "models" / ".old-1")
-    write_folder_atomically(target, write("new"), overwrite=True)
+    write_folder_atomically(target, write("new"), entries, overwrite=True)
     assert (target / "saved_model.pb").read_text() == "new"
     assert sorted(os.listdir(tmp_path / "models")) == ["1"]
 
