@@ -473,8 +473,12 @@ def train(
     if early_stopping_monitor not in (None, "loss", "accuracy"):
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; "
                        f"got {early_stopping_monitor!r}")
-    if not isinstance(epochs, int) or not isinstance(batch_size, (int, type(None))):
-        raise RunError(f"epochs and batch-size must be whole numbers; got {epochs!r}, {batch_size!r}")
+    counts = dict(epochs=epochs, batch_size=batch_size, sequence_length=sequence_length, max_sentences=max_sentences,
+                  max_tokens=max_tokens, checkpoint_every=checkpoint_every, early_stopping=early_stopping,
+                  adapt_rows=adapt_rows)
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise RunError(f"{name.replace('_', '-')} must be a whole number; got {value!r}")
     check_dtype_policy(dtype_policy)  # here, before the data is read
     if optimizer not in (None, *OPTIMIZERS):
         raise RunError(f"optimizer (--optimizer) must be one of {', '.join(OPTIMIZERS)}; got {optimizer!r}")

@@ -100,6 +100,20 @@ def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monke
     assert len(error) == 1 and error[0].startswith("keras-textattn: error:") and message in error[0]
 
 
+@pytest.mark.parametrize("argument, value, wanted", [
+    ("epochs", 1.5, "a whole number"), ("sequence_length", 16.0, "a whole number"), ("early_stopping", 2.0, "a whole number"),
+    ("batch_size", "32", "a positive number"), ("max_tokens", True, "a positive number")])
+def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
+    """Each count named as the command line names it, with the value given (the epochs' message
+    named the batch size too; a float length reached the encoder's own check)."""
+    from keras_textattn.run_folder import RunError
+    from keras_textattn.training import train
+
+    with pytest.raises(RunError, match=f"^{argument.replace('_', '-')} must be {wanted}; got {value!r}$"):
+        train("lama", str(tmp_path / "none.csv"), str(tmp_path / "run"), **{argument: value})
+    assert os.listdir(tmp_path) == []
+
+
 def test_help_shows_the_defaults(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["train", "--help"])
