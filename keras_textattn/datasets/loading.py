@@ -3,6 +3,7 @@
 TensorFlow backend only (tf.data and TFDS).
 """
 
+import codecs
 import contextlib
 import csv
 import dataclasses
@@ -480,11 +481,25 @@ def label_names_of(labels, path=None):
         return sorted(unique)
 
 
+def refuse_utf16(path, start):
+    """A `DataError` for a file whose first bytes `start` are UTF-16's byte order mark (Excel's
+    "Unicode Text" is UTF-16): read as UTF-8, every other byte of it is a NUL."""
+    if start[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        raise DataError(f"{path}: the file is UTF-16 (it starts with UTF-16's byte order mark); save it as UTF-8 "
+                        "(Excel: CSV UTF-8)")
+
+
 def open_text(path):
-    """A text file (plain or gzip; CSV, TSV, vectors) as text: a byte order mark dropped, invalid UTF-8 as U+FFFD."""
+    """A text file (plain or gzip; CSV, TSV, vectors) as text: a byte order mark dropped, invalid UTF-8 as
+    U+FFFD; a UTF-16 file is a `DataError` (`refuse_utf16`)."""
     if not os.path.isfile(path):
         raise DataError(f"Data file not found: {path!r}")
     raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    try:
+        refuse_utf16(path, raw.peek(2))
+    except DataError:
+        raw.close()
+        raise
     # Invalid UTF-8 bytes become U+FFFD rather than stopping the read; a byte order mark
     # (Excel writes one) is dropped.
     return io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
@@ -733,5 +748,10 @@ def column_index(path, header, width, column):
             f"{path}: column {column!r} is a name but the file has no header; use a column index (0..{width - 1})"
         )
     if column not in header:
-        raise DataError(f"{path}: no column {column!r}. Columns: {header}")
+        found = [mark for mark in ("\t", ";", "|") if len(header) == 1 and mark in header[0]]
+        hint = "" if not found else (
+            f" (one column holding {found[0]!r}: a file delimited by {found[0]!r}? "
+            + ("Name it .tsv or .tsv.gz)" if found[0] == "\t" else
+               f"Save it with commas, or read it with LocalFile(..., delimiter={found[0]!r}))"))
+        raise DataError(f"{path}: no column {column!r}. Columns: {header}{hint}")
     return header.index(column)

@@ -31,6 +31,7 @@ from keras_textattn.datasets.loading import label_ids_for
 from keras_textattn.datasets.loading import feature_text
 from keras_textattn.datasets.loading import json_text
 from keras_textattn.datasets.loading import parse_keyed
+from keras_textattn.datasets.loading import refuse_utf16
 
 PARSE_BATCH = 256  # records parsed per call of Python's parsers
 
@@ -113,6 +114,7 @@ def _first_record(path, delimiter):
         raise DataError(f"{path}: cannot be read ({error})") from None
     if not line.strip():
         raise DataError(f"{path}: the file is empty")
+    refuse_utf16(path, line)
     return next(csv.reader([line.decode("utf-8", "replace").lstrip("\ufeff").rstrip("\r\n")], delimiter=delimiter))
 
 
@@ -313,6 +315,8 @@ def load_streamed(files, splits, label_names=None, validation_fraction=None, see
         surveys[split] = first_pass(paths, layouts[split], seed=seed, validation_fraction=carve if split == reference else None,
                                     skip_bad_rows=skip_bad_rows, known_labels=None if label_ids is None else set(label_ids))
         readable[split] = [path for path in paths if path not in surveys[split].unreadable]
+        if not (surveys[split].rows or surveys[split].bad_rows or surveys[split].unreadable):
+            raise DataError(f"{files[split].path}: no data rows")  # as read in memory (it said "0 classes")
         if split == reference:
             label_names, label_ids = label_ids_for(surveys[split].labels, label_names, files[split])
 

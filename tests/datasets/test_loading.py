@@ -21,7 +21,7 @@ def _rows(dataset):
 
 
 def _write(path, content, compress=False):
-    data = content.encode("utf-8")
+    data = content if isinstance(content, bytes) else content.encode("utf-8")
     if compress:
         data = gzip.compress(data)
     path.write_bytes(data)
@@ -237,15 +237,22 @@ def test_tsv_with_string_labels_and_several_text_columns(tmp_path):
         ("1,a\n0,b\n", {"header": False}, r"column 'text' is a name but the file has no header; use a column index \(0..1\)"),
         ("1,a\n0,b\n", {"header": False, "text_column": 5, "label_column": 0}, r"column index 5 is out of range"),
         ("label,text\n1,a\n1,b\n", {}, r"at least 2 classes.*has 1: \['1'\]"),
-        ("label,text\n1,a\n,b\n", {}, r"row 3, column 'label': the label is empty"),
+        ("label,text\n1,a\n,b\n", {}, r"row 3[,:] column 'label': the label is empty"),
         ("", {}, r"d.csv: the file is empty"),
         ("label,text\n", {}, r"d.csv: no data rows"),
+        # A file of another delimiter or encoding than read (Excel's European CSV, its "Unicode Text").
+        ("label;text\n1;a\n0;b\n", {}, r"no column 'text'. Columns: \['label;text'\] \(one column holding ';': a file "
+         r"delimited by ';'\? Save it with commas, or read it with LocalFile\(\.\.\., delimiter=';'\)\)$"),
+        ("label\ttext\n1\ta\n", {}, r"holding '\\t': a file delimited by '\\t'\? Name it .tsv or .tsv.gz\)$"),
+        ("label,text\n1,a\n0,b\n".encode("utf-16"), {},
+         r"d.csv: the file is UTF-16 \(it starts with UTF-16's byte order mark\); save it as UTF-8 \(Excel: CSV UTF-8\)"),
     ],
 )
-def test_bad_files_name_file_row_and_column(tmp_path, content, file_kwargs, message):
+@pytest.mark.parametrize("stream", [False, True], ids=["in-memory", "streamed"])
+def test_bad_files_name_file_row_and_column(tmp_path, content, file_kwargs, message, stream):
     path = _write(tmp_path / "d.csv", content)
     with pytest.raises(ValueError, match=message):
-        load_dataset(LocalFile(path, **file_kwargs), splits=("train",))
+        load_dataset(LocalFile(path, **file_kwargs, stream=stream), splits=("train",))
 
 
 def test_missing_file_and_split(tmp_path):
