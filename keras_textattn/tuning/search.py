@@ -322,6 +322,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     config = config if not isinstance(config, (str, os.PathLike)) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise RunError(f"{directory} is a file; give the folder of the search as --directory")
     check_dtype_policy(dtype_policy)  # here, before the data is read
     if preset is not None:
         check_preset(preset)

@@ -185,6 +185,9 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
             in said) == (preset is None)
     with pytest.raises(RunError, match=r"unknown preset 'laptop' \(--preset\); choose one of cpu, paper"):
         tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", preset="laptop")  # before the data is read
+    (tmp_path / "a-file").write_text("mine")  # it was "[Errno 17] File exists" once the data had been read
+    with pytest.raises(RunError, match=r"a-file is a file; give the folder of the search as --directory"):
+        tune(path, str(tmp_path / "no-such.csv"), tmp_path / "a-file")
     path.write_text(f"preset: laptop\n{text}")
     with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
         load_config(path)
