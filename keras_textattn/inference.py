@@ -29,6 +29,7 @@ from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import LocalFile
 from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.datasets.loading import text_batches
+from keras_textattn.datasets.streaming import each_file
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_texts
@@ -165,14 +166,14 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     check_output_file(output, overwrite)
     classifier = Classifier(run)
     top_k = _check_top_k(top_k, len(classifier.label_names))
-    file = LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter)
+    files = each_file(LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter))
     count = 0
 
     def write(temporary):
         nonlocal count
         with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle) if output.endswith(".csv") else None
-            for ids, texts in text_batches(file, batch_size, id_column):
+            for ids, texts in (batch for file in files for batch in text_batches(file, batch_size, id_column)):
                 if writer and count == 0:
                     writer.writerow((["id"] if ids is not None else []) + _csv_header(top_k))
                 for index, row in enumerate(classifier.predict(texts, top_k, batch_size)):
@@ -227,8 +228,12 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     check_output(os.fspath(output), overwrite, REPORT_ENTRIES, source=run)
     classifier = Classifier(run)
     names = classifier.label_names
-    texts, labels, _, _ = read_labelled_texts(LocalFile(data, text_column=text_column, label_column=label_column,
-                                                     header=header, label_offset=label_offset))
+    texts, labels = [], []
+    for file in each_file(LocalFile(data, text_column=text_column, label_column=label_column, header=header,
+                                    label_offset=label_offset)):
+        texts_of_file, labels_of_file, _, _ = read_labelled_texts(file)
+        texts += texts_of_file
+        labels += labels_of_file
     truth = _label_ids(labels, names, data)
     members = classifier.member_probabilities(texts, batch_size)
     probabilities = np.mean(members, axis=0)

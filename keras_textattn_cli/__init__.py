@@ -550,6 +550,7 @@ def _explain(args):
     from keras_textattn._files import write_text
     from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.datasets.loading import text_batches
+    from keras_textattn.datasets.streaming import each_file
     from keras_textattn.errors import UserError
     from keras_textattn.errors import check_whole
     from keras_textattn.explain import explain
@@ -573,8 +574,9 @@ def _explain(args):
         image_format(args.png)
     texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
-        file = LocalFile(args.data, text_column=_text_column(args), header=not args.no_header)
-        texts += itertools.islice((text for _, batch in text_batches(file, 256) for text in batch), args.limit)
+        files = each_file(LocalFile(args.data, text_column=_text_column(args), header=not args.no_header))
+        texts += itertools.islice((text for file in files for _, batch in text_batches(file, 256) for text in batch),
+                                  args.limit)
     if not texts:
         raise UserError("give texts to explain, or --data FILE")
     explanations = explain(args.run, texts)  # one run: it refuses a repeated --run

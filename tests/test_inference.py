@@ -295,6 +295,29 @@ def test_jsonl_and_tfrecord_files_are_read_as_training_reads_them(lama_run, test
         assert not (tmp_path / "out.csv").exists()
 
 
+def test_shards_are_read_as_train_reads_them(lama_run, test_rows, tmp_path, capsys):
+    """A glob or a folder of shards, which `train` streams, is read by predict, evaluate and
+    explain too, shard after shard in sorted order (it was "Data file not found")."""
+    texts, labels = test_rows
+    rows = list(zip(range(300), labels[:300], texts[:300]))
+    _write_csv(tmp_path / "whole.csv", ["id", "label", "text"], rows)
+    (tmp_path / "shards").mkdir()
+    for index in range(3):  # written out of order; read sorted
+        _write_csv(tmp_path / "shards" / f"part-{2 - index}.csv", ["id", "label", "text"],
+                   rows[(2 - index) * 100:(3 - index) * 100])
+    expected = inference.evaluate(lama_run, str(tmp_path / "whole.csv"), str(tmp_path / "whole"))
+    inference.predict_file(lama_run, str(tmp_path / "whole.csv"), str(tmp_path / "whole.jsonl"), verbose=0)
+    for name, data in (("folder", tmp_path / "shards"), ("glob", tmp_path / "shards" / "part-*.csv")):
+        result = inference.evaluate(lama_run, str(data), str(tmp_path / name))
+        assert (result["rows"], result["accuracy"], result["confusion_matrix"]) == (
+            300, expected["accuracy"], expected["confusion_matrix"]), name
+        inference.predict_file(lama_run, str(data), str(tmp_path / f"{name}.jsonl"), verbose=0)
+        assert (tmp_path / f"{name}.jsonl").read_text() == (tmp_path / "whole.jsonl").read_text(), name
+    assert main(["explain", "--run", str(lama_run), "--data", str(tmp_path / "shards"), "--limit", "150",
+                 "--show", "0"]) == 0
+    assert "(0 of 150 texts shown" in capsys.readouterr().out  # the limit reaches into the second shard
+
+
 def test_report_keeps_one_table_row_per_mistake(lama_run, test_rows, tmp_path):
     """Texts with line breaks of every kind (IMDB's reviews hold U+0085), pipes, backslashes and HTML:
     each mistake stays one row of four cells, as a Markdown viewer (or str.splitlines) reads it."""

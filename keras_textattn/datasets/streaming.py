@@ -56,6 +56,16 @@ def shards(path):
     return found
 
 
+def each_file(file):
+    """A `LocalFile` whose path is a glob or a folder of shards as one `LocalFile` per shard
+    (`shards`: sorted), for the readers of one file at a time (`predict`, `evaluate`,
+    `explain`); any other `LocalFile` as itself."""
+    path = os.fspath(file.path)
+    if not (is_pattern(path) or tf.io.gfile.isdir(path)):
+        return [file]
+    return [dataclasses.replace(file, path=shard) for shard in shards(path)]
+
+
 @dataclasses.dataclass
 class _Layout:
     """How a split's records become `(text, label)`: the format, and for CSV / TSV the delimiter,
