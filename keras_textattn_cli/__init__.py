@@ -226,7 +226,7 @@ def _parser():
     vectors = subcommand("vectors", help="train word2vec on texts (labelled or not) and write a vectors file "
                                           "for train --embeddings")
     vectors.add_argument("--data", required=True, action="append",
-                         help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) of texts; repeat for more files. "
+                         help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) of texts, a glob or a folder of them; repeat for more. "
                               "Never the texts a model will be tested on")
     vectors.add_argument("--output", required=True, help="the vectors file to write (word2vec text format)")
     vectors.add_argument("--dimension", required=True, type=int,

@@ -242,3 +242,17 @@ def test_write_word2vec_reads_plain_text_lines(tmp_path, capsys):
     with pytest.raises(DataError, match="truncated.txt.gz: cannot be read: it ends early"):
         write_word2vec(str(truncated), tmp_path / "x.vec", 4, lines=True)
     assert not (tmp_path / "x.vec").exists()
+
+
+def test_write_word2vec_reads_a_glob_or_a_folder_of_shards(tmp_path):
+    """A glob or a folder of shards, as `train` streams them, stands for its files in sorted order:
+    the same vectors as the list of the files (it was "no such file")."""
+    (tmp_path / "shards").mkdir()
+    _write(tmp_path / "shards" / "b.csv", "text\n" + "a dull plot and a dull film\n" * 20)
+    _write(tmp_path / "shards" / "a.csv", "text\n" + "a good film with a good plot\n" * 20)
+    listed = write_word2vec([str(tmp_path / "shards" / name) for name in ("a.csv", "b.csv")], tmp_path / "list.vec", 4)
+    for name, data in (("glob", tmp_path / "shards" / "*.csv"), ("folder", tmp_path / "shards")):
+        assert write_word2vec(str(data), tmp_path / f"{name}.vec", 4)["tokens"] == listed["tokens"] == 2 * 20 * 7
+        assert (tmp_path / f"{name}.vec").read_bytes() == (tmp_path / "list.vec").read_bytes(), name
+    with pytest.raises(DataError, match="No data files found at"):
+        write_word2vec(str(tmp_path / "shards" / "*.tsv"), tmp_path / "none.vec", 4)
