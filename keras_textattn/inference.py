@@ -204,8 +204,8 @@ def _csv_header(top_k):
     return ["label", "probability"] + [f"{name}_{k}" for k in range(2, top_k + 1) for name in ("label", "probability")]
 
 
-def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, label_offset=0,
-             batch_size=256, mistakes=20, overwrite=False):
+def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, delimiter=None,
+             label_offset=0, batch_size=256, mistakes=20, overwrite=False):
     """Score a run folder or an export, or a list of them (an ensemble: `Classifier`), on a
     labelled file and write a report folder.
 
@@ -230,7 +230,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     names = classifier.label_names
     texts, labels = [], []
     for file in each_file(LocalFile(data, text_column=text_column, label_column=label_column, header=header,
-                                    label_offset=label_offset)):
+                                    delimiter=delimiter, label_offset=label_offset)):
         texts_of_file, labels_of_file, _, _ = read_labelled_texts(file)
         texts += texts_of_file
         labels += labels_of_file

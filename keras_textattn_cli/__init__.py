@@ -51,6 +51,14 @@ def _column(text):
     return int(text) if text.isdigit() else text
 
 
+def _delimiter(text):
+    """One character; `tab` (or the two characters `\\t`) for a tab, which a shell passes awkwardly."""
+    text = {"tab": "\t", "\\t": "\t"}.get(text, text)
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(f"expected one character, or tab; got {text!r}")
+    return text
+
+
 def _file_format_arguments(group, labels):
     """The flags that say how to read a CSV/TSV file, the same for every subcommand that reads one."""
     group.add_argument("--text-column", type=_column, action="append",
@@ -58,6 +66,8 @@ def _file_format_arguments(group, labels):
     if labels:
         group.add_argument("--label-column", type=_column, help="name or index (default: label)")
     group.add_argument("--no-header", action="store_true", help="the file has no header row (give columns by index)")
+    group.add_argument("--delimiter", type=_delimiter,
+                       help="of CSV files, one character such as ';', or tab (default: tab for .tsv, else ',')")
     if labels:
         group.add_argument("--label-offset", type=int, default=0, help="subtracted from integer labels")
 
@@ -95,6 +105,7 @@ def _data_options(args):
         stream=True if args.stream else None,
         skip_bad_rows=args.skip_bad_rows,
         group_column=args.group_column,
+        delimiter=args.delimiter,
     )
 
 
@@ -510,7 +521,8 @@ def _predict(args):
     if not args.output:
         raise UserError("--data needs --output (a .csv or .jsonl file for the predictions)")
     report = inference.predict_file(args.run, args.data, args.output, text_column=_text_column(args),
-                                    id_column=args.id_column, header=not args.no_header, top_k=args.top_k,
+                                    id_column=args.id_column, header=not args.no_header, delimiter=args.delimiter,
+                                    top_k=args.top_k,
                                     batch_size=args.batch_size, overwrite=args.overwrite, verbose=0 if args.quiet else 1)
     print(f"Predicted {report['rows']} rows of {args.data} into {report['path']}")
     return 0
@@ -520,11 +532,11 @@ def _vectors(args):
     from keras_textattn.errors import UserError
     from keras_textattn.text import write_word2vec
 
-    if args.lines and (args.text_column or args.no_header):
-        raise UserError("--lines reads each line as one text; --text-column and --no-header are for CSV/TSV, "
-                        "JSONL and TFRecord files")
+    if args.lines and (args.text_column or args.no_header or args.delimiter):
+        raise UserError("--lines reads each line as one text; --text-column, --no-header and --delimiter are for "
+                        "CSV/TSV, JSONL and TFRecord files")
     report = write_word2vec(args.data, args.output, args.dimension, text_column=_text_column(args),
-                            header=not args.no_header, lines=args.lines, seed=args.seed, min_count=args.min_count, epochs=args.epochs,
+                            header=not args.no_header, delimiter=args.delimiter, lines=args.lines, seed=args.seed, min_count=args.min_count, epochs=args.epochs,
                             window=args.window, overwrite=args.overwrite)
     print(f"Wrote {report['words']} word vectors of {report['dimension']} dimensions (word2vec, {report['epochs']} "
           f"passes over {report['tokens']} tokens) to {report['path']}; use them with --embeddings {report['path']}")
@@ -536,6 +548,7 @@ def _evaluate(args):
 
     result = inference.evaluate(args.run, args.data, args.output, text_column=_text_column(args),
                                 label_column=args.label_column or "label", header=not args.no_header,
+                                delimiter=args.delimiter,
                                 label_offset=args.label_offset, batch_size=args.batch_size, mistakes=args.mistakes,
                                 overwrite=args.overwrite)
     for member in result.get("members", []):
@@ -574,7 +587,8 @@ def _explain(args):
         image_format(args.png)
     texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
     if args.data:
-        files = each_file(LocalFile(args.data, text_column=_text_column(args), header=not args.no_header))
+        files = each_file(LocalFile(args.data, text_column=_text_column(args), header=not args.no_header,
+                                    delimiter=args.delimiter))
         texts += itertools.islice((text for file in files for _, batch in text_batches(file, 256) for text in batch),
                                   args.limit)
     if not texts:

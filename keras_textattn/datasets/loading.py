@@ -74,6 +74,11 @@ class LocalFile:
     stream: bool = None
     group_column: object = None
 
+    def __post_init__(self):
+        if self.delimiter is not None and not (isinstance(self.delimiter, str) and len(self.delimiter) == 1):
+            raise DataError(f"{os.fspath(self.path)}: the delimiter must be one character (',', ';', '\\t', '|'); "
+                            f"got {self.delimiter!r}")
+
     def text_columns(self):
         """`text_column` as a list."""
         return self.text_column if isinstance(self.text_column, (list, tuple)) else [self.text_column]
@@ -224,7 +229,7 @@ def is_local_path(source):
 
 
 def resolve_source(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
-                   validation_data=None, stream=None, group_column=None):
+                   validation_data=None, stream=None, group_column=None, delimiter=None):
     """The `load_dataset` arguments for a run's data: `(source, splits, tfds_text_column)`.
 
     `data` is a TFDS name, a local file (then `test_data` and `validation_data` are
@@ -251,7 +256,7 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
             raise DataError("a validation file (--validation-data) goes with a local training file; "
                             f"{data!r} is a TFDS name, whose validation split is used or carved")
         return data, ("train", "validation", "test"), text_column
-    options = dict(header=header, label_offset=label_offset, stream=stream)
+    options = dict(header=header, label_offset=label_offset, stream=stream, delimiter=delimiter)
     if text_column is not None:
         options["text_column"] = text_column
     if label_column is not None:
@@ -284,12 +289,12 @@ def _check_source(data, test_data, validation_data):
 
 def load_labelled_data(data, test_data=None, text_column=None, label_column=None, header=True, label_offset=0,
                        label_names=None, data_dir=None, validation_fraction=0.1, seed=0, validation_data=None,
-                       stream=None, skip_bad_rows=False, group_column=None):
+                       stream=None, skip_bad_rows=False, group_column=None, delimiter=None):
     """`(dataset, source)`: the splits of a run (train, the validation file or a seeded
     validation carve, test if there is one) from `train()`'s data arguments (see
-    `resolve_source`; `stream`, `group_column`: see `LocalFile`)."""
+    `resolve_source`; `stream`, `group_column`, `delimiter`: see `LocalFile`)."""
     source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset,
-                                                      validation_data, stream, group_column)
+                                                      validation_data, stream, group_column, delimiter)
     dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,
                            text_column=tfds_text_column, label_names=label_names, skip_bad_rows=skip_bad_rows)
     return dataset, source
@@ -755,7 +760,7 @@ def column_index(path, header, width, column):
         found = [mark for mark in ("\t", ";", "|") if len(header) == 1 and mark in header[0]]
         hint = "" if not found else (
             f" (one column holding {found[0]!r}: a file delimited by {found[0]!r}? "
-            + ("Name it .tsv or .tsv.gz)" if found[0] == "\t" else
-               f"Save it with commas, or read it with LocalFile(..., delimiter={found[0]!r}))"))
+            + ("Name it .tsv or .tsv.gz, or give --delimiter tab)" if found[0] == "\t" else
+               f"Give --delimiter '{found[0]}'; Python: delimiter={found[0]!r})"))
         raise DataError(f"{path}: no column {column!r}. Columns: {header}{hint}")
     return header.index(column)

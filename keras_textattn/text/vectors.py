@@ -254,8 +254,8 @@ def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, 
     return {word: model.wv[word] for word in encoder.get_vocabulary()[RESERVED:] if word in model.wv.key_to_index}
 
 
-def write_word2vec(data, output, dimension, *, text_column="text", header=True, lines=False, seed=0, min_count=5,
-                   epochs=None, window=5, overwrite=False):
+def write_word2vec(data, output, dimension, *, text_column="text", header=True, delimiter=None, lines=False, seed=0,
+                   min_count=5, epochs=None, window=5, overwrite=False):
     """Train word2vec on the texts of files, labelled or not, and write a vectors file for
     `train(embeddings=output)` (`--embeddings`).
 
@@ -268,7 +268,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
 
     Args:
         data: a file or a list of files (CSV/TSV, JSONL or TFRecord, plain or gzip), read as
-            `predict_file` reads them (`text_column`, `header`); labels are not read. With
+            `predict_file` reads them (`text_column`, `header`, `delimiter`); labels are not read. With
             `lines`, plain text files instead (plain or gzip): each line is a text. A glob or
             a folder of shards stands for its files (`datasets.streaming.shards`, sorted).
         output: the word2vec text file to write (a count and dimension line, then one word and
@@ -304,7 +304,8 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     if lines:
         batches = (texts for path in paths for texts in line_batches(os.fspath(path), 256))
     else:
-        files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header) for path in paths]
+        files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header,
+                           delimiter=delimiter) for path in paths]
         batches = (texts for file in files for _, texts in text_batches(file, 256))
     model, tokens, epochs = _word2vec(TextEncoder(), batches, dimension, seed, min_count, epochs, window)
     write_atomically(output, lambda temporary: model.wv.save_word2vec_format(temporary))

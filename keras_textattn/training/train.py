@@ -72,7 +72,7 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "embeddings", "freeze_embeddings", "vectors_vocabulary", "batch_size", "optimizer", "learning_rate",
                  "weight_decay", "lr_schedule", "clip_norm", "adversarial", "class_weight", "early_stopping",
                  "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows",
-                 "adapt_rows", "group_column", "dtype_policy", "init_from")
+                 "adapt_rows", "group_column", "dtype_policy", "init_from", "delimiter")
 # What a run started from another (`init_from`) takes from it: the model's sizes, the encoder and
 # the initial weights. Given as well, they are refused.
 FROM_SOURCE_RUN = ("preset", "model_kwargs", "max_tokens", "min_frequency", "adapt_rows", "sequence_length",
@@ -200,7 +200,7 @@ def _run_state(output, overwrite, arguments):
     if os.path.exists(stored_path):
         # run.json written before these options: those runs trained with Adam, no weight decay, sentences cut.
         stored = {"optimizer": "adam", "weight_decay": 0.0, "split_long_sentences": False, "init_from": None,
-                  **read_json(stored_path)}
+                  "delimiter": None, **read_json(stored_path)}
         changed = [f"{name} {stored.get(name)!r} -> {arguments[name]!r}" for name in RUN_ARGUMENTS
                    if stored.get(name) != arguments[name]]
         if changed:
@@ -276,6 +276,7 @@ def train(
     header=True,
     label_offset=0,
     label_names=None,
+    delimiter=None,
     data_dir=None,
     group_column=None,
     stream=None,
@@ -326,8 +327,8 @@ def train(
             `validation_data`: local files in the format of `data` (without a
             validation file, `validation_fraction` of the training rows is held out).
         text_column: the text column(s) of local files, or the TFDS text feature(s).
-        label_column, header, label_offset, label_names: for local files (see
-            `LocalFile`); `data_dir`: for TFDS. `data` may also be a glob or a folder of
+        label_column, header, label_offset, label_names, delimiter: for local files (see
+            `LocalFile`; the delimiter of CSV files, e.g. ";"); `data_dir`: for TFDS. `data` may also be a glob or a folder of
             shards, JSONL or TFRecord: those are streamed, and so is a single CSV/TSV file
             with `stream=True` (`LocalFile`'s `stream`); nothing of them is held in memory.
         group_column: a column of the local training file whose rows belong together
@@ -548,7 +549,7 @@ def train(
         data, test_data=test_data, validation_data=validation_data, text_column=text_column, label_column=label_column, header=header,
         label_offset=label_offset, label_names=label_names, data_dir=data_dir,
         validation_fraction=validation_fraction, seed=seed, stream=stream, skip_bad_rows=skip_bad_rows,
-        group_column=group_column,
+        group_column=group_column, delimiter=delimiter,
     )
     if dataset.skipped and verbose:
         for split, skipped in dataset.skipped.items():

@@ -242,8 +242,11 @@ def test_tsv_with_string_labels_and_several_text_columns(tmp_path):
         ("label,text\n", {}, r"d.csv: no data rows"),
         # A file of another delimiter or encoding than read (Excel's European CSV, its "Unicode Text").
         ("label;text\n1;a\n0;b\n", {}, r"no column 'text'. Columns: \['label;text'\] \(one column holding ';': a file "
-         r"delimited by ';'\? Save it with commas, or read it with LocalFile\(\.\.\., delimiter=';'\)\)$"),
-        ("label\ttext\n1\ta\n", {}, r"holding '\\t': a file delimited by '\\t'\? Name it .tsv or .tsv.gz\)$"),
+         r"delimited by ';'\? Give --delimiter ';'; Python: delimiter=';'\)$"),
+        ("label\ttext\n1\ta\n", {}, r"holding '\\t': a file delimited by '\\t'\? Name it .tsv or .tsv.gz, or give "
+         r"--delimiter tab\)$"),
+        ("label,text\n1,a\n", {"delimiter": ";;"}, r"d.csv: the delimiter must be one character \(',', ';', '\\t', "
+         r"'\|'\); got ';;'"),
         ("label,text\n1,a\n0,b\n".encode("utf-16"), {},
          r"d.csv: the file is UTF-16 \(it starts with UTF-16's byte order mark\); save it as UTF-8 \(Excel: CSV UTF-8\)"),
     ],
@@ -261,6 +264,19 @@ def test_missing_file_and_split(tmp_path):
     path = _write(tmp_path / "d.csv", "label,text\n1,a\n0,b\n")
     with pytest.raises(ValueError, match=r"No file for split 'test'"):
         load_dataset(path)
+
+
+def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
+    """`delimiter` (`--delimiter`) for every split of a run, in memory and streamed; the column
+    hint's advice then works."""
+    _write(tmp_path / "train.csv", "label;text\n" + "pos;a good film, truly\nneg;a dull plot\n" * 5)
+    _write(tmp_path / "test.csv", "label;text\nneg;dull, dull\n")
+    for stream in (None, True):
+        data, _ = load_labelled_data(str(tmp_path / "train.csv"), test_data=str(tmp_path / "test.csv"), delimiter=";",
+                                     stream=stream, validation_fraction=0.3)
+        rows = _rows(data["train"]) + _rows(data["validation"])
+        assert sorted(rows) == sorted([("a good film, truly", 1), ("a dull plot", 0)] * 5), stream
+        assert _rows(data["test"]) == [("dull, dull", 0)] and data.label_names == ["neg", "pos"]
 
 
 def test_invalid_utf8_and_empty_texts_are_read(tmp_path):

@@ -256,3 +256,13 @@ def test_write_word2vec_reads_a_glob_or_a_folder_of_shards(tmp_path):
         assert (tmp_path / f"{name}.vec").read_bytes() == (tmp_path / "list.vec").read_bytes(), name
     with pytest.raises(DataError, match="No data files found at"):
         write_word2vec(str(tmp_path / "shards" / "*.tsv"), tmp_path / "none.vec", 4)
+
+
+def test_write_word2vec_reads_a_file_of_semicolons_with_its_delimiter(tmp_path):
+    _write(tmp_path / "commas.csv", "id,text\n" + '1,"a good film, a dull plot"\n' * 20)
+    _write(tmp_path / "semicolons.csv", "id;text\n" + "1;a good film, a dull plot\n" * 20)
+    write_word2vec(str(tmp_path / "commas.csv"), tmp_path / "commas.vec", 4)
+    with pytest.raises(DataError, match="Give --delimiter ';'"):
+        write_word2vec(str(tmp_path / "semicolons.csv"), tmp_path / "semicolons.vec", 4)
+    write_word2vec(str(tmp_path / "semicolons.csv"), tmp_path / "semicolons.vec", 4, delimiter=";")
+    assert (tmp_path / "semicolons.vec").read_bytes() == (tmp_path / "commas.vec").read_bytes()

@@ -1,5 +1,6 @@
 """The training command: bad input, resuming a killed run, tf.distribute (real processes)."""
 
+import csv
 import gzip
 import importlib.util
 import json
@@ -225,6 +226,34 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"]) == ("sgd", 0.01, 0.001)
     optimizer = keras.models.load_model(output / "model.keras").optimizer
     assert isinstance(optimizer, keras.optimizers.SGD) and optimizer.weight_decay == 0.001
+
+
+def test_a_file_of_semicolons_trains_predicts_and_evaluates_with_a_delimiter(shared_data, tmp_path, capsys):
+    """`--delimiter ';'` (Excel's CSV where the decimal mark is a comma) for train, its test file,
+    predict and evaluate; a resume must repeat it (run.json); without it, the hint says it."""
+    with gzip.open(shared_data / "sst2" / "dev.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    for name in ("train.csv", "test.csv"):
+        with open(tmp_path / name, "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle, delimiter=";").writerows(rows)  # texts with ; and , quoted as Excel would
+    output = tmp_path / "run"
+    args = ["train", *SMALL_SCALABLE, "--data", str(tmp_path / "train.csv"), "--test-data", str(tmp_path / "test.csv"),
+            "--output", str(output), "--epochs", "1"]
+    assert main(args) == 2 and "Give --delimiter ';'" in capsys.readouterr().err
+    assert main([*args, "--delimiter", ";"]) == 0
+    metrics = _metrics(output)
+    assert sum(metrics["rows"][split] for split in ("train", "validation")) == metrics["rows"]["test"] == len(rows) - 1
+    assert json.loads((output / "run.json").read_text())["delimiter"] == ";"
+    assert main(["predict", "--run", str(output), "--data", str(tmp_path / "test.csv"), "--delimiter", ";",
+                 "--output", str(tmp_path / "p.csv"), "--quiet"]) == 0
+    assert len((tmp_path / "p.csv").read_text().splitlines()) == len(rows)
+    assert main(["evaluate", "--run", str(output), "--data", str(tmp_path / "test.csv"), "--delimiter", ";",
+                 "--output", str(tmp_path / "report")]) == 0
+    report = json.loads((tmp_path / "report" / "metrics.json").read_text())
+    assert report["accuracy"] == pytest.approx(metrics["accuracy"]["test"], abs=1e-6)
+    with pytest.raises(SystemExit) as exit_:
+        main(["predict", "--run", str(output), "x", "--delimiter", ";;"])
+    assert exit_.value.code == 2 and "argument --delimiter: expected one character, or tab; got ';;'" in capsys.readouterr().err
 
 
 def test_a_run_on_reviews_holding_line_separators_loads_and_labels(shared_data, tmp_path):
