@@ -100,7 +100,7 @@ def _data_options(args):
         label_column=args.label_column,
         header=not args.no_header,
         label_offset=args.label_offset,
-        label_names=args.label_names.split(",") if args.label_names else None,
+        label_names=[name.strip() for name in args.label_names.split(",")] if args.label_names else None,
         data_dir=args.data_dir,
         stream=True if args.stream else None,
         skip_bad_rows=args.skip_bad_rows,

@@ -183,7 +183,8 @@ def load_dataset(
     else:
         if text_column is not None:
             raise DataError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
-        data = _load_local(source, splits, carve, label_names, validation_fraction, seed, skip_bad_rows)
+        data = _load_local(source, splits, carve, checked_label_names(label_names), validation_fraction, seed,
+                           skip_bad_rows)
     if carve and "validation" not in data.splits:
         data.splits["train"], data.splits["validation"] = split_by_index(data.splits["train"], validation_fraction, seed)
     data.splits = {name: data.splits[name] for name in splits}
@@ -426,16 +427,16 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
                         "or stream=True / --stream)")
     reference = "train" if "train" in files else wanted[0]
     rows = {split: read_labelled_texts(files[split]) for split in dict.fromkeys([reference] + wanted)}
+    named = label_names is not None
     label_names, label_ids = label_ids_for(rows[reference][1], label_names, files[reference])
     datasets = {}
     for split in dict.fromkeys([reference] + wanted):
         texts, labels, row_numbers, groups = rows[split]
         for label, row_number in zip(labels, row_numbers):
             if label not in label_ids:
-                raise DataError(
-                    f"{files[split].path}, row {row_number}, column {files[split].label_column!r}: label {label!r} "
-                    f"was not seen in {files[reference].path}. Known labels: {sorted(label_ids)}"
-                )
+                known_as = KNOWN_AS_NAMED if named else f"seen in {files[reference].path}"
+                raise DataError(f"{files[split].path}, row {row_number}, column {files[split].label_column!r}: label "
+                                f"{label!r} was not {known_as}. Known labels: {sorted(label_ids)}")
         texts, ids = np.array(texts, dtype=object), np.array([label_ids[label] for label in labels], "int32")
         if split == reference and carve and "validation" not in files:
             name = os.path.basename(os.fspath(files[split].path))
@@ -459,9 +460,30 @@ def held_out(keys, fraction, seed):
     return tf.strings.to_hash_bucket_fast(tf.strings.join([keys, str(seed)], ":"), buckets) < int(round(fraction * buckets))
 
 
+KNOWN_AS_NAMED = "an id of the label names given (--label-names)"  # what the known labels are then, for errors
+
+
+def checked_label_names(label_names):
+    """`label_names` (`--label-names`) as a list of at least two distinct, non-empty names
+    (stripped), else a `DataError`; None stays None."""
+    if label_names is None:
+        return None
+    if isinstance(label_names, str):
+        raise DataError(f"label names are a list of names, one per class; got the string {label_names!r} "
+                        "(the command line's --label-names is split at commas)")
+    names = [str(name).strip() for name in label_names]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if len(names) < 2 or "" in names or repeated:
+        problem = ("two or more" if len(names) < 2 else "no empty one" if "" in names
+                   else f"each once ({', '.join(map(repr, repeated))} repeated)")
+        raise DataError(f"label names (--label-names) name the classes 0..n-1: {problem}; got {names}")
+    return names
+
+
 def label_ids_for(labels, label_names, file):
     """`(label_names, {label as written: id})` for the labels of the training file `file`: the
-    given `label_names` (then labels are ids 0..n-1), or `label_names_of(labels)`."""
+    given `label_names` (then labels are ids 0..n-1: another label is a `DataError`, and a
+    name no training row has is a warning), or `label_names_of(labels)`."""
     found = sorted(set(labels))
     if len(found) < 2:
         raise DataError(f"{file.path}: a classifier needs at least 2 classes; the label column "
@@ -469,8 +491,16 @@ def label_ids_for(labels, label_names, file):
     if label_names is None:
         label_names = label_names_of(found, file.path)
         return label_names, {name: i for i, name in enumerate(label_names)}
-    label_names = [str(name) for name in label_names]
-    return label_names, {str(i): i for i in range(len(label_names))}
+    ids = {str(i): i for i in range(len(label_names))}
+    other = [label for label in found if label not in ids]
+    if other:
+        raise DataError(f"{file.path}: the {len(label_names)} label names given (--label-names) are for the labels "
+                        f"0..{len(label_names) - 1}; the label column {file.label_column!r} also has {other[:5]}")
+    unseen = [name for label, name in enumerate(label_names) if str(label) not in found]
+    if unseen:
+        warnings.warn(f"{file.path}: no training row is labelled {unseen} (the label names given name "
+                      f"{len(label_names)} classes); the model will not learn to predict them", stacklevel=2)
+    return label_names, ids
 
 
 def label_names_of(labels, path=None):

@@ -20,6 +20,7 @@ import zlib
 import numpy as np
 import tensorflow as tf
 
+from keras_textattn.datasets.loading import KNOWN_AS_NAMED
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import TextClassificationData
 from keras_textattn.datasets.loading import checked_label
@@ -255,13 +256,15 @@ class Survey:
         return {"rows": self.bad_rows, "files": list(self.unreadable), "first": self.first_problem}
 
 
-def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows=False, known_labels=None):
+def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows=False, known_labels=None,
+               known_as="seen in the training data"):
     """One streamed pass over a split, shard by shard: the labels and the rows of each side of the
     validation carve. An unreadable row, and a shard that cannot be read to its end (a corrupt
     TFRecord; a truncated gzip, which `tf.data` would silently read up to the cut), is a
     `DataError` naming the file and the row; with `skip_bad_rows`, such rows are counted and
     such shards left out (`Survey.unreadable`: the caller streams the other shards only).
-    Labels not in `known_labels` (the training labels) make a row bad."""
+    Labels not in `known_labels` (the training labels, or the ids of the label names given: the
+    error says it is `known_as`) make a row bad."""
     survey = Survey()
     for path in paths:
         found, row = Survey(), 0
@@ -274,8 +277,7 @@ def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows
                     row = int(key.rsplit(b":", 1)[1])
                     label = label.decode("utf-8")
                     if not problem and known_labels is not None and label not in known_labels:
-                        problem = (f"label {label!r} was not seen in the training data. "
-                                   f"Known labels: {sorted(known_labels)}").encode()
+                        problem = f"label {label!r} was not {known_as}. Known labels: {sorted(known_labels)}".encode()
                     if problem:
                         message = f"{path}, row {row}: {problem.decode('utf-8')}"
                         if not skip_bad_rows:
@@ -323,7 +325,8 @@ def load_streamed(files, splits, label_names=None, validation_fraction=None, see
         paths = shards(files[split].path)
         layouts[split] = layout(files[split], paths)
         surveys[split] = first_pass(paths, layouts[split], seed=seed, validation_fraction=carve if split == reference else None,
-                                    skip_bad_rows=skip_bad_rows, known_labels=None if label_ids is None else set(label_ids))
+                                    skip_bad_rows=skip_bad_rows, known_labels=None if label_ids is None else set(label_ids),
+                                    known_as=KNOWN_AS_NAMED if label_names is not None else "seen in the training data")
         readable[split] = [path for path in paths if path not in surveys[split].unreadable]
         if not (surveys[split].rows or surveys[split].bad_rows or surveys[split].unreadable):
             raise DataError(f"{files[split].path}: no data rows")  # as read in memory (it said "0 classes")

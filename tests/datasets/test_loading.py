@@ -266,6 +266,27 @@ def test_missing_file_and_split(tmp_path):
         load_dataset(path)
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["in-memory", "streamed"])
+def test_label_names_are_distinct_names_of_the_labels(tmp_path, stream):
+    """`--label-names neg,neg` trained a model of two classes of one name, `neg,,pos` a class named
+    "" and `neg` alone a 2-class file's error that label '1' "was not seen" in the file that has it."""
+    path = _write(tmp_path / "d.csv", "label,text\n0,a\n1,b\n2,c\n0,d\n")
+    cases = [(["neg", "neg", "pos"], r"name the classes 0..n-1: each once \('neg' repeated\); got \['neg', 'neg', 'pos'\]"),
+             (["neg", " ", "pos"], r"no empty one; got \['neg', '', 'pos'\]"), (["neg"], "two or more"),
+             ("neg,pos", r"a list of names, one per class; got the string 'neg,pos'"),
+             (["neg", "pos"], r"the 2 label names given \(--label-names\) are for the labels 0..1; the label column "
+                              r"'label' also has \['2'\]" if not stream else
+                              r"d.csv, row 4: label '2' was not an id of the label names given \(--label-names\). "
+                              r"Known labels: \['0', '1'\]")]
+    for names, message in cases:
+        with pytest.raises(ValueError, match=message):
+            load_dataset(LocalFile(path, stream=stream), splits=("train",), label_names=names)
+    with pytest.warns(UserWarning, match=r"d.csv: no training row is labelled \['other'\] \(the label names given name "
+                                         r"4 classes\); the model will not learn to predict them"):
+        data = load_dataset(LocalFile(path, stream=stream), splits=("train",), label_names=["a ", "b", "c", "other"])
+    assert data.label_names == ["a", "b", "c", "other"]
+
+
 def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
     """`delimiter` (`--delimiter`) for every split of a run, in memory and streamed; the column
     hint's advice then works."""
