@@ -24,6 +24,7 @@ from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_whole
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
@@ -324,6 +325,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise RunError(f"{directory} is a file; give the folder of the search as --directory")
+    for name, value in (("max-trials", max_trials), ("epochs", epochs)):  # 0 read as "the config's", -1 ran none
+        if value is not None:
+            check_whole(name, value)
     check_dtype_policy(dtype_policy)  # here, before the data is read
     if preset is not None:
         check_preset(preset)

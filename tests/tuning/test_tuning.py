@@ -18,6 +18,7 @@ import tensorflow as tf
 from keras_textattn.datasets import DataError
 from keras_textattn.datasets import make_batches
 from keras_textattn.models import get_spec
+from keras_textattn.errors import UserError
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import load_run
@@ -188,6 +189,10 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
     (tmp_path / "a-file").write_text("mine")  # it was "[Errno 17] File exists" once the data had been read
     with pytest.raises(RunError, match=r"a-file is a file; give the folder of the search as --directory"):
         tune(path, str(tmp_path / "no-such.csv"), tmp_path / "a-file")
+    for name, value in (("max_trials", 0), ("epochs", 0), ("max_trials", -1), ("epochs", 1.5)):
+        # 0 ran the config's number (10 trials), -1 none ("no trial of the search finished")
+        with pytest.raises(UserError, match=f"{name.replace('_', '-')} must be a positive whole number; got {value}"):
+            tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", **{name: value})
     path.write_text(f"preset: laptop\n{text}")
     with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
         load_config(path)
