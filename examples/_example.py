@@ -83,7 +83,7 @@ def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
         output=args.output,
         model_kwargs=model_kwargs,
         preset="cpu" if args.small else "paper",
-        epochs=args.epochs or epochs,
+        epochs=epochs if args.epochs is None else args.epochs,  # 0 is train's one-line error, not the default
         batch_size=args.batch_size,
         distribute=args.distribute,
         workers=args.workers,

@@ -86,3 +86,7 @@ def test_an_examples_mistake_is_one_line(tmp_path):
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.splitlines()[-1] == f"lama_imdb.py: error: Data file not found: '{missing}'"
     assert "Traceback" not in result.stderr and not output.exists()
+    # --epochs 0 is train's mistake too (the example's own number of epochs replaced it silently).
+    result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output),
+                             "--epochs", "0"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == "lama_imdb.py: error: epochs must be a positive number; got 0"
