@@ -547,7 +547,7 @@ def _evaluate(args):
     from keras_textattn import inference
 
     result = inference.evaluate(args.run, args.data, args.output, text_column=_text_column(args),
-                                label_column=args.label_column or "label", header=not args.no_header,
+                                label_column="label" if args.label_column is None else args.label_column, header=not args.no_header,
                                 delimiter=args.delimiter,
                                 label_offset=args.label_offset, batch_size=args.batch_size, mistakes=args.mistakes,
                                 overwrite=args.overwrite)

@@ -340,6 +340,19 @@ def test_evaluate_refuses_labels_the_model_never_saw(lama_run, tmp_path, capsys)
     assert not os.path.exists(tmp_path / "report")
 
 
+def test_evaluate_reads_a_headerless_file_by_column_index(lama_run, test_rows, tmp_path, capsys):
+    """`--label-column 0` is the first column (it was read as "not given", then as the name
+    'label' that a headerless file cannot have)."""
+    texts, labels = test_rows
+    _write_csv(tmp_path / "with-header.csv", ["label", "text"], zip(labels[:100], texts[:100]))
+    with open(tmp_path / "headerless.csv", "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows(zip(labels[:100], texts[:100]))
+    expected = inference.evaluate(lama_run, str(tmp_path / "with-header.csv"), str(tmp_path / "expected"))
+    assert main(["evaluate", "--run", str(lama_run), "--data", str(tmp_path / "headerless.csv"), "--no-header",
+                 "--label-column", "0", "--text-column", "1", "--output", str(tmp_path / "report")]) == 0
+    assert json.loads((tmp_path / "report" / "metrics.json").read_text())["accuracy"] == expected["accuracy"]
+
+
 def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp_path, capsys):
     """`--run A --run B`: the mean of the members' probabilities, each member's columns matched
     to the first's by class name; members of other classes, or none, are refused in one line."""
