@@ -101,8 +101,9 @@ class Classifier:
 
 
 def _load_member(path):
-    """`(texts -> probabilities, label names)` of one run folder, SavedModel or TFLite folder."""
-    if path.endswith(".tflite") and os.path.isfile(path):
+    """`(texts -> probabilities, label names)` of one run folder, SavedModel or TFLite folder (or
+    the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` file)."""
+    if os.path.isfile(path) and (path.endswith(".tflite") or os.path.basename(path) in ("model.keras", "saved_model.pb")):
         path = os.path.dirname(path) or "."
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         serve = tf.saved_model.load(path).signatures["serving_default"]

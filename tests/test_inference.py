@@ -100,6 +100,12 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
     np.testing.assert_allclose([p for r in outputs["run"] for _, p in r["top"]],
                                [p for r in outputs["saved"] for _, p in r["top"]], atol=1e-5)
     assert all(abs(sum(p for _, p in r["top"]) - 1) < 1e-4 for r in outputs["run"])
+    # The model file in either folder stands for its folder (a .tflite file already did).
+    expected = inference.predict(lama_run, ["stocks fell sharply"], top_k=4)[0]["top"]
+    for model_file in (os.path.join(lama_run, "model.keras"), str(export / "saved_model.pb")):
+        top = inference.predict(model_file, ["stocks fell sharply"], top_k=4)[0]["top"]
+        assert [label for label, _ in top] == [label for label, _ in expected]
+        np.testing.assert_allclose([p for _, p in top], [p for _, p in expected], atol=1e-5)
 
 
 def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test_rows, tmp_path):
