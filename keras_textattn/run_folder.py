@@ -179,6 +179,9 @@ def load_run(folder):
     Any mismatch or damaged file raises a `RunError` naming the file.
     """
     folder = os.fspath(folder)
+    if os.path.isfile(folder):
+        raise RunError(f"{folder} is a file, not a run folder; give the run folder (the folder that holds "
+                       f"model.keras: {os.path.dirname(folder) or '.'}?)")
     paths = {name: os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")}
     missing = [name for name, path in paths.items() if not os.path.exists(path)]
     if missing and os.path.exists(os.path.join(folder, "saved_model.pb")):

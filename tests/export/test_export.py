@@ -377,6 +377,10 @@ def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
         export.tflite(lama_run, tmp_path / "x", quantization="int4")
     assert main(["export", "--run", str(tmp_path / "missing"), "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
     assert "is not a finished run folder" in capsys.readouterr().err
+    model_file = os.path.join(lama_run, "model.keras")  # it said: "... is not a finished run folder: missing model.keras"
+    assert main(["export", "--run", model_file, "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
+    assert (f"{model_file} is a file, not a run folder; give the run folder (the folder that holds model.keras: "
+            f"{lama_run}?)") in capsys.readouterr().err
     assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--quantization", "dynamic",
                  "--output", str(tmp_path / "z")]) == 2
     assert "--quantization applies to --format tflite only" in capsys.readouterr().err
