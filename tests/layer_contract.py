@@ -129,6 +129,10 @@ def run_layer_contract(
     for bad_inputs, bad_mask, message in bad_calls:
         with pytest.raises(ValueError, match=re.escape(message)):
             layer(bad_inputs, mask=bad_mask)
+    # A wrong rank, at a fresh layer's first call (the pooling layers pooled (batch, time) to (batch,)).
+    with pytest.raises(ValueError, match=re.escape(f"{name} expects inputs of shape (batch, time, features), a rank-3 "
+                                                   f"tensor. Received: input shape ({batch}, {time}) (rank 2)")):
+        layer_cls(**init_kwargs)(inputs[..., 0])
 
     # Weights: all created in build(), none in call(). A direct `build()` makes the same
     # weights (names and shapes) as the first call; every weight is named once; trainable

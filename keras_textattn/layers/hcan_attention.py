@@ -263,6 +263,7 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
+        input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)  # named as this layer, not a branch
         self.elu_branch = ConvMultiheadSelfAttention(
             value_activation="elu", dtype=self.dtype_policy, name="elu_branch", **self.branch_kwargs
         )

@@ -29,6 +29,9 @@ class MaskedGlobalMaxPooling1D(keras.layers.Layer):
         super().__init__(**kwargs)
         self.supports_masking = True
 
+    def build(self, input_shape):
+        utils.check_sequence_shape(type(self).__name__, input_shape)  # a rank-2 input pooled to (batch,) before
+
     def call(self, inputs, mask=None):
         utils.check_call_inputs(self, inputs, mask)
         if mask is None:
@@ -67,6 +70,9 @@ class MaskedGlobalAveragePooling1D(keras.layers.Layer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True
+
+    def build(self, input_shape):
+        utils.check_sequence_shape(type(self).__name__, input_shape)  # a rank-2 input pooled to (batch,) before
 
     def call(self, inputs, mask=None):
         utils.check_call_inputs(self, inputs, mask)
