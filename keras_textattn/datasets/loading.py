@@ -262,6 +262,10 @@ def resolve_source(data, test_data=None, text_column=None, label_column=None, he
         options["text_column"] = text_column
     if label_column is not None:
         options["label_column"] = label_column
+    for name, other in (("test", test_data), ("validation", validation_data)):
+        if other is not None and os.path.exists(data) and os.path.exists(other) and os.path.samefile(data, other):
+            warnings.warn(f"the {name} file is the training file {data}: its scores are on rows the model trained on, "
+                          "not held out", stacklevel=2)
     source = {"train": LocalFile(data, **options, group_column=group_column)}
     if test_data:
         source["test"] = LocalFile(os.fspath(test_data), **options)

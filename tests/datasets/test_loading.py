@@ -3,6 +3,7 @@ import gzip
 import os
 import socket
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -285,6 +286,22 @@ def test_label_names_are_distinct_names_of_the_labels(tmp_path, stream):
                                          r"4 classes\); the model will not learn to predict them"):
         data = load_dataset(LocalFile(path, stream=stream), splits=("train",), label_names=["a ", "b", "c", "other"])
     assert data.label_names == ["a", "b", "c", "other"]
+
+
+def test_a_test_or_validation_file_that_is_the_training_file_warns(tmp_path, monkeypatch):
+    """`--test-data` (or `--validation-data`) naming the training file, by another path too: the
+    scores are not held out, and the run says so (it was silent)."""
+    _write(tmp_path / "train.csv", "label,text\n" + "pos,a good film\nneg,a dull plot\n" * 5)
+    monkeypatch.chdir(tmp_path)
+    for option in ("test_data", "validation_data"):
+        name = option.split("_")[0]
+        with pytest.warns(UserWarning, match=f"the {name} file is the training file train.csv: its scores are on rows "
+                                             "the model trained on, not held out"):
+            load_labelled_data("train.csv", **{option: str(tmp_path / "train.csv")})
+    _write(tmp_path / "test.csv", "label,text\npos,fine\nneg,poor\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_labelled_data("train.csv", test_data="test.csv")
 
 
 def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
