@@ -134,8 +134,11 @@ def load_config(path):
     with open(path, encoding="utf-8") as handle:
         try:
             raw = yaml.load(handle, Loader=_UniqueKeyLoader)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+        except yaml.YAMLError as error:  # its first line is the context; the problem and its place follow
+            mark = getattr(error, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+            raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
         except _TwiceGiven as error:
             raise ConfigError(f"{path}: {error}") from None
 

@@ -198,6 +198,15 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
         load_config(path)
 
 
+def test_invalid_yaml_says_what_and_where(tiny_config):
+    """YAML's own problem and its line (it showed only YAML's context line, "while scanning for the
+    next token")."""
+    tiny_config.write_text(TINY.replace("  fc_units", "\tfc_units"))
+    with pytest.raises(ConfigError, match=r"tiny.yaml: not valid YAML \(line 7, column 1\): found character '\\t' that "
+                                          r"cannot start any token$"):
+        load_config(tiny_config)
+
+
 def test_tuner_seed_zero_is_a_seed(tiny_config):
     """0 is the default seed, so a config may say it; a negative seed, or one above what Keras
     and NumPy take, is refused."""
