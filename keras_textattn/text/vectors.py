@@ -8,6 +8,7 @@ dataset; CSPAN (sec. 3.1) from GloVe 6B 300-d. `embedding_matrix` turns the vect
 the rows of an `Embedding` for `TextEncoder` ids.
 """
 
+import gzip
 import importlib
 import os
 import pathlib
@@ -73,36 +74,73 @@ def _standard(word):
 
 
 def _vector_rows(path):
-    """The rows of a vectors text file as `(line number, fields, dimension)`: each line a word
-    and its numbers, space separated; a first line of two integers (the word2vec and fastText
-    `.vec` header: count and dimension) and blank lines skipped. The dimension is the first
-    row's.
+    """The rows of a vectors file as `(line number, word, numbers, dimension)`, `numbers` as
+    strings (a text file) or float32 (a binary word2vec file, `.bin` or `.bin.gz`: `_binary_rows`).
+
+    A text file has a word and its numbers, space separated, on each line; a first line of two
+    integers (the word2vec and fastText `.vec` header: count and dimension) and blank lines are
+    skipped. The dimension is the first row's (the header's, where a row differs, is an error:
+    a binary file under another name reads as one number a row).
 
     Raises:
         VectorsError: no such file, no vectors in it, or rows of different lengths.
     """
     if not os.path.isfile(path):
         raise VectorsError(f"vectors file not found: {path!r}")
-    dimension = None
+    if path.endswith((".bin", ".bin.gz")):
+        yield from _binary_rows(path)
+        return
+    dimension = header = None
     with open_text(path) as lines:
         try:
             for number, line in enumerate(lines, start=1):
                 fields = line.rstrip().split(" ")
                 if number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields):
-                    continue  # the word2vec / fastText header
+                    header = int(fields[1])  # the word2vec / fastText header
+                    continue
                 if fields == [""]:
                     continue
                 if dimension is None:
                     dimension = len(fields) - 1
-                    if dimension < 1:
-                        raise VectorsError(f"{path}, line {number}: expected a word and its numbers; found {line[:60]!r}")
+                    if dimension < 1 or header not in (None, dimension):
+                        found = f"{dimension} numbers where its header says {header}" if dimension else repr(line[:60])
+                        raise VectorsError(f"{path}, line {number}: expected a word and its numbers; found {found} (a "
+                                           "binary word2vec file? its name must end in .bin or .bin.gz)")
                 if len(fields) < dimension + 1:
                     raise VectorsError(f"{path}, line {number}: {len(fields) - 1} numbers where the first vector has "
                                        f"{dimension} (rows of different lengths)")
-                yield number, fields, dimension
+                yield number, " ".join(fields[:-dimension]), fields[-dimension:], dimension  # a GloVe word may hold spaces
         except (EOFError, OSError, zlib.error) as error:
             raise VectorsError(f"{path}: cannot be read ({error})") from None
     if dimension is None:
+        raise VectorsError(f"{path} holds no vectors")
+
+
+def _binary_rows(path):
+    """The rows of a binary word2vec file (Google's `word2vec -binary 1`, gensim's `binary=True`,
+    e.g. GoogleNews-vectors-negative300.bin): a header line "count dimension", then per word its
+    UTF-8 bytes, a space and `dimension` little-endian float32s (a newline may follow them).
+    Read a word at a time, so that only the vocabulary's vectors are ever kept."""
+    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as handle:
+        try:
+            header = handle.readline().split()
+            if len(header) != 2 or not all(field.isdigit() for field in header) or int(header[1]) < 1:
+                raise VectorsError(f"{path}: not a binary word2vec file (its first line is not \"count dimension\")")
+            count, dimension = map(int, header)
+            for number in range(1, count + 1):
+                word = bytearray()
+                while (byte := handle.read(1)) != b" ":
+                    if not byte:
+                        raise VectorsError(f"{path}: ends after {number - 1} of the {count} vectors its header counts")
+                    if byte != b"\n":
+                        word += byte
+                numbers = handle.read(4 * dimension)
+                if len(numbers) < 4 * dimension:
+                    raise VectorsError(f"{path}: ends inside vector {number} of {count}")
+                yield number, word.decode("utf-8", "replace"), np.frombuffer(numbers, "<f4"), dimension
+        except (EOFError, OSError, zlib.error) as error:
+            raise VectorsError(f"{path}: cannot be read ({error})") from None
+    if not count:
         raise VectorsError(f"{path} holds no vectors")
 
 
@@ -111,7 +149,7 @@ def vectors_dimension(path):
     a `PACKAGED_VECTORS` name."""
     if path in PACKAGED_VECTORS:
         return _packaged_matrix(path)[0].shape[1]
-    for _, _, dimension in _vector_rows(path):
+    for _, _, _, dimension in _vector_rows(path):
         return dimension
 
 
@@ -123,7 +161,7 @@ def vectors_words(path, count):
     if path in PACKAGED_VECTORS:
         listed = _packaged_vectors(path)[0]
     else:
-        listed = (" ".join(fields[:-dimension]) for _, fields, dimension in _vector_rows(path))
+        listed = (word for _, word, _, _ in _vector_rows(path))
     words = {}
     for word in listed:
         if len(words) == count:
@@ -133,8 +171,9 @@ def vectors_words(path, count):
 
 
 def read_vectors(path, vocabulary):
-    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`; read line by line), or
-    of a `PACKAGED_VECTORS` name, for the words of `vocabulary`.
+    """The vectors of a text file (GloVe, word2vec text, fastText `.vec`; read line by line), a
+    binary word2vec file (`.bin`, read word by word), or a `PACKAGED_VECTORS` name, for the
+    words of `vocabulary`.
 
     Words are matched after the encoder's standardisation (NFKC, case folding); where several
     spellings fold to one token ("Good", "good"), the first in the file wins (files list
@@ -162,13 +201,13 @@ def read_vectors(path, vocabulary):
                 vectors[word] = np.array(matrix[row])
         return vectors, matrix.shape[1]
     vectors, dimension = {}, None
-    for number, fields, dimension in _vector_rows(path):
-        word = _standard(" ".join(fields[:-dimension]))  # a few GloVe words contain spaces
+    for number, word, numbers, dimension in _vector_rows(path):
+        word = _standard(word)
         if word in wanted and word not in vectors:
             try:
-                vectors[word] = np.asarray(fields[-dimension:], dtype="float32")
+                vectors[word] = np.asarray(numbers, dtype="float32")
             except ValueError:
-                raise VectorsError(f"{path}, line {number}: not a number among {fields[-dimension:][:3]}...") from None
+                raise VectorsError(f"{path}, line {number}: not a number among {numbers[:3]}...") from None
     return vectors, dimension
 
 

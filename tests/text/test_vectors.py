@@ -45,6 +45,36 @@ def test_vectors_files_are_read_for_the_vocabulary(tmp_path, name, header):
     assert vectors_words(path, 2) == ["good", "café"] and vectors_words(path, 10) == ["good", "café", "unseen"]
 
 
+@pytest.mark.parametrize("name", ["vectors.bin", "vectors.bin.gz"])
+def test_binary_word2vec_files_are_read_word_by_word(tmp_path, name):
+    """word2vec's binary format (GoogleNews-vectors-negative300.bin), as gensim and Google's tool
+    write it (the latter with a newline after each vector); it read as text: "1-dimensional
+    vectors", and `--set embedding_dim=1` was the advice."""
+    from gensim.models import KeyedVectors
+
+    words = ["Good", "good", "CAFÉ", "unseen"]
+    numbers = np.random.default_rng(0).normal(size=(4, 3)).astype("float32")
+    keyed = KeyedVectors(vector_size=3)
+    keyed.add_vectors(words, numbers)
+    keyed.save_word2vec_format(str(tmp_path / "gensim.bin"), binary=True)
+    google = b"4 3\n" + b"".join(word.encode() + b" " + row.tobytes() + b"\n" for word, row in zip(words, numbers))
+    for path, content in ((tmp_path / f"gensim-{name}", (tmp_path / "gensim.bin").read_bytes()),
+                          (tmp_path / f"google-{name}", google)):
+        path.write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
+        vectors, dimension = read_vectors(str(path), VOCABULARY)
+        assert dimension == 3 and sorted(vectors) == ["café", "good"], path
+        np.testing.assert_array_equal(vectors["good"], numbers[0])  # the first spelling wins, as in text files
+        np.testing.assert_array_equal(vectors["café"], numbers[2])
+        assert vectors_words(str(path), 10) == ["good", "café", "unseen"]
+    (tmp_path / "cut.bin").write_bytes(google[:-7])
+    with pytest.raises(VectorsError, match=r"cut.bin: ends inside vector 4 of 4"):
+        read_vectors(str(tmp_path / "cut.bin"), VOCABULARY)
+    (tmp_path / "misnamed.vec").write_bytes(google)
+    with pytest.raises(VectorsError, match=r"misnamed.vec, line 2: expected a word and its numbers; found 1 numbers "
+                                           r"where its header says 3 \(a binary word2vec file\? its name must end in .bin"):
+        read_vectors(str(tmp_path / "misnamed.vec"), VOCABULARY)
+
+
 @pytest.mark.parametrize(
     "content, message",
     [
