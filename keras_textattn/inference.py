@@ -106,15 +106,17 @@ def _load_member(path):
     if os.path.isfile(path) and (path.endswith(".tflite") or os.path.basename(path) in ("model.keras", "saved_model.pb")):
         path = os.path.dirname(path) or "."
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        serve = tf.saved_model.load(path).signatures["serving_default"]
+        serve = _read_export_file(path, "the SavedModel (saved_model.pb, variables/)",
+                                  lambda: tf.saved_model.load(path).signatures["serving_default"])
         return (lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
                 _read_labels(path, SAVED_MODEL_LABELS))
     if os.path.isfile(os.path.join(path, "model.tflite")):
         from keras_textattn.export.client import ClientTokenizer
         from keras_textattn.export.tflite import signature_runner
 
-        tokenizer = ClientTokenizer(path)
-        runner = signature_runner(model_path=os.path.join(path, "model.tflite"))
+        tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
+        runner = _read_export_file(path, "model.tflite",
+                                   lambda: signature_runner(model_path=os.path.join(path, "model.tflite")))
         return (lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
                 _read_labels(path, "labels.json"))
     if os.path.isdir(path):
@@ -128,8 +130,25 @@ def _read_labels(folder, name):
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         raise RunError(f"{folder} has no {name} (an export of an older version); export the run again")
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+
+    def read():
+        with open(path, encoding="utf-8") as handle:
+            labels = json.load(handle)
+        if not isinstance(labels, list) or not all(isinstance(name, str) for name in labels):
+            raise ValueError("not a list of class names")
+        return labels
+
+    return _read_export_file(folder, name, read)
+
+
+def _read_export_file(folder, names, read):
+    """`read()`, or a `RunError` naming the export's damaged file(s) `names` (a missing file,
+    invalid JSON, a cut model), not a traceback from the reader."""
+    try:
+        return read()
+    except (OSError, ValueError, KeyError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RunError(f"{folder}: {names} cannot be read ({reason}); export the run again") from None
 
 
 def _check_top_k(top_k, classes):

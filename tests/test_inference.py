@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from keras_textattn_cli import main
 from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.errors import UserError
 from keras_textattn.export import saved_model
+from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from tests.conftest import ag_news_files
 from tests.conftest import relabelled_copy
@@ -147,6 +149,15 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
     scores = {name: inference.evaluate(source, str(data), str(tmp_path / name))["accuracy"]
               for name, source in (("run", lama_run), ("int8", str(tmp_path / "tflite-dynamic")))}
     assert abs(scores["run"] - scores["int8"]) <= 0.02 and scores["run"] > 0.5, scores
+    # A damaged export is named, file and reason, in one line (it was JSON's or LiteRT's traceback).
+    damages = {"encoder.json": b"{", "labels.json": b"[", "model.tflite": b"TFL3 cut", "vocabulary.txt": None}
+    for name, content in damages.items():
+        damaged = tmp_path / f"damaged-{name}"
+        shutil.copytree(tmp_path / "tflite-None", damaged)
+        (damaged / name).unlink() if content is None else (damaged / name).write_bytes(content)
+        with pytest.raises(RunError, match=rf"damaged-{re.escape(name)}: .*{re.escape(name)}.* cannot be read \(.+\); "
+                                           "export the run again"):
+            inference.Classifier(damaged)
 
 
 def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
