@@ -30,6 +30,10 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
     Returns:
         A `ModelInputs`.
     """
+    for name, value in (("sequence_length", sequence_length), *zip(("max_sentences", "sequence_length"),
+                                                                   hierarchical_shape or ())):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"`{name}` must be a positive int or None. Received: {name}={value!r}")
     if encoder is not None:
         given = {"sequence_length": (sequence_length, encoder.sequence_length),
                  "bigram_buckets": (bigram_buckets or None, encoder.bigram_buckets or None)}

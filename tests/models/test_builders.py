@@ -71,6 +71,11 @@ def test_builder_errors():
         build_model("cspan", 2, vocabulary_size=10, configuration="huge")
     with pytest.raises(ValueError, match="fixed sizes"):
         build_model("hcan", 2, vocabulary_size=10, sequence_length=5)
+    # A length of 0 built a model of empty inputs; HCAN's 0 sentences failed in its position embedding.
+    with pytest.raises(ValueError, match=r"`sequence_length` must be a positive int or None. Received: sequence_length=0"):
+        build_model("lama", 2, vocabulary_size=10, sequence_length=0)
+    with pytest.raises(ValueError, match=r"`max_sentences` must be a positive int or None. Received: max_sentences=0"):
+        build_model("hcan", 2, vocabulary_size=10, sequence_length=5, max_sentences=0)
     # An encoder fixes the shape: a disagreeing length is refused, not silently dropped.
     with pytest.raises(ValueError, match="sequence_length=7 disagrees with the encoder's sequence_length=6"):
         build_model("lama", 2, encoder=_encoder("lama"), sequence_length=7)
