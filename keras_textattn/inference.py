@@ -245,6 +245,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     from sklearn import metrics as sk
 
     check_batch_size(batch_size)
+    check_whole("mistakes", mistakes, minimum=0)  # -1 listed all but the last
     check_output(os.fspath(output), overwrite, REPORT_ENTRIES, source=run)
     classifier = Classifier(run)
     names = classifier.label_names

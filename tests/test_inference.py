@@ -260,6 +260,8 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
     with pytest.raises(UserError, match="mine holds notes.md, which this command does not write"):
         inference.evaluate(lama_run, str(data), str(tmp_path / "mine"), label_offset=1, overwrite=True)
     assert os.listdir(tmp_path / "mine") == ["notes.md"]
+    with pytest.raises(UserError, match="mistakes must be a whole number of at least 0; got -1"):
+        inference.evaluate(lama_run, str(data), str(tmp_path / "other"), mistakes=-1)
 
 
 def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):

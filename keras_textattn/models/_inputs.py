@@ -30,8 +30,10 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
     Returns:
         A `ModelInputs`.
     """
-    for name, value in (("sequence_length", sequence_length), *zip(("max_sentences", "sequence_length"),
-                                                                   hierarchical_shape or ())):
+    sizes = {"sequence_length": sequence_length}
+    if hierarchical_shape:
+        sizes.update(max_sentences=hierarchical_shape[0], sequence_length=hierarchical_shape[1])
+    for name, value in sizes.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"`{name}` must be a positive int or None. Received: {name}={value!r}")
     if encoder is not None:
