@@ -57,14 +57,17 @@ def shards(path):
     return found
 
 
+def files_named(path):
+    """The files `path` stands for, for the readers of one file at a time: `shards(path)` for a
+    glob or a folder of shards (sorted), else `[path]` (a missing file is its reader's error)."""
+    path = os.fspath(path)
+    return shards(path) if is_pattern(path) or tf.io.gfile.isdir(path) else [path]
+
+
 def each_file(file):
-    """A `LocalFile` whose path is a glob or a folder of shards as one `LocalFile` per shard
-    (`shards`: sorted), for the readers of one file at a time (`predict`, `evaluate`,
-    `explain`); any other `LocalFile` as itself."""
-    path = os.fspath(file.path)
-    if not (is_pattern(path) or tf.io.gfile.isdir(path)):
-        return [file]
-    return [dataclasses.replace(file, path=shard) for shard in shards(path)]
+    """A `LocalFile` as one `LocalFile` per file its path stands for (`files_named`), for
+    `predict`, `evaluate` and `explain`."""
+    return [dataclasses.replace(file, path=path) for path in files_named(file.path)]
 
 
 @dataclasses.dataclass

@@ -309,7 +309,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
         data: a file or a list of files (CSV/TSV, JSONL or TFRecord, plain or gzip), read as
             `predict_file` reads them (`text_column`, `header`, `delimiter`); labels are not read. With
             `lines`, plain text files instead (plain or gzip): each line is a text. A glob or
-            a folder of shards stands for its files (`datasets.streaming.shards`, sorted).
+            a folder of shards stands for its files (`datasets.streaming.files_named`).
         output: the word2vec text file to write (a count and dimension line, then one word and
             its numbers per line; frequent words first), atomically.
         dimension: the vectors' size: the embedding size of the models that will use them.
@@ -321,9 +321,8 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     from keras_textattn._files import write_atomically
     from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.datasets.loading import line_batches
-    from keras_textattn.datasets.loading import is_pattern
     from keras_textattn.datasets.loading import text_batches
-    from keras_textattn.datasets.streaming import shards
+    from keras_textattn.datasets.streaming import files_named
     from keras_textattn.text.encoder import TextEncoder
 
     for name, value, meaning in (("dimension", dimension, "the models' embedding size"), ("min_count", min_count, ""),
@@ -336,7 +335,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise VectorsError(f"the folder of {output!r} does not exist")
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-    paths = [shard for path in paths for shard in (shards(path) if is_pattern(path) or os.path.isdir(path) else [path])]
+    paths = [file for path in paths for file in files_named(path)]
     for path in paths:
         if not os.path.isfile(path):
             raise VectorsError(f"no such file: {os.fspath(path)!r}")
