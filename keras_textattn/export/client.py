@@ -41,6 +41,7 @@ import unicodedata
 
 import numpy as np
 
+from keras_textattn.errors import UserError
 from keras_textattn.vocabulary import CJK_IDEOGRAPHS
 from keras_textattn.vocabulary import CJK_SENTENCE_END
 from keras_textattn.vocabulary import OOV_ID
@@ -69,15 +70,35 @@ def _kind(character):
     return "word"
 
 
+def _one_text(text):
+    """`text` as a str (bytes decoded as UTF-8, invalid bytes replaced by U+FFFD); anything but one
+    text is a `UserError`: the TFLite model takes one text per call."""
+    if isinstance(text, bytes):
+        return text.decode("utf-8", errors="replace")
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (list, tuple, np.ndarray)):
+        raise UserError(f"ClientTokenizer takes one text (str or bytes) per call, as the TFLite model does; "
+                        f"got a {type(text).__name__} of {np.size(text)}: encode each text on its own")
+    raise UserError(f"ClientTokenizer takes one text (str or bytes); got {text!r:.60} ({type(text).__name__})")
+
+
 class ClientTokenizer:
     """Raw text to the model's input ids, without TensorFlow.
 
     Args:
         folder: a folder written by `keras_textattn.export.tflite` (reads
-            `encoder.json` and `vocabulary.txt`).
+            `encoder.json` and `vocabulary.txt`), or its `model.tflite`.
     """
 
     def __init__(self, folder):
+        folder = os.fspath(folder)
+        if os.path.isfile(folder) and folder.endswith(".tflite"):
+            folder = os.path.dirname(folder) or "."
+        missing = [name for name in ("encoder.json", "vocabulary.txt") if not os.path.isfile(os.path.join(folder, name))]
+        if missing:
+            raise UserError(f"{folder} is not a folder of `keras-textattn export --format tflite` (no "
+                            f"{' or '.join(missing)}): give the folder the TFLite export wrote")
         with open(os.path.join(folder, "encoder.json"), encoding="utf-8") as handle:
             self.config = json.load(handle)
         with open(os.path.join(folder, "vocabulary.txt"), encoding="utf-8", newline="\n") as handle:
@@ -95,8 +116,7 @@ class ClientTokenizer:
 
     def tokens(self, text):
         """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", errors="replace")
+        text = _one_text(text)
         word = self._word_kinds
         tokens, position = [], 0
         while position < len(text):
@@ -148,9 +168,8 @@ class ClientTokenizer:
         `"bigram_ids"` of the same shape for a model with bigrams, computed with TensorFlow)."""
         config = self.config
         width = config["sequence_length"]
+        text = _one_text(text)
         if config["hierarchical"]:
-            if isinstance(text, bytes):
-                text = text.decode("utf-8", errors="replace")
             rows = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
             if self.split_long_sentences:
                 spans = sentence_rows([len(tokens) for tokens in rows], width, config["max_sentences"])

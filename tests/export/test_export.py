@@ -240,6 +240,32 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
                 np.testing.assert_array_equal(encoded[name][0], values[row], err_msg=f"{options} {name}: {text[:80]!r}")
 
 
+def test_client_tokenizer_refuses_what_is_not_one_text_or_not_its_folder(tmp_path):
+    """A list (a batch: the TFLite model takes one text), None or a number, and a folder that is not a
+    TFLite export, are one clear error each, not `len()` or `normalize()` failing inside it."""
+    encoder = TextEncoder(max_tokens=50, sequence_length=6)
+    encoder.adapt(["a good film", "a bad film"])
+    write_tokenizer_files(tmp_path, encoder)
+    (tmp_path / "model.tflite").write_bytes(b"")
+    client = export.ClientTokenizer(tmp_path / "model.tflite")  # the model file stands for its folder
+    np.testing.assert_array_equal(client.encode(b"good \xff film")["token_ids"],
+                                  keras.ops.convert_to_numpy(encoder(tf.constant(["good \ufffd film"]))))
+    for text, message in ((["a film", "good"], re.escape("takes one text (str or bytes) per call, as the TFLite model "
+                                                           "does; got a list of 2: encode each text on its own")),
+                          (np.array(["a film"]), "got a ndarray of 1"),
+                          (None, r"takes one text \(str or bytes\); got None \(NoneType\)"),
+                          (3, r"got 3 \(int\)")):
+        for method in (client.encode, client.tokens):
+            with pytest.raises(UserError, match=message):
+                method(text)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "vocabulary.txt").write_text("")
+    for folder, missing in ((tmp_path / "run", "encoder.json"), (tmp_path / "absent", "encoder.json or vocabulary.txt")):
+        with pytest.raises(UserError, match=rf"{re.escape(str(folder))} is not a folder of `keras-textattn export "
+                                            rf"--format tflite` \(no {missing}\): give the folder the TFLite export wrote"):
+            export.ClientTokenizer(folder)
+
+
 SMALL_VARIANTS = [
     ("scalable_attention", {}),
     ("scalable_attention", {"attention_activation": "softmax", "hidden_units": (8,)}),
