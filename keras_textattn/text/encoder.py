@@ -357,12 +357,35 @@ class TextEncoder(keras.layers.Layer):
                              f"integer of at least 3. Received: max_tokens={max_tokens!r}")
         if not self._adapted:
             raise ValueError("TextEncoder has no vocabulary to cut: call `adapt(texts)` or `set_vocabulary(...)` first.")
-        config = {name: value for name, value in self.get_config().items() if name != "name"}  # a name of its own
-        cut = type(self).from_config({**config, "max_tokens": max_tokens})
         vocabulary = self.get_vocabulary()
-        cut.set_vocabulary(vocabulary[2:max_tokens])
-        cut.added_tokens = max(0, min(max_tokens, len(vocabulary)) - (len(vocabulary) - self.added_tokens))
-        return cut
+        added = max(0, min(max_tokens, len(vocabulary)) - (len(vocabulary) - self.added_tokens))
+        return self._copy(vocabulary[2:max_tokens], added, max_tokens=max_tokens)
+
+    def cut_length(self, sequence_length):
+        """A new encoder with the same vocabulary and settings that keeps the first
+        `sequence_length` tokens of a text: its ids are this one's first `sequence_length`
+        columns (bigram ids too: the last kept token pairs with the next one either way), so a
+        search tries several lengths while adapting and encoding once. Flat texts only; at
+        most this encoder's length."""
+        if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 1:
+            raise ValueError("TextEncoder.cut_length: `sequence_length` must be a positive integer. "
+                             f"Received: sequence_length={sequence_length!r}")
+        if self.hierarchical or sequence_length > self.sequence_length:
+            raise ValueError(f"TextEncoder.cut_length cuts a flat encoder's texts to at most its {self.sequence_length} "
+                             f"tokens. Received: sequence_length={sequence_length}"
+                             + (" for a hierarchical encoder" if self.hierarchical else ""))
+        if not self._adapted:
+            raise ValueError("TextEncoder has no vocabulary to keep: call `adapt(texts)` or `set_vocabulary(...)` first.")
+        return self._copy(self.get_vocabulary()[2:], self.added_tokens, sequence_length=sequence_length)
+
+    def _copy(self, tokens, added_tokens, **changes):
+        """A new encoder of this one's settings with `changes`, whose vocabulary is `tokens` (after
+        padding and OOV), the last `added_tokens` of them added by `extend_vocabulary`."""
+        config = {name: value for name, value in self.get_config().items() if name != "name"}  # a name of its own
+        copy = type(self).from_config({**config, **changes})
+        copy.set_vocabulary(tokens)
+        copy.added_tokens = added_tokens
+        return copy
 
     def get_vocabulary(self):
         """All tokens by id: `["", "[UNK]", most frequent, ...]`."""

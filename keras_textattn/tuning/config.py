@@ -38,8 +38,12 @@ KEYS = {
 # `freeze_embeddings`: searched only with pretrained vectors (`tune(embeddings=...)`); a fixed
 # one is `tune(freeze_embeddings=True)`.
 TRAINING_HYPERPARAMETERS = ("learning_rate", "freeze_embeddings")
-# Searched by cutting the one adapted vocabulary (`TextEncoder.cut_vocabulary`): see `tune`.
-ENCODER_HYPERPARAMETERS = ("max_tokens",)
+# Searched by cutting what the one adapted encoder gives (`TextEncoder.cut_vocabulary`,
+# `TextEncoder.cut_length`; a flat model's `sequence_length` only): see `tune`.
+ENCODER_HYPERPARAMETERS = ("max_tokens", "sequence_length")
+# Builder arguments that must agree with the encoder's output (`ModelSpec.shape_arguments`):
+# set under `encoder`, never under `fixed`.
+SHAPE_ARGUMENTS = ("sequence_length", "max_sentences", "bigram_buckets")
 
 
 SHIPPED = importlib.resources.files(__package__) / "configs"
@@ -100,10 +104,11 @@ class TuningConfig:
     def direction(self):
         return "max" if "accuracy" in self.objective else "min"
 
-    def largest_vocabulary(self):
-        """The largest `max_tokens` the search can try (the encoder is adapted with it), or
-        None when the vocabulary is not searched."""
-        spec = self.hyperparameters.get("max_tokens")
+    def largest(self, name):
+        """The largest value of the encoder hyperparameter `name` (`max_tokens` or
+        `sequence_length`) the search can try (the encoder is adapted with it), or None when it
+        is not searched."""
+        spec = self.hyperparameters.get(name)
         if spec is None:
             return None
         return max(spec["values"]) if spec["type"] == "choice" else spec["max"]
@@ -197,13 +202,13 @@ def load_config(path):
             config.encoder = dict(values)
 
     builder_arguments = [p for p in inspect.signature(BUILDERS[model]).parameters
-                         if p not in ("num_classes", "vocabulary_size", "encoder", "name")]
+                         if p not in ("num_classes", "vocabulary_size", "encoder", "name", *SHAPE_ARGUMENTS)]
     searchable = builder_arguments + list(TRAINING_HYPERPARAMETERS)
     fixed = raw.get("fixed") or {}
     if not isinstance(fixed, dict):
         fail("fixed", "expected a mapping of builder arguments to values", ", ".join(searchable))
     for name in fixed:
-        if name in ENCODER_HYPERPARAMETERS:
+        if name in ENCODER_HYPERPARAMETERS + SHAPE_ARGUMENTS:
             fail(f"fixed.{name}", f"a fixed {name} is set under `encoder`")
         if name not in searchable:
             fail(f"fixed.{name}", f"not an argument of the {model} builder", ", ".join(searchable))
@@ -223,6 +228,15 @@ def load_config(path):
     searchable += list(ENCODER_HYPERPARAMETERS)
     for name, spec in spaces.items():
         key = f"hyperparameters.{name}"
+        if name in SHAPE_ARGUMENTS and name not in searchable:
+            fail(key, f"{name} is set under `encoder`: the encoder is adapted once, and its ids of every trial have "
+                      "the one shape it gives (of these shapes, a search varies a flat model's sequence_length)")
+        if name == "hierarchical":
+            fail(key, "hierarchical decides what the encoder gives (sentences of words, or one row of words), which "
+                      "every trial reads: fix it under `fixed`")
+        if name == "sequence_length" and get_spec(model).is_hierarchical(config.fixed):
+            fail(key, f"{model} reads sentences here: its words per sentence are set under `encoder` (a search "
+                      "varies a flat model's sequence_length)")
         if name not in searchable:
             fail(key, f"not an argument of the {model} builder", ", ".join(searchable))
         if name in fixed:
@@ -285,13 +299,16 @@ def _check_learning_rates(fail, key, rates):
 
 
 def _check_encoder_hyperparameter(fail, key, name, spec, encoder):
-    """`max_tokens`: whole numbers of at least 3 (padding and OOV count), and not also set
-    under `encoder` (the encoder is adapted with the largest value searched)."""
+    """`max_tokens`: whole numbers of at least 3 (padding and OOV count); `sequence_length`:
+    positive ones; neither also set under `encoder` (the encoder is adapted with the largest
+    value searched)."""
     if spec["type"] not in ("int", "choice"):
         fail(f"{key}.type", f"{name} is searched as int or choice, not {spec['type']}")
     values = spec["values"] if spec["type"] == "choice" else [spec["min"], spec["max"]]
-    if not all(_is(value, int) and value >= 3 for value in values):
+    if name == "max_tokens" and not all(_is(value, int) and value >= 3 for value in values):
         fail(key, f"{name} counts padding and OOV: expected integers of at least 3, got {values!r}")
+    if not all(_is(value, int) and value >= 1 for value in values):
+        fail(key, f"expected positive integers (tokens per text), got {values!r}")
     if name in encoder:
         fail(f"encoder.{name}", "also searched under `hyperparameters`; the encoder is adapted with the largest "
                                 "value searched, so remove it here")

@@ -63,8 +63,10 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     vocabulary size and sequence shape. `learning_rate` is the Adam learning rate;
     `max_tokens` keeps that many of the encoder's most frequent ids (padding and OOV
     included) and reads the others as OOV, which is what an encoder adapted with
-    `max_tokens` would give (`TextEncoder.cut_vocabulary`); every other hyperparameter
-    is a builder argument. `dtype_policy`: the models' Keras dtype policy (None: the
+    `max_tokens` would give (`TextEncoder.cut_vocabulary`); a flat model's
+    `sequence_length` keeps the first that many ids of each text, which is what an encoder
+    of that length gives (`TextEncoder.cut_length`); every other hyperparameter is a
+    builder argument. `dtype_policy`: the models' Keras dtype policy (None: the
     global one). `embedding_rows(size)`, None until `tune` sets it after `check_space` (making
     the rows can mean training word2vec): the initial token embedding of that size for the
     encoder's whole vocabulary, and which ids have a vector (`config.embeddings` says where
@@ -105,12 +107,28 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         full = self.encoder.vocabulary_size()
         return min(hp.values.get("max_tokens") or full, full)
 
+    def sequence_length(self, hp):
+        """The trial's tokens per text: its `sequence_length` when searched, else the encoder's."""
+        return hp.values.get("sequence_length") or self.encoder.sequence_length
+
+    def trial_encoder(self, hp):
+        """The encoder that gives the ids the trial reads (the encoder cut to its vocabulary
+        and length)."""
+        encoder = self.encoder
+        if self.vocabulary_size(hp) < encoder.vocabulary_size():
+            encoder = encoder.cut_vocabulary(self.vocabulary_size(hp))
+        if self.sequence_length(hp) < encoder.sequence_length:
+            encoder = encoder.cut_length(self.sequence_length(hp))
+        return encoder
+
     def build(self, hp):
         values = {**_preset_arguments(self.config), **self.declare(hp)}
         try:
             model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
                                 vocabulary_size=self.vocabulary_size(hp),
-                                **get_spec(self.config.model).shape_arguments(self.encoder), **_builder_arguments(values))
+                                **{**get_spec(self.config.model).shape_arguments(self.encoder),
+                                   "sequence_length": self.sequence_length(hp)},
+                                **_builder_arguments(values))
         except ValueError as error:  # a value the builder or a layer refuses, e.g. 0 heads
             given = [f"{name} {value} (fixed)" for name, value in self.config.fixed.items()]
             given += [f"{name} {value}" for name, value in hp.values.items()
@@ -151,14 +169,16 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         return bool(values.get("freeze_embeddings", self.config.embeddings and self.config.embeddings["frozen"]))
 
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
-        """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV,
-        with the config's learning-rate schedule from the trial's rate."""
+        """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV and
+        whose texts are cut to the trial's length, with the config's learning-rate schedule from
+        the trial's rate."""
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []),
                                *schedule_callbacks(self.config.lr_schedule, hp.values.get("learning_rate", 1e-3),
                                                    kwargs.get("epochs", self.config.epochs))]
-        size = self.vocabulary_size(hp)
-        if size < self.encoder.vocabulary_size():
-            x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size), labels))
+        size, length = self.vocabulary_size(hp), self.sequence_length(hp)
+        if size < self.encoder.vocabulary_size() or length < self.encoder.sequence_length:
+            x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size, length),
+                                                                                                 labels))
                                   for batches in (x, validation_data))
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
 
@@ -175,10 +195,12 @@ def _builder_arguments(values):
             if name not in TRAINING_HYPERPARAMETERS + ENCODER_HYPERPARAMETERS}
 
 
-def _cut(ids, size):
-    """Batched encoder output (token ids, or token and bigram ids) with token ids >= `size` made OOV."""
-    if isinstance(ids, tuple):
-        return (_cut(ids[0], size), ids[1])  # bigram ids are hashed, not looked up: no vocabulary to cut
+def _cut(ids, size, length):
+    """Batched flat or hierarchical encoder output (token ids, or token and bigram ids) with token
+    ids >= `size` made OOV and each text's (a flat text's) first `length` ids kept."""
+    if isinstance(ids, tuple):  # bigram ids are hashed, not looked up: no vocabulary to cut
+        return (_cut(ids[0], size, length), ids[1][..., :length] if ids[1].shape.rank == 2 else ids[1])
+    ids = ids[:, :length] if ids.shape.rank == 2 else ids
     return tf.where(ids >= size, tf.constant(OOV_ID, ids.dtype), ids)
 
 
@@ -358,8 +380,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         encoder = load_encoder(encoder_path)
     else:
         spec = get_spec(config.model)
-        largest = config.largest_vocabulary()
-        options = spec.encoder_options(config.fixed, **config.encoder, **({"max_tokens": largest} if largest else {}))
+        largest = {name: config.largest(name) for name in ENCODER_HYPERPARAMETERS if config.largest(name)}
+        options = spec.encoder_options(config.fixed, **config.encoder, **largest)
         chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose, in_config=True)
         encoder = TextEncoder(**{**options, **chosen})
         rows = dataset.rows["train"] if dataset.rows else None
@@ -396,8 +418,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         best_model = search.get_best_models(1)[0]
     best_hp = search.get_best_hyperparameters(1)[0]
     best_vocabulary = hypermodel.vocabulary_size(best_hp)
-    if best_vocabulary < encoder.vocabulary_size():
-        encoder = encoder.cut_vocabulary(best_vocabulary)  # as the best trial read its texts
+    encoder = hypermodel.trial_encoder(best_hp)  # as the best trial read its texts
     searched = hypermodel.declare(best_hp)
     best = {**_preset_arguments(config), **searched}
     accuracy = {}

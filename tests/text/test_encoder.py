@@ -407,6 +407,43 @@ def test_cut_vocabulary_encodes_as_adapting_with_fewer_tokens(shared_data):
         TextEncoder().cut_vocabulary(100)
 
 
+def test_cut_length_encodes_as_an_encoder_of_that_length(shared_data):
+    """What a search over `sequence_length` relies on: the cut encoder equals one of that length adapted
+    on the same texts (ids, bigram ids, vocabulary, settings), and equals the first columns of the
+    longer encoder's ids (the last kept token's bigram pairs it with the next token either way)."""
+    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        train = [row["text"] for row in csv.DictReader(handle)]
+    test = train[:500] + ["zzqx never seen words", ""]
+    full = TextEncoder(max_tokens=3000, sequence_length=40, bigram_buckets=50)
+    full.adapt(train)
+    full.extend_vocabulary(["zzqx"])
+    full_ids, full_bigrams = (np.asarray(ids) for ids in full(test))
+    for length in (1, 7, 40):
+        cut = full.cut_length(length)
+        adapted = TextEncoder(max_tokens=3000, sequence_length=length, bigram_buckets=50)
+        adapted.adapt(train)
+        adapted.extend_vocabulary(["zzqx"])
+        assert cut.get_vocabulary() == adapted.get_vocabulary() == full.get_vocabulary()
+        assert cut.added_tokens == 1 and cut.counted_vocabulary_size() == full.counted_vocabulary_size()
+        assert {**cut.get_config(), "name": None} == {**adapted.get_config(), "name": None}
+        (cut_ids, cut_bigrams), (ids, bigrams) = cut(test), adapted(test)
+        np.testing.assert_array_equal(cut_ids, ids)
+        np.testing.assert_array_equal(cut_bigrams, bigrams)
+        np.testing.assert_array_equal(cut_ids, full_ids[:, :length])
+        np.testing.assert_array_equal(cut_bigrams, full_bigrams[:, :length])
+    assert (full_ids[:, 7] > 0).sum() > 100  # texts longer than the cut are there
+    with pytest.raises(ValueError, match="must be a positive integer. Received: sequence_length=0"):
+        full.cut_length(0)
+    with pytest.raises(ValueError, match="to at most its 40 tokens. Received: sequence_length=41$"):
+        full.cut_length(41)
+    hierarchical = TextEncoder(max_tokens=100, sequence_length=8, hierarchical=True, max_sentences=2)
+    hierarchical.adapt(train[:100])
+    with pytest.raises(ValueError, match="Received: sequence_length=4 for a hierarchical encoder"):
+        hierarchical.cut_length(4)
+    with pytest.raises(ValueError, match="no vocabulary to keep"):
+        TextEncoder(sequence_length=8).cut_length(4)
+
+
 def test_extend_vocabulary_gives_ids_to_the_words_it_lacks(tmp_path):
     """Words of pretrained vectors (`vectors_words`) join the vocabulary after the adapted tokens, in
     their order: only those it lacks and reads as one token each ("don't" and "u.s." split; a
