@@ -68,7 +68,7 @@ def run(args, model, model_kwargs, data, epochs, **train_kwargs):
 
 
 def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
-    if args.cpu_devices:
+    if args.cpu_devices is not None:
         from keras_textattn.training import configure_cpu_devices
 
         configure_cpu_devices(args.cpu_devices)  # first: before TensorFlow sets up its devices

@@ -51,6 +51,17 @@ def _column(text):
     return int(text) if text.isdigit() else text
 
 
+def _count(text):
+    """A positive whole number (argparse's type)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return count
+
+
 def _delimiter(text):
     """One character; `tab` (or the two characters `\\t`) for a tab, which a shell passes awkwardly."""
     text = {"tab": "\t", "\\t": "\t"}.get(text, text)
@@ -228,7 +239,7 @@ def _parser():
     fit.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
     fit.add_argument("--ray-address", help="with --distribute ray: an existing Ray cluster (default: RAY_ADDRESS, "
                                            "else a local cluster started for the run)")
-    fit.add_argument("--cpu-devices", type=int, help="split the CPU into N logical devices (mirrored without GPUs)")
+    fit.add_argument("--cpu-devices", type=_count, help="split the CPU into N logical devices (mirrored without GPUs)")
     fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (every epoch's end always is)")
     fit.add_argument("--overwrite", action="store_true",
                      help="replace the run in --output (kept until the new one is written; see README)")
@@ -367,13 +378,17 @@ def main(argv=None):
         # TensorFlow's C++ messages while it runs (e.g. oneDNN's "supports DT_BOOL only ..." at the first
         # prediction); errors that matter reach Python as exceptions.
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if getattr(args, "cpu_devices", None) is not None and args.distribute == "none":
+        print("keras-textattn: error: --cpu-devices splits the CPU for --distribute mirrored (or multi-worker); "
+              "without one the run would train on one of the devices", file=sys.stderr)
+        return 2
     with contextlib.nullcontext() if args.verbose else _without_native_logs():
         from keras_textattn.errors import UserError  # imports Keras and TensorFlow
 
-        if getattr(args, "cpu_devices", None):
+        if getattr(args, "cpu_devices", None) is not None:
             from keras_textattn.training import configure_cpu_devices
 
-            configure_cpu_devices(args.cpu_devices)
+            configure_cpu_devices(args.cpu_devices)  # a positive count (`_count`)
         if getattr(args, "distribute", None) != "multi-worker":  # its strategy must set the devices up itself
             import tensorflow as tf
 

@@ -28,6 +28,7 @@ from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.errors import check_seed
+from keras_textattn.errors import check_whole
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
@@ -85,6 +86,7 @@ def configure_cpu_devices(count):
 
     Must run before TensorFlow initialises its devices, i.e. first in a process.
     """
+    check_whole("cpu-devices", count)
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * count)
 
@@ -543,6 +545,13 @@ def train(
         print(whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items()))
     strategy = make_strategy(distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     chief = _is_chief(strategy)
+    replicas = strategy.num_replicas_in_sync
+    if arguments_used["batch_size"] % replicas:
+        size = arguments_used["batch_size"]
+        lower = size - size % replicas
+        raise RunError(f"batch size {size} (--batch-size: the global batch) does not split evenly over the {replicas} "
+                       f"replicas of --distribute {distribute}; give a multiple of {replicas}, e.g. "
+                       + (f"{lower} or {lower + replicas}" if lower else f"{replicas}"))
     _run_state(output, overwrite, arguments)  # a quick first look, before the data is read
     # Bad data fails here, before anything on disk changes.
     dataset, source = load_labelled_data(
@@ -653,6 +662,10 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
 
     train_batches = train_batches_of(dataset["train"], batch_size, rows["train"])
     validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=rows["validation"], cache=cache)
+    if distribute == "mirrored":
+        train_batches, validation_batches = (_even_first_batch(batches, rows[split], batch_size, strategy, split)
+                                             for batches, split in ((train_batches, "train"),
+                                                                    (validation_batches, "validation")))
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
     monitor = arguments["early_stopping_monitor"] or "loss"
@@ -816,6 +829,27 @@ def _build(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
             raise
         raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
                        f"{', '.join(spec.builder_arguments())}") from None
+
+
+def _even_first_batch(batches, rows, batch_size, strategy, split):
+    """`batches` of a split of `rows` rows whose first batch splits evenly over the strategy's
+    replicas: Keras's `fit` reduces the first batch across replicas to build its step, which fails
+    when their parts differ in size (keras-team/keras#19246); later partial batches are fine. A
+    split of fewer rows than a batch, and not a multiple of the replicas, comes in two batches
+    (the most rows that split evenly, then the rest); one of fewer rows than replicas is an error."""
+    replicas = strategy.num_replicas_in_sync
+    if rows < replicas:
+        raise RunError(f"the {split} split holds {rows} row{'s' * (rows != 1)}, fewer than the {replicas} replicas of "
+                       "--distribute mirrored (each needs one); give more rows, or train on one device")
+    if rows >= batch_size or rows % replicas == 0:
+        return batches  # the first batch is a full one (a multiple of the replicas) or splits evenly
+    even = rows - rows % replicas
+
+    def two_batches(*batch):
+        parts = [tf.nest.map_structure(lambda tensor: tensor[start:end], batch) for start, end in ((0, even), (even, rows))]
+        return tf.data.Dataset.from_tensors(parts[0]).concatenate(tf.data.Dataset.from_tensors(parts[1]))
+
+    return batches.flat_map(two_batches)
 
 
 def _scores(classifier, rows, batches, num_classes):

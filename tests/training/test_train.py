@@ -596,6 +596,39 @@ def test_mirrored_on_two_cpu_devices_matches_one_device(shared_data, tmp_path, a
     np.testing.assert_allclose(two["accuracy"]["validation"], one["accuracy"]["validation"], atol=1e-3)
 
 
+def test_mirrored_batches_that_do_not_split_evenly(shared_data, tmp_path):
+    """Keras's `fit` under MirroredStrategy reduces the first batch across replicas and fails inside
+    TensorFlow ("Inputs to operation AddN ... must have the same size") when its parts differ
+    (keras-team/keras#19246). A global batch that is not a multiple of the replicas is refused up front;
+    a split smaller than a batch comes first in a part that splits evenly (it failed: 7 validation rows
+    over 3 replicas); one of fewer rows than replicas, and a CPU split that is not a positive count or
+    has no strategy to use it, are one line each."""
+    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        header, *rows = handle.read().splitlines()
+    (tmp_path / "small.csv").write_text("\n".join([header, *rows[:100]]) + "\n")
+    (tmp_path / "two.csv").write_text("\n".join([header, *rows[100:102]]) + "\n")
+    common = [*SMALL_SCALABLE, "--data", str(tmp_path / "small.csv"), "--epochs", "1", "--distribute", "mirrored",
+              "--cpu-devices", "3"]
+    result = _run([*common, "--output", str(tmp_path / "odd"), "--batch-size", "32"])
+    assert result.returncode == 2 and not (tmp_path / "odd").exists()
+    assert ("keras-textattn: error: batch size 32 (--batch-size: the global batch) does not split evenly over the 3 "
+            "replicas of --distribute mirrored; give a multiple of 3, e.g. 30 or 33") in result.stderr
+    result = _run([*common, "--output", str(tmp_path / "run"), "--batch-size", "33"])
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = _metrics(tmp_path / "run")
+    assert metrics["replicas"] == 3 and metrics["rows"]["validation"] % 3 and metrics["rows"]["validation"] < 33
+    assert len(metrics["history"]["val_loss"]) == 1
+    result = _run([*common, "--output", str(tmp_path / "two"), "--batch-size", "33", "--validation-data",
+                   str(tmp_path / "two.csv")])
+    assert result.returncode == 2 and ("the validation split holds 2 rows, fewer than the 3 replicas of --distribute "
+                                       "mirrored (each needs one)") in result.stderr
+    for devices, message in ((["--distribute", "mirrored", "--cpu-devices", "0"],
+                              "argument --cpu-devices: expected a positive whole number, got '0'"),
+                             (["--cpu-devices", "2"], "--cpu-devices splits the CPU for --distribute mirrored")):
+        result = _run([*SMALL_SCALABLE, "--data", str(tmp_path / "small.csv"), "--output", str(tmp_path / "x"), *devices])
+        assert result.returncode == 2 and message in result.stderr
+
+
 def _free_ports(count):
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:
