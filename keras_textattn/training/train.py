@@ -194,7 +194,7 @@ def _run_state(output, overwrite, arguments):
     if is_finished(output):
         if not overwrite:
             raise RunError(f"{output} already holds a finished run; pass overwrite=True (--overwrite) to replace it, "
-                           "or choose another output")
+                           f"or choose another output (with init_from={output!r}, --init-from, to train it further)")
         return "overwrite"
     if overwrite:
         return "overwrite"

@@ -186,7 +186,8 @@ def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
                                  "tensorflow": tf.__version__}
     capsys.readouterr()
     assert main(args) == 2
-    assert "already holds a finished run; pass overwrite=True (--overwrite)" in capsys.readouterr().err
+    assert (f"already holds a finished run; pass overwrite=True (--overwrite) to replace it, or choose another output "
+            f"(with init_from={output!r}, --init-from, to train it further)") in capsys.readouterr().err
     assert main(args + ["--overwrite", "--seed", "1"]) == 0
     # Seeds make a run reproducible; another seed is another run.
     assert _metrics(output)["history"]["loss"] != first["history"]["loss"]
