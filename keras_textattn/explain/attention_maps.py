@@ -125,7 +125,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         model_or_run: a run folder of `train()` (or a list of one), or a Keras classifier taking
             token ids first (then give its `encoder`), such as the `keras_textattn.models`
             builders make when given `vocabulary_size`.
-        texts: a list of strings (one string: a list of one).
+        texts: a list of strings (one string: a list of one); bytes are read as UTF-8.
         encoder: the `TextEncoder` of the model (read from the run folder otherwise).
         label_names: class names (read from the run folder; default "0", "1", ...).
         batch_size: texts per model call (all of them at once would hold every text's
@@ -147,7 +147,9 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         if not isinstance(encoder, TextEncoder):
             raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
     check_batch_size(batch_size)
-    texts = check_texts(texts)
+    # Bytes are read as UTF-8 with invalid bytes replaced (U+FFFD), as the encoder reads them; the
+    # explanations' text and token offsets are of that string.
+    texts = [text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text for text in check_texts(texts)]
     if not texts:
         return []
     probe = _attention_probe(model)

@@ -11,6 +11,7 @@ from keras_textattn import _plots
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_whole
 
 
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
@@ -117,6 +118,8 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
     (the first `max_tokens`), saved as a `width` x `height` pixel PNG at `path` (or in the format
     of its extension: `image_format`), written whole or not at all. Chinese and Japanese tokens
     need a CJK font (`_plots.CJK_FONTS`); without one they are drawn as boxes."""
+    for name, value in (("width", width), ("height", height), ("max_tokens", max_tokens)):
+        check_whole(name, value)
     file_format = image_format(path)
     labels, rows = [], []
     for name, weights in explanation.attention.items():

@@ -56,6 +56,10 @@ def test_trained_lama_maps_and_offsets(lama_run):
             np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
     assert [t["token"] for t in explanations[0].tokens][:3] == ["Stocks", "rallied", "after"]
     assert explanations[2].tokens == [] and explanations[2].attention["attention"].shape == (4, 0)
+    # Bytes, as check_texts takes them (it failed: 'bytes' object has no attribute 'encode'): read as UTF-8,
+    # an invalid byte as U+FFFD, and explained as that string is.
+    (raw,), (text,) = explain(lama_run, [TEXTS[0].encode() + b" \xff"]), explain(lama_run, [TEXTS[0] + " \ufffd"])
+    assert raw.text == text.text and raw.tokens == text.tokens and raw.probabilities == text.probabilities
 
 
 def test_trained_hcan_word_and_sentence_maps(hcan_run):

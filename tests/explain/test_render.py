@@ -33,6 +33,16 @@ def _explanation(weights, text="stocks fell after earnings"):
                        attention={"attention": np.asarray(weights, "float64")})
 
 
+def test_png_sizes_are_checked(tmp_path):
+    """Sizes matplotlib cannot draw are one clear error, and nothing is written."""
+    for size, message in ((dict(width=0), "width must be a positive whole number; got 0"),
+                          (dict(height=-5), "height must be a positive whole number; got -5"),
+                          (dict(max_tokens=0), "max_tokens must be a positive whole number; got 0")):
+        with pytest.raises(ValueError, match=message):
+            to_png(_explanation(np.array([[0.1, 0.2, 0.3, 0.4]])), tmp_path / "map.png", **size)
+    assert not list(tmp_path.iterdir())
+
+
 def test_shades_follow_the_row_range():
     np.testing.assert_allclose(shades([0.07, 0.08, 0.075]), [LIGHTEST, DARKEST, (LIGHTEST + DARKEST) / 2])
     assert set(shades([0.25] * 4)) == {0.3} and len(shades([])) == 0
