@@ -284,7 +284,7 @@ class TextEncoder(keras.layers.Layer):
         """Learn the vocabulary from texts: a list or array of strings, or a
         `tf.data.Dataset` of strings or of `(text, label)` pairs (batched or not)."""
         if not isinstance(data, tf.data.Dataset):
-            data = tf.data.Dataset.from_tensor_slices(tf.convert_to_tensor(data, tf.string))
+            data = tf.data.Dataset.from_tensor_slices(_string_batch(data, "adapt"))
         if isinstance(data.element_spec, tuple):
             data = data.map(lambda text, *_: text)
         if data.element_spec.shape.rank == 0:
@@ -401,8 +401,8 @@ class TextEncoder(keras.layers.Layer):
 
     # ------------------------------------------------------------------- call
     def __call__(self, inputs, *args, **kwargs):
-        if isinstance(inputs, (list, tuple, np.ndarray)):  # Keras takes only tensors
-            inputs = tf.constant(inputs, tf.string)
+        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor, keras.KerasTensor)):  # Keras takes only tensors
+            inputs = _string_batch(inputs, "call")
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs):
@@ -533,3 +533,25 @@ def _split_rows(words, width, max_rows=None):
         pieces, piece_text = tf.ragged.boolean_mask(pieces, keep), tf.boolean_mask(piece_text, keep)
     rows_per_text = tf.math.unsorted_segment_sum(tf.ones_like(piece_text), piece_text, words.nrows())
     return tf.RaggedTensor.from_row_lengths(pieces, rows_per_text)
+
+
+def _string_batch(texts, method):
+    """`texts` (a list or tuple of strings, a NumPy array of them, a string tensor) as a string
+    tensor of rank >= 1, else a `ValueError` saying what `TextEncoder.<method>` takes, instead of
+    TensorFlow's conversion error (or Keras's "only input tensors", for one string)."""
+    expected = (f"TextEncoder.{method} takes a batch of texts: a list of strings (str or bytes), a NumPy array of "
+                "them or a string tensor of shape (batch,)")
+    if isinstance(texts, (str, bytes)):
+        raise ValueError(f"{expected}. Received: one {type(texts).__name__}; give a list of one")
+    if isinstance(texts, np.ndarray) and texts.dtype.kind not in "USO":
+        raise ValueError(f"{expected}. Received: a NumPy array of dtype {texts.dtype}")
+    if isinstance(texts, (list, tuple, np.ndarray)):
+        for index, text in enumerate(np.ravel(np.asarray(texts, dtype=object)) if isinstance(texts, np.ndarray)
+                                     else texts):
+            if not isinstance(text, (str, bytes)):
+                raise ValueError(f"{expected}. Received: item {index} is {text!r:.60} ({type(text).__name__})")
+        return tf.constant(texts, tf.string)
+    if isinstance(texts, tf.Tensor) and texts.dtype == tf.string and texts.shape.rank:
+        return texts
+    given = f"a {texts.dtype.name} tensor of shape {texts.shape}" if isinstance(texts, tf.Tensor) else type(texts).__name__
+    raise ValueError(f"{expected}. Received: {given}")

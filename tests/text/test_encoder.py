@@ -1,6 +1,7 @@
 import gzip
 import csv
 import json
+import re
 import time
 import zipfile
 
@@ -292,6 +293,22 @@ def test_wrong_inputs_raise_value_error():
         encoder(tf.constant([["a", "b"], ["c", "d"]]))
     with pytest.raises(ValueError, match="no vocabulary"):
         TextEncoder()(["a"])
+    # Python values: what was expected and what was given, not TensorFlow's conversion error or Keras's
+    # "Only input tensors may be passed as positional arguments" (for one string).
+    expected = ("takes a batch of texts: a list of strings (str or bytes), a NumPy array of them or a string tensor "
+                "of shape (batch,). Received: ")
+    for value, given in (("one text", "one str; give a list of one"), (b"one", "one bytes; give a list of one"),
+                         (None, "NoneType"), (3, "int"), ([1, 2], "item 0 is 1 (int)"),
+                         (["a", None], "item 1 is None (NoneType)"), ([["a", "b"]], "item 0 is ['a', 'b'] (list)"),
+                         (np.array([1.0]), "a NumPy array of dtype float64"),
+                         (np.array(["a", None], dtype=object), "item 1 is None (NoneType)")):
+        with pytest.raises(ValueError, match=re.escape("TextEncoder.call " + expected + given)):
+            encoder(value)
+        with pytest.raises(ValueError, match=re.escape("TextEncoder.adapt " + expected + given)):
+            TextEncoder().adapt(value)
+    with pytest.raises(ValueError, match=re.escape("TextEncoder.adapt " + expected + "a string tensor of shape ()")):
+        TextEncoder().adapt(tf.constant("one"))
+    assert _ids(encoder, np.array([["a"], [b"b"]], dtype=object)).shape[0] == 2  # a column of texts, as before
 
 
 @pytest.mark.parametrize(
