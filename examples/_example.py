@@ -69,8 +69,12 @@ def run(args, model, model_kwargs, data, epochs, **train_kwargs):
 
 def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
     if args.cpu_devices is not None:
+        from keras_textattn.errors import UserError
         from keras_textattn.training import configure_cpu_devices
 
+        if args.distribute in (None, "none"):
+            raise UserError("--cpu-devices splits the CPU for --distribute mirrored (or multi-worker); without one "
+                            "the run would train on one of the devices")
         configure_cpu_devices(args.cpu_devices)  # first: before TensorFlow sets up its devices
     from keras_textattn.training import train
 

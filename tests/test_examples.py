@@ -90,3 +90,10 @@ def test_an_examples_mistake_is_one_line(tmp_path):
     result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output),
                              "--epochs", "0"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stderr.splitlines()[-1] == "lama_imdb.py: error: epochs must be a positive number; got 0"
+    # A CPU split needs a strategy to use it, and a positive count (0 was read as none; -2 failed in TensorFlow).
+    for devices, message in ((["--cpu-devices", "2"], "--cpu-devices splits the CPU for --distribute mirrored"),
+                             (["--cpu-devices", "-2", "--distribute", "mirrored"],
+                              "cpu-devices must be a positive whole number; got -2")):
+        result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output),
+                                 *devices], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(f"lama_imdb.py: error: {message}")
