@@ -129,7 +129,8 @@ def _load_member(path):
 def _read_labels(folder, name):
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
-        raise RunError(f"{folder} has no {name} (an export of an older version); export the run again")
+        raise RunError(f"{folder} has no {name}: it is not an export of keras-textattn, or one of an older version; "
+                       "export the run again (keras-textattn export)")
 
     def read():
         with open(path, encoding="utf-8") as handle:

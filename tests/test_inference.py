@@ -108,6 +108,15 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
         top = inference.predict(model_file, ["stocks fell sharply"], top_k=4)[0]["top"]
         assert [label for label, _ in top] == [label for label, _ in expected]
         np.testing.assert_allclose([p for _, p in top], [p for _, p in expected], atol=1e-5)
+    # A SavedModel of someone else's (no class names beside it) is named as such, not as "an older version".
+    foreign = tf.Module()
+    foreign.serve = tf.function(lambda text: {"probabilities": tf.ones([tf.size(text), 2]) / 2},
+                                input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(foreign, str(tmp_path / "foreign"), signatures={"serving_default": foreign.serve})
+    with pytest.raises(RunError, match=re.escape(f"{tmp_path / 'foreign'} has no assets.extra/labels.json: it is not an "
+                                                 "export of keras-textattn, or one of an older version; export the run "
+                                                 "again (keras-textattn export)")):
+        inference.Classifier(tmp_path / "foreign")
 
 
 def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test_rows, tmp_path):
