@@ -12,6 +12,13 @@ import dataclasses
 import inspect
 
 
+# Builder arguments that training and tuning give the builder themselves (from the encoder, its
+# vocabulary and the run), each with where a user sets it instead; None: nowhere.
+GIVEN_BY_TRAINING = {"vocabulary_size": "max_tokens (--max-tokens)", "sequence_length": "sequence_length "
+                     "(--sequence-length)", "max_sentences": "max_sentences (--max-sentences)",
+                     "bigram_buckets": "bigram_buckets (--bigram-buckets)", "encoder": None, "name": None}
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """A model's builder and what it needs.
@@ -55,6 +62,11 @@ class ModelSpec:
     def builder_arguments(self):
         """The names the builder takes besides `num_classes`."""
         return [name for name in inspect.signature(self.build).parameters if name != "num_classes"]
+
+    def settable_arguments(self):
+        """The builder arguments a user sets (`train(model_kwargs=...)`, `--set`, a tuner config's
+        `fixed` and searched ones): all but those training gives it (`GIVEN_BY_TRAINING`)."""
+        return [name for name in self.builder_arguments() if name not in GIVEN_BY_TRAINING]
 
     def is_hierarchical(self, model_kwargs=None):
         return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))

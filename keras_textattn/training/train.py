@@ -34,6 +34,7 @@ from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
+from keras_textattn.models.spec import GIVEN_BY_TRAINING
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
 from keras_textattn.run_folder import is_finished
@@ -343,7 +344,9 @@ def train(
             the shards that cannot be read to their end) instead of stopping at the first
             (metrics.json: `skipped`).
         model_kwargs: passed to the builder (e.g. `{"num_heads": 4}`); they win over
-            the preset's.
+            the preset's. Not those the encoder gives it (`sequence_length`,
+            `max_sentences`, `bigram_buckets`, `vocabulary_size`: this function's own
+            arguments, `max_tokens` for the vocabulary).
         preset: "cpu" (sizes that train in minutes on 2 cores, each model's
             `ModelSpec.cpu_defaults`: those BENCHMARKS.md measures) or "paper"
             (the builders' defaults, the papers' sizes, and for the arguments left
@@ -490,6 +493,13 @@ def train(
         raise RunError(f"weight-decay must be a number in [0, 1); got {weight_decay!r}")
     model_kwargs = dict(model_kwargs or {})
     spec = SPECS[model]
+    for name in model_kwargs:
+        if GIVEN_BY_TRAINING.get(name):
+            raise RunError(f"model_kwargs (--set) {name}: the encoder gives the model its {name}; give "
+                           f"{GIVEN_BY_TRAINING[name]} instead")
+        if name not in spec.settable_arguments():
+            raise RunError(f"model_kwargs (--set) {name}: not an argument of the {model} builder that a run sets; it "
+                           f"takes: {', '.join(spec.settable_arguments())}")
     if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
     if not isinstance(split_long_sentences, bool):
@@ -828,7 +838,7 @@ def _build(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
         if not given:
             raise
         raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
-                       f"{', '.join(spec.builder_arguments())}") from None
+                       f"{', '.join(spec.settable_arguments())}") from None
 
 
 def _even_first_batch(batches, rows, batch_size, strategy, split):

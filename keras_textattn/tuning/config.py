@@ -7,7 +7,6 @@ search needs no checkout (`keras-textattn tune --config lama`).
 
 import dataclasses
 import importlib.resources
-import inspect
 import math
 import os
 
@@ -18,6 +17,7 @@ from keras_textattn.errors import UserError
 from keras_textattn.models import BUILDERS
 from keras_textattn.models import PRESETS
 from keras_textattn.models import get_spec
+from keras_textattn.models.spec import GIVEN_BY_TRAINING
 from keras_textattn.training.schedules import EPOCH_SCHEDULES
 from keras_textattn.training.schedules import parse_schedule
 
@@ -43,7 +43,7 @@ TRAINING_HYPERPARAMETERS = ("learning_rate", "freeze_embeddings")
 ENCODER_HYPERPARAMETERS = ("max_tokens", "sequence_length")
 # Builder arguments that must agree with the encoder's output (`ModelSpec.shape_arguments`):
 # set under `encoder`, never under `fixed`.
-SHAPE_ARGUMENTS = ("sequence_length", "max_sentences", "bigram_buckets")
+SHAPE_ARGUMENTS = tuple(name for name in GIVEN_BY_TRAINING if name in ENCODER_SETTINGS)
 
 
 SHIPPED = importlib.resources.files(__package__) / "configs"
@@ -201,9 +201,7 @@ def load_config(path):
         else:
             config.encoder = dict(values)
 
-    builder_arguments = [p for p in inspect.signature(BUILDERS[model]).parameters
-                         if p not in ("num_classes", "vocabulary_size", "encoder", "name", *SHAPE_ARGUMENTS)]
-    searchable = builder_arguments + list(TRAINING_HYPERPARAMETERS)
+    searchable = get_spec(model).settable_arguments() + list(TRAINING_HYPERPARAMETERS)
     fixed = raw.get("fixed") or {}
     if not isinstance(fixed, dict):
         fail("fixed", "expected a mapping of builder arguments to values", ", ".join(searchable))

@@ -54,9 +54,16 @@ def sst2(shared_data):
         (["--data", "no/such/file.csv"], "Data file not found: 'no/such/file.csv'"),
         (["--label-column", "sentiment"], "no column 'sentiment'"),
         (["--distribute", "multi-worker"], "--distribute multi-worker needs TF_CONFIG"),
-        (["--set", "num_head=4"], "lama cannot be built with {'num_head': 4} (build_lama_classifier() got an unexpected "
-                                  "keyword argument 'num_head'); it takes: vocabulary_size, encoder, sequence_length, "
-                                  "embedding_dim, gru_units, num_heads,"),
+        (["--set", "num_head=4"], "model_kwargs (--set) num_head: not an argument of the lama builder that a run sets; "
+                                  "it takes: embedding_dim, gru_units, num_heads,"),
+        # Those the encoder gives the builder (a TypeError "got multiple values for keyword argument", or for bigram
+        # buckets a model whose inputs the encoder does not give, failing inside Keras).
+        (["--set", "sequence_length=8"], "model_kwargs (--set) sequence_length: the encoder gives the model its "
+                                         "sequence_length; give sequence_length (--sequence-length) instead"),
+        (["--set", "bigram_buckets=100"], "model_kwargs (--set) bigram_buckets: the encoder gives the model its "
+                                          "bigram_buckets; give bigram_buckets (--bigram-buckets) instead"),
+        (["--set", "vocabulary_size=50"], "give max_tokens (--max-tokens) instead"),
+        (["--set", "encoder=1"], "model_kwargs (--set) encoder: not an argument of the lama builder that a run sets"),
         (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
         (["--split-long-sentences"], "split_long_sentences (--split-long-sentences) is for hierarchical models; lama "
