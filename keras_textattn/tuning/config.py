@@ -5,6 +5,7 @@ One config per paper model ships with the package, in `keras_textattn/tuning/con
 search needs no checkout (`keras-textattn tune --config lama`).
 """
 
+import copy
 import dataclasses
 import importlib.resources
 import math
@@ -123,13 +124,19 @@ def _is(value, kind):
 
 
 def load_config(path):
-    """Read and check a tuner config: a YAML file, or the name of a shipped one
-    (`shipped_configs()`: "lama" reads `configs/lama.yaml`). A file of that name wins.
+    """Read and check a tuner config: a YAML file, the name of a shipped one
+    (`shipped_configs()`: "lama" reads `configs/lama.yaml`; a file of that name wins), or
+    a dict of the keys a YAML file holds (named "config" in the errors).
 
     Raises:
         ConfigError: a key given twice, an unknown key, a wrong type, an empty range, a default outside
             its range or choices, or a hyperparameter the model's builder does not take.
     """
+    if isinstance(path, dict):
+        return _checked_config("config", copy.deepcopy(path))
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError("a tuner config is a YAML file, the name of a shipped one or a dict of its keys; got "
+                          f"{type(path).__name__}")
     path = os.fspath(path)
     if not os.path.isfile(path):
         if path not in shipped_configs():
@@ -146,6 +153,11 @@ def load_config(path):
             raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
         except _TwiceGiven as error:
             raise ConfigError(f"{path}: {error}") from None
+    return _checked_config(path, raw)
+
+
+def _checked_config(path, raw):
+    """The `TuningConfig` of `raw`, a config's keys read from `path` (a file, or "config"), checked."""
 
     def fail(key, problem, allowed=None):
         raise ConfigError(f"{path}: {key}: {problem}" + (f"; allowed: {allowed}" if allowed else ""))

@@ -46,6 +46,7 @@ from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
+from keras_textattn.tuning.config import TuningConfig
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
 
@@ -313,8 +314,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     oracle; the workers train; the chief writes the table and the best model.
 
     Args:
-        config: a tuner config: a path, the name of a shipped one (`load_config`), or a loaded
-            `TuningConfig`.
+        config: a tuner config: a path, the name of a shipped one, a dict of its keys
+            (`load_config`), or a loaded `TuningConfig`.
         data: as for `keras_textattn.training.train`; `data_options`: its
             `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
             `label_names`, `data_dir`, `group_column` and `validation_fraction`.
@@ -342,7 +343,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         The rows of the trials table, best first.
     """
     _backend.require_tensorflow("Hyperparameter search")
-    config = config if not isinstance(config, (str, os.PathLike)) else load_config(config)
+    config = config if isinstance(config, TuningConfig) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
     if os.path.exists(directory) and not os.path.isdir(directory):

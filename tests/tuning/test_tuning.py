@@ -480,6 +480,29 @@ def test_hierarchical_shapes_are_not_searched(tmp_path):
     assert load_config(tmp_path / "h.yaml").hyperparameters["sequence_length"]["values"] == [4, 8]  # flat HCAN: searched
 
 
+def test_a_config_given_as_a_dict(tiny_config, shared_data, tmp_path):
+    """A dict of a config's keys is checked as a file is (named "config" in the errors) and searches as
+    the same YAML file does, without being changed; anything else is one clear error (it was os.fspath's
+    TypeError)."""
+    import yaml
+
+    text = TINY.replace("max_trials: 3", "max_trials: 1")
+    tiny_config.write_text(text)
+    as_dict = yaml.safe_load(text)
+    given = json.dumps(as_dict)
+    data = str(shared_data / "trec" / "train.csv.gz")
+    (from_dict,), (from_file,) = (tune(config, data, tmp_path / name, verbose=0)
+                                  for config, name in ((as_dict, "dict"), (tiny_config, "file")))
+    assert {k: v for k, v in from_dict.items() if k != "seconds"} == pytest.approx(
+        {k: v for k, v in from_file.items() if k != "seconds"})
+    assert json.dumps(as_dict) == given
+    with pytest.raises(ConfigError, match=r"^config: hyperparameters.fc_units.default: 12 is not one of the choices"):
+        load_config({**as_dict, "hyperparameters": {"fc_units": {"type": "choice", "values": [8, 16], "default": 12}}})
+    with pytest.raises(ConfigError, match="a tuner config is a YAML file, the name of a shipped one or a dict of its "
+                                          "keys; got int"):
+        tune(3, data, tmp_path / "none", verbose=0)
+
+
 def test_a_search_on_streamed_jsonl_says_nothing_it_need_not(tiny_config, shared_data, tmp_path, recwarn):
     """A JSONL training file is streamed (rows counted first): neither Keras's "ran out of data"
     (the batches' length was known and not passed on) nor the best trial's optimizer-state notice."""
