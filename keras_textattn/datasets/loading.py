@@ -439,7 +439,7 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
         for label, row_number in zip(labels, row_numbers):
             if label not in label_ids:
                 known_as = KNOWN_AS_NAMED if named else f"seen in {files[reference].path}"
-                raise DataError(f"{files[split].path}, row {row_number}, column {files[split].label_column!r}: label "
+                raise DataError(f"{files[split].path}, row {row_number}: column {files[split].label_column!r}: label "
                                 f"{label!r} was not {known_as}. Known labels: {sorted(label_ids)}")
         texts, ids = np.array(texts, dtype=object), np.array([label_ids[label] for label in labels], "int32")
         if split == reference and carve and "validation" not in files:
@@ -561,7 +561,7 @@ def read_labelled_texts(file):
             try:
                 label = checked_label(record[label_index], file.label_column, file.label_offset)
             except ValueError as problem:
-                raise DataError(f"{table.path}, row {line}, {problem}") from None
+                raise DataError(f"{table.path}, row {line}: {problem}") from None  # as a streamed file says
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
             row_numbers.append(line)
