@@ -370,10 +370,13 @@ class TextEncoder(keras.layers.Layer):
         if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 1:
             raise ValueError("TextEncoder.cut_length: `sequence_length` must be a positive integer. "
                              f"Received: sequence_length={sequence_length!r}")
-        if self.hierarchical or sequence_length > self.sequence_length:
-            raise ValueError(f"TextEncoder.cut_length cuts a flat encoder's texts to at most its {self.sequence_length} "
-                             f"tokens. Received: sequence_length={sequence_length}"
-                             + (" for a hierarchical encoder" if self.hierarchical else ""))
+        if self.hierarchical or self.sequence_length is None:
+            raise ValueError("TextEncoder.cut_length cuts the texts of a flat encoder of fixed `sequence_length`; this "
+                             f"one is {'hierarchical' if self.hierarchical else 'of no fixed length'}. "
+                             f"Received: sequence_length={sequence_length}")
+        if sequence_length > self.sequence_length:
+            raise ValueError(f"TextEncoder.cut_length cuts texts to at most this encoder's {self.sequence_length} "
+                             f"tokens. Received: sequence_length={sequence_length}")
         if not self._adapted:
             raise ValueError("TextEncoder has no vocabulary to keep: call `adapt(texts)` or `set_vocabulary(...)` first.")
         return self._copy(self.get_vocabulary()[2:], self.added_tokens, sequence_length=sequence_length)

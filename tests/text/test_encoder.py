@@ -451,14 +451,16 @@ def test_cut_length_encodes_as_an_encoder_of_that_length(shared_data):
     assert (full_ids[:, 7] > 0).sum() > 100  # texts longer than the cut are there
     with pytest.raises(ValueError, match="must be a positive integer. Received: sequence_length=0"):
         full.cut_length(0)
-    with pytest.raises(ValueError, match="to at most its 40 tokens. Received: sequence_length=41$"):
+    with pytest.raises(ValueError, match="to at most this encoder's 40 tokens. Received: sequence_length=41$"):
         full.cut_length(41)
     hierarchical = TextEncoder(max_tokens=100, sequence_length=8, hierarchical=True, max_sentences=2)
     hierarchical.adapt(train[:100])
-    with pytest.raises(ValueError, match="Received: sequence_length=4 for a hierarchical encoder"):
+    with pytest.raises(ValueError, match="this one is hierarchical. Received: sequence_length=4$"):
         hierarchical.cut_length(4)
     with pytest.raises(ValueError, match="no vocabulary to keep"):
         TextEncoder(sequence_length=8).cut_length(4)
+    with pytest.raises(ValueError, match="this one is of no fixed length. Received: sequence_length=4$"):
+        _adapted().cut_length(4)
 
 
 def test_extend_vocabulary_gives_ids_to_the_words_it_lacks(tmp_path):
