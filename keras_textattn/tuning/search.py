@@ -200,9 +200,15 @@ def _cut(ids, size, length):
     """Batched flat or hierarchical encoder output (token ids, or token and bigram ids) with token
     ids >= `size` made OOV and each text's (a flat text's) first `length` ids kept."""
     if isinstance(ids, tuple):  # bigram ids are hashed, not looked up: no vocabulary to cut
-        return (_cut(ids[0], size, length), ids[1][..., :length] if ids[1].shape.rank == 2 else ids[1])
-    ids = ids[:, :length] if ids.shape.rank == 2 else ids
+        return (_cut(ids[0], size, length), _first_columns(ids[1], length))
+    ids = _first_columns(ids, length)
     return tf.where(ids >= size, tf.constant(OOV_ID, ids.dtype), ids)
+
+
+def _first_columns(ids, length):
+    """A flat batch's first `length` ids of each text; a hierarchical batch (whose length is not
+    searched) as it is."""
+    return ids[:, :length] if ids.shape.rank == 2 else ids
 
 
 class _TimedTrials:
@@ -381,7 +387,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         encoder = load_encoder(encoder_path)
     else:
         spec = get_spec(config.model)
-        largest = {name: config.largest(name) for name in ENCODER_HYPERPARAMETERS if config.largest(name)}
+        largest = {name: value for name in ENCODER_HYPERPARAMETERS if (value := config.largest(name))}
         options = spec.encoder_options(config.fixed, **config.encoder, **largest)
         chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose, in_config=True)
         encoder = TextEncoder(**{**options, **chosen})
