@@ -678,13 +678,24 @@ def plot_time_to_accuracy(results, dataset, path):
                   if model != "fasttext" and accuracy >= means["fasttext"][1])
 
 
+def seed_number(text):
+    """A seed as Keras and NumPy take it, 0 to 2**32 - 1 (argparse's type; the scripts' `--seeds`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to {2**32 - 1}; got {text!r}")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
     parser.add_argument("--results", default="benchmarks/results/accuracy.jsonl", help="JSON lines, appended")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--seeds", nargs="+", type=seed_number, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=3, help="plain Keras models: epochs (rows other than 3 are "
                                                                 "named '<model>@e<N>')")
     parser.add_argument("--shuffle-buffer", type=int, help="our models: shuffle in a buffer of this many rows "

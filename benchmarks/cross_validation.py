@@ -113,7 +113,7 @@ def main(argv=None):
                         default=["lama+paper_adam_min5_cosine"],
                         help="rows of accuracy.py run through train(), or tfidf_lr (TF-IDF + LR on the same folds)")
     parser.add_argument("--folds", type=int, default=3)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0])
     parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="as accuracy.py's")
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")

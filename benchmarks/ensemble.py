@@ -123,7 +123,7 @@ def main(argv=None):
     parser.add_argument("--probabilities", help="the folder of accuracy.py --save-probabilities")
     parser.add_argument("--members", nargs="+", help="row names of accuracy.py, as its results file names them "
                                                      "(with --folds: its plain models, e.g. scalable_attention)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0, 1, 2])
     parser.add_argument("--folds", type=int, help="choose on held-out data: K folds of the training split (above)")
     parser.add_argument("--length", type=int, help="with --folds: as accuracy.py's (default: the dataset's)")
     parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="with --folds: as accuracy.py's")

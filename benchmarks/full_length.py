@@ -37,6 +37,7 @@ from accuracy import DEFAULT_DATA
 from accuracy import VOCABULARY
 from accuracy import builder_arguments
 from accuracy import load
+from accuracy import seed_number
 
 
 def encode(dataset_name, data_dir, length, dimension, output, seed=0):
@@ -132,7 +133,7 @@ def main(argv=None):
     fitting = steps.add_parser("fit", help="train and test the models (any Keras backend)")
     fitting.add_argument("ids")
     fitting.add_argument("--models", nargs="+", default=["lama", "scalable_attention", "dual_axial", "cspan"])
-    fitting.add_argument("--seeds", nargs="+", type=int, default=[0])
+    fitting.add_argument("--seeds", nargs="+", type=seed_number, default=[0])
     fitting.add_argument("--epochs", type=int, default=20, help="the most epochs (early stopping decides)")
     fitting.add_argument("--patience", type=int, default=2)
     fitting.add_argument("--batch-size", type=int, default=32)

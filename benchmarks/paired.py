@@ -50,7 +50,7 @@ def main(argv=None):
     parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="ag_news")
     parser.add_argument("--model", choices=list(accuracy.TRAINED), default="scalable_attention+defaults",
                         help="a row of accuracy.py run through train()")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0, 1, 2])
     parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="as accuracy.py's")
     parser.add_argument("--quick", action="store_true", help="smoke check: TREC, scalable_attention+defaults, seed 0")
     args = parser.parse_args(argv)

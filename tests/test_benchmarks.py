@@ -370,3 +370,17 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
         refused = subprocess.run(command + ["--models", *models, *option], capture_output=True, text=True, timeout=120)
         assert refused.returncode == 2 and message in refused.stderr
     assert not (tmp_path / "accuracy.jsonl").exists()
+
+
+def test_scripts_check_their_seeds():
+    """A seed Keras and NumPy cannot take is argparse's one line (it was NumPy's traceback after the data
+    was read); every script with --seeds takes accuracy.py's type."""
+    seed_number = benchmark_function("accuracy", "seed_number")
+    assert seed_number("0") == 0 and seed_number(str(2**32 - 1)) == 2**32 - 1
+    for script, step in (("accuracy.py", []), ("cross_validation.py", []), ("ensemble.py", []), ("paired.py", []),
+                         ("full_length.py", ["fit", "ids.npz"])):
+        run = subprocess.run([sys.executable, str(BENCHMARKS / script), *step, "--seeds", "1", "-1"],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2 and run.stderr.splitlines()[-1] == (
+            f"{' '.join([script, *step[:1]])}: error: argument --seeds: a seed is a whole number from 0 to 4294967295; "
+            "got '-1'")
