@@ -284,7 +284,8 @@ def _parser():
     tune.add_argument("--preset", choices=["cpu", "paper"],
                       help="the sizes a trial takes where the config neither fixes nor searches them, as for train: "
                            "cpu or paper; default: the config's (cpu when it says none)")
-    tune.add_argument("--max-trials", type=int, help="default: the config's")
+    tune.add_argument("--max-trials", type=int,
+                      help="default: the config's (random and bayesian; hyperband's follow from --epochs)")
     tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
     tune.add_argument("--validation-fraction", type=float, default=0.1)
     tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")

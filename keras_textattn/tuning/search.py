@@ -212,8 +212,8 @@ def _first_columns(ids, length):
 
 
 class _TimedTrials:
-    """Adds each trial's training wall time (`seconds`) and epoch count (`epochs`) to
-    its metrics. They are set on every epoch of the histories, so they survive
+    """Adds each trial's training wall time (`seconds`) and the epochs its model trained
+    (`epochs`; a hyperband trial continues its parent's, from `initial_epoch`) to its metrics. They are set on every epoch of the histories, so they survive
     keras-tuner's reduction to the best epoch and reach the chief with the trial.
     After each trial, a copy of keras-tuner's state files (`_keep_good_state`)."""
 
@@ -228,7 +228,7 @@ class _TimedTrials:
         for history in histories:
             epochs = len(history.epoch)
             history.history["seconds"] = [seconds] * epochs
-            history.history["epochs"] = [float(epochs)] * epochs
+            history.history["epochs"] = [float(history.epoch[-1] + 1)] * epochs if epochs else []  # hyperband's
         return histories
 
 
@@ -325,7 +325,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         data: as for `keras_textattn.training.train`; `data_options`: its
             `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
             `label_names`, `data_dir`, `group_column` and `validation_fraction`.
-        tuner: "random", "bayesian" or "hyperband".
+        tuner: "random", "bayesian" or "hyperband". Hyperband trains trials for 1 to `epochs`
+            epochs and continues the better ones from their weights; how many trials it runs
+            follows from `epochs`, so it takes no `max_trials`.
         preset, max_trials, epochs: override the config's. The preset ("cpu", the
             default, or "paper") gives the builder arguments the config neither fixes
             nor searches, as for `train`, and the learning-rate schedule unless the
@@ -352,6 +354,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     config = config if isinstance(config, TuningConfig) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
+    if tuner == "hyperband" and max_trials is not None:  # keras-tuner's Hyperband has no such setting
+        raise RunError("max_trials (--max-trials) is for the random and bayesian tuners; hyperband's number of trials "
+                       "follows from epochs (--epochs), the most a trial trains")
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise RunError(f"{directory} is a file; give the folder of the search as --directory")
     for name, value in (("max-trials", max_trials), ("epochs", epochs)):  # 0 read as "the config's", -1 ran none
@@ -363,6 +368,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         config.preset = preset
     config.max_trials = max_trials or config.max_trials
     config.epochs = epochs or config.epochs
+    if tuner == "hyperband" and verbose:
+        print(f"hyperband trains its trials for 1 to {config.epochs} epochs, the better ones continued from their "
+              f"weights; epochs (--epochs, the config's tuner.epochs) sets how many trials it runs, not max_trials")
     taken = {name: value for name, value in get_spec(config.model).preset_arguments(config.preset).items()
              if name not in config.fixed and name not in config.hyperparameters}
     if taken and verbose:
@@ -379,7 +387,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
     os.makedirs(directory, exist_ok=True)
-    _check_same_search(directory, config)
+    _check_same_search(directory, config, tuner)
 
     encoder_path = os.path.join(directory, "encoder.keras")
     new_encoder = not os.path.exists(encoder_path)
@@ -397,7 +405,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
             encoder.extend_vocabulary(vectors_words(config.embeddings["source"], vectors_vocabulary))
     hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
     hypermodel.check_space()  # before the directory records this search: a mended config may start it
-    _record_search(directory, config)
+    _record_search(directory, config, tuner)
     if new_encoder:
         save_encoder(encoder_path, encoder)
 
@@ -412,8 +420,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache,
                                       rows=(dataset.rows or {}).get("validation"))
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
-    search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
-                  class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
+    with without_optimizer_state_warning():  # hyperband starts a continued trial from its parent's checkpoint
+        search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
+                      class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
     if os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief":
         return []  # a worker: the chief writes the results
 
@@ -515,17 +524,22 @@ def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
     return rows, covered
 
 
-def _search_space(config):
-    """What `directory/search.json` records of a config: all but its path and `max_trials`
-    (which may grow), as it reads back (tuples become lists)."""
-    return json.loads(json.dumps({k: v for k, v in dataclasses.asdict(config).items() if k not in ("path", "max_trials")}))
+def _search_space(config, tuner):
+    """What `directory/search.json` records of a search: its tuner and all of its config but its
+    path and `max_trials` (which may grow), as it reads back (tuples become lists)."""
+    space = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("path", "max_trials")}
+    return json.loads(json.dumps({**space, "tuner": tuner}))
 
 
-def _check_same_search(directory, config):
-    """Refuse a directory whose search used another search space: its trials would mix with ours."""
+def _check_same_search(directory, config, tuner):
+    """Refuse a directory whose search used another tuner or search space: its trials would mix with ours."""
     path = os.path.join(directory, "search.json")
     if os.path.exists(path):
-        stored, space = read_json(path), _search_space(config)
+        stored, space = read_json(path), _search_space(config, tuner)
+        stored.setdefault("tuner", tuner)  # recorded since 2026-11-27
+        if stored["tuner"] != tuner:
+            raise RunError(f"{directory} holds a {stored['tuner']} search; resume it with --tuner {stored['tuner']}, "
+                           "or use another --directory")
         changed = sorted(k for k in set(stored) | set(space) if stored.get(k) != space.get(k))
         if changed:
             raise RunError(f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
@@ -535,15 +549,18 @@ def _check_same_search(directory, config):
                        "use another --directory")
 
 
-def _record_search(directory, config):
+def _record_search(directory, config, tuner):
     """Write `directory/search.json` for a new search (`_check_same_search` checks it later)."""
     path = os.path.join(directory, "search.json")
     if not os.path.exists(path):
-        write_text(path, json.dumps(_search_space(config), indent=2, sort_keys=True))
+        write_text(path, json.dumps(_search_space(config, tuner), indent=2, sort_keys=True))
 
 
 def trials_table(search, config):
-    """Finished trials as dicts, best first: trial, hyperparameters, score, epochs, seconds."""
+    """Finished trials as dicts, best first: trial, hyperparameters, score, epochs (those its model
+    trained, a hyperband trial's parents' included), seconds; for hyperband, the trial whose
+    weights it continued (`continues`)."""
+    hyperband = isinstance(search, TUNER_CLASSES["hyperband"])
     rows = []
     for trial in search.oracle.trials.values():
         if trial.status != "COMPLETED" or trial.score is None:
@@ -553,6 +570,8 @@ def trials_table(search, config):
         timing = {name: trial.metrics.get_last_value(name) if trial.metrics.exists(name) else None
                   for name in ("epochs", "seconds")}
         row.update(score=float(trial.score), epochs=timing["epochs"] and int(timing["epochs"]), seconds=timing["seconds"])
+        if hyperband:
+            row["continues"] = trial.hyperparameters.values.get("tuner/trial_id")
         rows.append(row)
     rows.sort(key=lambda r: -r["score"] if config.direction == "max" else r["score"])
     return rows

@@ -247,13 +247,21 @@ def test_unreadable_checkpoints_are_named(tmp_path):
 
 def test_tuning_directory_of_another_config_is_refused(tmp_path):
     config = load_config("tuner_configs/lama.yaml")
-    _check_same_search(tmp_path, config)
-    _record_search(tmp_path, config)
+    _check_same_search(tmp_path, config, "random")
+    _record_search(tmp_path, config, "random")
     config.max_trials += 5  # more trials continue the same search
-    _check_same_search(tmp_path, config)
+    _check_same_search(tmp_path, config, "random")
+    with pytest.raises(RunError, match="holds a random search; resume it with --tuner random"):
+        _check_same_search(tmp_path, config, "bayesian")
     config.hyperparameters["num_heads"]["max"] = 8
     with pytest.raises(RunError, match="search of another config .*differs in hyperparameters"):
-        _check_same_search(tmp_path, config)
+        _check_same_search(tmp_path, config, "random")
+    # A record from before the tuner was recorded resumes with any.
+    recorded = json.loads((tmp_path / "search.json").read_text())
+    del recorded["tuner"]
+    (tmp_path / "search.json").write_text(json.dumps(recorded))
+    config.hyperparameters["num_heads"]["max"] = 30
+    _check_same_search(tmp_path, config, "bayesian")
 
 
 @pytest.mark.parametrize(

@@ -397,6 +397,32 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
                                                                          metrics["encoder"])
 
 
+def test_hyperband_continues_trials_and_says_which(tiny_config, shared_data, tmp_path, capsys, recwarn):
+    """Hyperband trains trials for 1 to `epochs` epochs and continues the better ones from their
+    weights (at 3 epochs, 6 trials): trials.md names the trial each continued and counts its model's
+    epochs from the first (it counted only its own), and Keras's warning about the parent's optimizer
+    state is not shown. `max_trials`, which keras-tuner's Hyperband has not, is refused (it was
+    ignored: one trial at 1 epoch), and so is resuming the folder with another tuner (the trials mixed)."""
+    data = str(shared_data / "trec" / "train.csv.gz")
+    with pytest.raises(RunError, match=r"max_trials \(--max-trials\) is for the random and bayesian tuners; "
+                                       r"hyperband's number of trials follows from epochs \(--epochs\)"):
+        tune(tiny_config, data, tmp_path / "search", tuner="hyperband", max_trials=4, verbose=0)
+    rows = tune(tiny_config, data, tmp_path / "search", tuner="hyperband", epochs=3, verbose=1)
+    assert "hyperband trains its trials for 1 to 3 epochs, the better ones continued" in capsys.readouterr().out
+    assert not [str(w.message) for w in recwarn if "Skipping variable loading" in str(w.message)]
+    assert len(rows) == 6
+    by_id = {row["trial"]: row for row in rows}
+    (continued,) = [row for row in rows if row["continues"]]  # the best of the second bracket's three 1-epoch trials
+    parent = by_id[continued["continues"]]
+    assert (parent["epochs"], continued["epochs"]) == (1, 3)
+    assert (continued["hidden_units"], continued["fc_units"]) == (parent["hidden_units"], parent["fc_units"])
+    assert sorted(row["epochs"] for row in rows if not row["continues"]) == [1, 1, 1, 3, 3]
+    assert (tmp_path / "search" / "trials.csv").read_text().splitlines()[0] == \
+        "trial,hidden_units,fc_units,score,epochs,seconds,continues"
+    with pytest.raises(RunError, match="holds a hyperband search; resume it with --tuner hyperband"):
+        tune(tiny_config, data, tmp_path / "search", tuner="random", verbose=0)
+
+
 @pytest.mark.parametrize("model, sizes, buckets", [
     ("scalable_attention", "embedding_dim: 16", None),
     ("dual_axial", "embedding_dim: 8, fc_units: 8", None),  # token and bigram ids
