@@ -15,6 +15,7 @@ import os
 import sys
 
 from keras_textattn_cli import DTYPE_POLICIES
+from keras_textattn_cli import cpu_devices_refusal
 from keras_textattn_cli import progress_verbosity
 
 # `tune()`'s data arguments, taken from what an example passes `train()`.
@@ -40,7 +41,8 @@ def parse_args(description, default_output):
                         help="the tf.distribute strategy of the training, or ray: --workers processes started by "
                              "Ray Train (see README)")
     parser.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
-    parser.add_argument("--cpu-devices", type=int, help="split the CPU into N devices (mirrored without GPUs)")
+    parser.add_argument("--cpu-devices", type=int,
+                        help="with --distribute mirrored: split the CPU into N devices (mirrored without GPUs)")
     parser.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
                         help="mixed precision for GPUs and TPUs (default: float32)")
     parser.add_argument("--export", metavar="DIR", help="then export the run: DIR/saved_model (TF Serving) and "
@@ -72,9 +74,9 @@ def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
         from keras_textattn.errors import UserError
         from keras_textattn.training import configure_cpu_devices
 
-        if args.distribute in (None, "none"):
-            raise UserError("--cpu-devices splits the CPU for --distribute mirrored (or multi-worker); without one "
-                            "the run would train on one of the devices")
+        refusal = cpu_devices_refusal(args.cpu_devices, args.distribute)
+        if refusal:
+            raise UserError(refusal)
         configure_cpu_devices(args.cpu_devices)  # first: before TensorFlow sets up its devices
     from keras_textattn.training import train
 

@@ -62,6 +62,18 @@ def _count(text):
     return count
 
 
+def cpu_devices_refusal(cpu_devices, distribute):
+    """Why `--cpu-devices` cannot go with `--distribute` (None where it can): only MirroredStrategy
+    trains on a split CPU; a multi-worker (or Ray) run's strategy uses one CPU device per worker
+    (TensorFlow's MultiWorkerMirroredStrategy), so the split did nothing there."""
+    if cpu_devices is None or distribute == "mirrored":
+        return None
+    if distribute in (None, "none"):
+        return "--cpu-devices splits the CPU for --distribute mirrored; without it the run would train on one of the devices"
+    return (f"--cpu-devices splits the CPU for --distribute mirrored; a {distribute} run trains on one CPU device per "
+            "worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead")
+
+
 def _delimiter(text):
     """One character; `tab` (or the two characters `\\t`) for a tab, which a shell passes awkwardly."""
     text = {"tab": "\t", "\\t": "\t"}.get(text, text)
@@ -239,7 +251,8 @@ def _parser():
     fit.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
     fit.add_argument("--ray-address", help="with --distribute ray: an existing Ray cluster (default: RAY_ADDRESS, "
                                            "else a local cluster started for the run)")
-    fit.add_argument("--cpu-devices", type=_count, help="split the CPU into N logical devices (mirrored without GPUs)")
+    fit.add_argument("--cpu-devices", type=_count,
+                     help="with --distribute mirrored: split the CPU into N logical devices (mirrored without GPUs)")
     fit.add_argument("--checkpoint-every", type=int, help="also back up every N steps (every epoch's end always is)")
     fit.add_argument("--overwrite", action="store_true",
                      help="replace the run in --output (kept until the new one is written; see README)")
@@ -379,9 +392,9 @@ def main(argv=None):
         # TensorFlow's C++ messages while it runs (e.g. oneDNN's "supports DT_BOOL only ..." at the first
         # prediction); errors that matter reach Python as exceptions.
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if getattr(args, "cpu_devices", None) is not None and args.distribute == "none":
-        print("keras-textattn: error: --cpu-devices splits the CPU for --distribute mirrored (or multi-worker); "
-              "without one the run would train on one of the devices", file=sys.stderr)
+    refusal = cpu_devices_refusal(getattr(args, "cpu_devices", None), getattr(args, "distribute", None))
+    if refusal:
+        print(f"keras-textattn: error: {refusal}", file=sys.stderr)
         return 2
     with contextlib.nullcontext() if args.verbose else _without_native_logs():
         from keras_textattn.errors import UserError  # imports Keras and TensorFlow

@@ -610,7 +610,7 @@ def test_mirrored_batches_that_do_not_split_evenly(shared_data, tmp_path, capsys
     (keras-team/keras#19246). A global batch that is not a multiple of the replicas is refused up front;
     a split smaller than a batch comes first in a part that splits evenly (it failed: 7 validation rows
     over 3 replicas); one of fewer rows than replicas, and a CPU split that is not a positive count or
-    has no strategy to use it, are one line each."""
+    has no MirroredStrategy to use it (a multi-worker one ignored it), are one line each."""
     with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8") as handle:
         header, *rows = handle.read().splitlines()
     (tmp_path / "small.csv").write_text("\n".join([header, *rows[:100]]) + "\n")
@@ -637,7 +637,13 @@ def test_mirrored_batches_that_do_not_split_evenly(shared_data, tmp_path, capsys
     assert exit_.value.code == 2
     assert "argument --cpu-devices: expected a positive whole number, got '0'" in capsys.readouterr().err
     assert main([*args, "--cpu-devices", "2"]) == 2
-    assert "--cpu-devices splits the CPU for --distribute mirrored" in capsys.readouterr().err
+    assert "--cpu-devices splits the CPU for --distribute mirrored; without it" in capsys.readouterr().err
+    # A multi-worker run's strategy takes one CPU device per worker: the split did nothing (1 replica).
+    for distribute in (["multi-worker"], ["ray", "--workers", "2"]):
+        assert main([*args, "--cpu-devices", "2", "--distribute", *distribute]) == 2
+        assert (f"--cpu-devices splits the CPU for --distribute mirrored; a {distribute[0]} run trains on one CPU device "
+                "per worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead"
+                in capsys.readouterr().err)
 
 
 def _free_ports(count):
