@@ -13,14 +13,33 @@ shared filesystem, or `gs://` / `s3://` data).
 
 import dataclasses
 import os
+import re
+import socket
 
 from keras_textattn.datasets.loading import is_pattern
+from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 
 
+# `train()`'s arguments that may be local paths: the workers' working folder is not ours.
+PATH_ARGUMENTS = ("data", "test_data", "validation_data", "data_dir", "init_from", "embeddings")
+
+
+def worker_arguments(arguments):
+    """`train(**arguments)`'s arguments as a Ray worker runs them: a multi-worker run, with the
+    output and the local paths among `PATH_ARGUMENTS` made absolute (TFDS names, remote paths and
+    the vectors' names "word2vec" and `PACKAGED_VECTORS` as they are)."""
+    arguments = {**arguments, "distribute": "multi-worker", "output": os.path.abspath(os.fspath(arguments["output"]))}
+    for name in PATH_ARGUMENTS:
+        if not (name == "embeddings" and arguments.get(name) in ("word2vec", *PACKAGED_VECTORS)):
+            arguments[name] = _absolute(arguments.get(name))
+    return arguments
+
+
 def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
-    """Run `train(**arguments)` as a multi-worker run of `workers` Ray workers; the chief's metrics."""
+    """Run `train(**arguments)` (`worker_arguments`) as a multi-worker run of `workers` Ray
+    workers; the chief's metrics."""
     try:
         import ray
         from ray.train import RunConfig
@@ -28,11 +47,9 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
         from ray.train.tensorflow import TensorflowTrainer
     except ImportError:
         raise RunError('--distribute ray needs Ray Train: pip install "keras-textattn[ray]"') from None
-    arguments = {**arguments, "distribute": "multi-worker", "output": os.path.abspath(os.fspath(arguments["output"]))}
-    for name in ("data", "test_data", "validation_data"):  # the workers' working folder is not ours
-        arguments[name] = _absolute(arguments.get(name))
     started = not ray.is_initialized()
     if started:
+        _check_reachable(ray_address or os.environ.get("RAY_ADDRESS"))
         ray.init(address=ray_address, log_to_driver=arguments.get("verbose", 1) > 0, include_dashboard=False)
     try:
         trainer = TensorflowTrainer(
@@ -64,6 +81,21 @@ def _absolute(data):
             os.path.exists(os.fspath(data)) or is_pattern(os.fspath(data))):
         return os.path.abspath(os.fspath(data))
     return data
+
+
+def _check_reachable(address, timeout=10):
+    """A `RunError` unless something answers at a Ray cluster's `host:port` (or `ray://host:port`)
+    address: for one that does not, `ray.init` retries without end. Other forms ("auto",
+    "local", None) are left to Ray."""
+    match = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)", address or "")
+    if not match:
+        return
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
+    except OSError as error:
+        raise RunError(f"no Ray cluster answers at {address} (--ray-address, else RAY_ADDRESS): "
+                       f"{error.strerror or error}; start one there (ray start --head), or give neither for a local "
+                       "one") from None
 
 
 def _worker_loop(arguments):

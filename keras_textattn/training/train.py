@@ -545,11 +545,18 @@ def train(
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
         raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
                        f"distribute {distribute!r}, workers {workers!r}")
+    if ray_address is not None and distribute != "ray":
+        raise RunError(f"--ray-address names the Ray cluster of --distribute ray; got distribute {distribute!r}")
     if distribute == "ray":
+        from keras_textattn.training.ray_launcher import PATH_ARGUMENTS
         from keras_textattn.training.ray_launcher import train_on_ray
+        from keras_textattn.training.ray_launcher import worker_arguments
 
-        return train_on_ray({name: value for name, value in call.items() if name not in ("workers", "ray_address")},
-                            workers, ray_address)
+        on_workers = worker_arguments({name: value for name, value in call.items() if name not in ("workers", "ray_address")})
+        # The output's refusals before Ray starts (the workers would make them half a minute later).
+        _run_state(on_workers["output"], overwrite,
+                   {**arguments, **_jsonable({name: on_workers[name] for name in PATH_ARGUMENTS})})
+        return train_on_ray(on_workers, workers, ray_address)
     if recipe and verbose:
         whose = f"The {model} paper's recipe (--preset paper; " if preset == "paper" else f"The {model} cpu preset's training ("
         print(whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items()))

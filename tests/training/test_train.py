@@ -761,3 +761,44 @@ def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp
     np.testing.assert_allclose(by_ray["history"]["loss"], by_hand["history"]["loss"], rtol=1e-5)
     assert by_ray["accuracy"] == pytest.approx(by_hand["accuracy"], abs=1e-6)
     assert "Finished scalable_attention" in result.stdout
+
+
+@pytest.mark.xdist_group("multi_worker")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
+def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(multi_worker_run, sst2_shards, tmp_path,
+                                                                            monkeypatch):
+    """What the driver can tell is refused before Ray starts (half a minute; and at an address where
+    no cluster answers `ray.init` retried without end), and `--ray-address` without Ray too (it was
+    ignored). The workers' working folder is Ray's: every local path reaches them absolute (a
+    relative `--init-from` was "not a finished run" there, and so would a relative vectors file be)."""
+    import ray
+
+    from keras_textattn.run_folder import RunError
+    from keras_textattn.training import train
+    from keras_textattn.training.ray_launcher import worker_arguments
+
+    folder, _ = sst2_shards
+    options = dict(model="scalable_attention", data=str(folder / "train-*.csv.gz"), workers=2, distribute="ray",
+                   verbose=0)
+    with pytest.raises(RunError, match="already holds a finished run"):
+        train(output=multi_worker_run[0], **options)
+    (port,) = _free_ports(1)
+    with pytest.raises(RunError, match=rf"no Ray cluster answers at 127\.0\.0\.1:{port} \(--ray-address, else "
+                                       r"RAY_ADDRESS\): .*; start one there \(ray start --head\), or give neither"):
+        train(output=str(tmp_path / "run"), ray_address=f"127.0.0.1:{port}", **options)
+    assert not ray.is_initialized() and not (tmp_path / "run").exists()
+    with pytest.raises(RunError, match="--ray-address names the Ray cluster of --distribute ray; got distribute None"):
+        train("scalable_attention", str(folder / "train-*.csv.gz"), str(tmp_path / "run"), ray_address="auto", verbose=0)
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("texts.csv", "vectors.txt", "word2vec"):  # a file named as word2vec is still the name
+        (tmp_path / name).write_text("")
+    (tmp_path / "source").mkdir()
+    given = {"output": "out", "data": "texts.csv", "test_data": "ag_news", "validation_data": None, "data_dir": None,
+             "init_from": "source", "embeddings": "vectors.txt", "verbose": 0}
+    assert worker_arguments(given) == {**given, "distribute": "multi-worker", "output": str(tmp_path / "out"),
+                                       "data": str(tmp_path / "texts.csv"), "init_from": str(tmp_path / "source"),
+                                       "embeddings": str(tmp_path / "vectors.txt")}
+    for name in ("word2vec", "glove-6b-50d"):
+        assert worker_arguments({**given, "embeddings": name})["embeddings"] == name
