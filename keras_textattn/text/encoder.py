@@ -39,7 +39,9 @@ _CJK_IDEOGRAPH = "[" + "".join(rf"\x{{{first:X}}}-\x{{{last:X}}}" for first, las
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
 class TextEncoder(keras.layers.Layer):
-    """Raw strings `(batch,)` to token ids `(batch, sequence_length)`, 0 for padding.
+    """Raw strings `(batch,)` to token ids `(batch, sequence_length)`, 0 for padding; one
+    string (a Python `str`, or a scalar string tensor as a `tf.data` map before batching
+    gives it) to its ids `(sequence_length,)`, as Keras's `TextVectorization` does.
 
     Steps: invalid UTF-8 bytes become U+FFFD and NUL characters spaces; the text is split into words and
     punctuation marks (HTML tags such as `<br />` dropped when `strip_html`); each
@@ -274,7 +276,8 @@ class TextEncoder(keras.layers.Layer):
         if texts.shape.rank == 2 and texts.shape[-1] == 1:
             texts = tf.squeeze(texts, -1)
         if texts.shape.rank != 1:
-            raise ValueError(f"TextEncoder expects a batch of strings of shape (batch,). Received: shape {texts.shape}")
+            raise ValueError(f"TextEncoder expects a batch of strings of shape (batch,), or one string. Received: shape "
+                             f"{texts.shape}")
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
         # tensorflow-text's regex ops stop reading at a NUL byte: make NUL a space (same byte offsets).
         return tf.strings.regex_replace(texts, r"\x00", " ")
@@ -404,17 +407,22 @@ class TextEncoder(keras.layers.Layer):
 
     # ------------------------------------------------------------------- call
     def __call__(self, inputs, *args, **kwargs):
-        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor, keras.KerasTensor)):  # Keras takes only tensors
+        if isinstance(inputs, (str, bytes)):  # one text, as a tf.data map before batching gives it
+            inputs = tf.constant(inputs)
+        elif not isinstance(inputs, (tf.Tensor, tf.RaggedTensor, keras.KerasTensor)):  # Keras takes only tensors
             inputs = _string_batch(inputs, "call")
         return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs):
         if not self._adapted:
             raise ValueError("TextEncoder has no vocabulary: call `adapt(texts)` or `set_vocabulary(...)` first.")
-        texts = self._as_strings(inputs)
+        one_text = inputs.shape.rank == 0  # its ids without the batch axis, as Keras's TextVectorization
+        texts = self._as_strings(tf.reshape(inputs, [1]) if one_text else inputs)
         if self.hierarchical:
-            return self._encode_hierarchical(texts)
-        return self._ids_and_bigrams(self.tokenize(texts), [None, self.sequence_length])
+            ids = self._encode_hierarchical(texts)
+        else:
+            ids = self._ids_and_bigrams(self.tokenize(texts), [None, self.sequence_length])
+        return keras.tree.map_structure(lambda batch: batch[0], ids) if one_text else ids
 
     def _encode_hierarchical(self, texts):
         sentences = tf_text.regex_split(texts, self._sentence_end)  # (batch, sentences)
@@ -470,10 +478,11 @@ class TextEncoder(keras.layers.Layer):
         self.built = True  # no weights: the vocabulary lives in the lookup table
 
     def compute_output_shape(self, input_shape):
+        batch = tuple(input_shape[:1])  # none for one text
         if self.hierarchical:
-            shape = (input_shape[0], self.max_sentences, self.sequence_length)
+            shape = (*batch, self.max_sentences, self.sequence_length)
         else:
-            shape = (input_shape[0], self.sequence_length)
+            shape = (*batch, self.sequence_length)
         return (shape, shape) if self.bigram_buckets else shape
 
     def compute_output_spec(self, inputs):

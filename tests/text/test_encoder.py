@@ -289,7 +289,7 @@ def test_wrong_inputs_raise_value_error():
     encoder = _adapted()
     with pytest.raises(ValueError, match="expects strings.*int32"):
         encoder(tf.constant([1, 2]))
-    with pytest.raises(ValueError, match=r"shape \(batch,\).*\(2, 2\)"):
+    with pytest.raises(ValueError, match=r"shape \(batch,\), or one string.*\(2, 2\)"):
         encoder(tf.constant([["a", "b"], ["c", "d"]]))
     with pytest.raises(ValueError, match="no vocabulary"):
         TextEncoder()(["a"])
@@ -302,13 +302,37 @@ def test_wrong_inputs_raise_value_error():
                          (["a", None], "item 1 is None (NoneType)"), ([["a", "b"]], "item 0 is ['a', 'b'] (list)"),
                          (np.array([1.0]), "a NumPy array of dtype float64"),
                          (np.array(["a", None], dtype=object), "item 1 is None (NoneType)")):
-        with pytest.raises(ValueError, match=re.escape("TextEncoder.call " + expected + given)):
-            encoder(value)
+        if not isinstance(value, (str, bytes)):  # one text is encoded (test_one_text_without_a_batch_axis)
+            with pytest.raises(ValueError, match=re.escape("TextEncoder.call " + expected + given)):
+                encoder(value)
         with pytest.raises(ValueError, match=re.escape("TextEncoder.adapt " + expected + given)):
             TextEncoder().adapt(value)
     with pytest.raises(ValueError, match=re.escape("TextEncoder.adapt " + expected + "a string tensor of shape ()")):
         TextEncoder().adapt(tf.constant("one"))
     assert _ids(encoder, np.array([["a"], [b"b"]], dtype=object)).shape[0] == 2  # a column of texts, as before
+
+
+@pytest.mark.parametrize("kwargs", [{"sequence_length": 6}, {"sequence_length": None},
+                                    {"sequence_length": 6, "bigram_buckets": 50},
+                                    {"hierarchical": True, "max_sentences": 2, "sequence_length": 4}])
+def test_one_text_without_a_batch_axis(kwargs):
+    """One text (a `str`, or a scalar string tensor as a `tf.data` map before batching gives it)
+    encodes to its row of the batch, without the batch axis, as Keras's TextVectorization does (it
+    was refused: "give a list of one")."""
+    encoder = _adapted(**kwargs)
+    texts = ["a great film . bad end", "bad"]
+    batch = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(texts))
+    for one in (texts[0], texts[0].encode(), tf.constant(texts[0])):
+        ids = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(one))
+        keras.tree.map_structure(lambda row, rows: np.testing.assert_array_equal(row, rows[0]), ids, batch)
+    mapped = tf.data.Dataset.from_tensor_slices(texts).map(encoder).batch(2)
+    if kwargs["sequence_length"] is not None:  # a batch padded to its longest text is not a batch of rows
+        keras.tree.map_structure(np.testing.assert_array_equal, next(iter(mapped.as_numpy_iterator())), batch)
+    # The declared shape is the one given (None where texts set it).
+    declared, given = encoder.compute_output_shape(()), keras.tree.map_structure(lambda row: row.shape, ids)
+    assert keras.tree.flatten(keras.tree.map_shape_structure(lambda shape: shape, declared)) == \
+        keras.tree.flatten(keras.tree.map_shape_structure(
+            lambda shape: tuple(None if kwargs["sequence_length"] is None else n for n in shape), given))
 
 
 @pytest.mark.parametrize(
