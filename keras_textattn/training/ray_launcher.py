@@ -17,9 +17,9 @@ import re
 import socket
 
 from keras_textattn.datasets.loading import is_pattern
-from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
+from keras_textattn.text.vectors import PACKAGED_VECTORS
 
 
 # `train()`'s arguments that may be local paths: the workers' working folder is not ours.

@@ -552,7 +552,8 @@ def train(
         from keras_textattn.training.ray_launcher import train_on_ray
         from keras_textattn.training.ray_launcher import worker_arguments
 
-        on_workers = worker_arguments({name: value for name, value in call.items() if name not in ("workers", "ray_address")})
+        on_workers = worker_arguments({name: value for name, value in call.items()
+                                       if name not in ("workers", "ray_address")})
         # The output's refusals before Ray starts (the workers would make them half a minute later).
         _run_state(on_workers["output"], overwrite,
                    {**arguments, **_jsonable({name: on_workers[name] for name in PATH_ARGUMENTS})})

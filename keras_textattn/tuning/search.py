@@ -213,7 +213,8 @@ def _first_columns(ids, length):
 
 class _TimedTrials:
     """Adds each trial's training wall time (`seconds`) and the epochs its model trained
-    (`epochs`; a hyperband trial continues its parent's, from `initial_epoch`) to its metrics. They are set on every epoch of the histories, so they survive
+    (`epochs`, from the first: a hyperband trial continues its parent's model) to its
+    metrics. They are set on every epoch of the histories, so they survive
     keras-tuner's reduction to the best epoch and reach the chief with the trial.
     After each trial, a copy of keras-tuner's state files (`_keep_good_state`)."""
 
@@ -228,7 +229,8 @@ class _TimedTrials:
         for history in histories:
             epochs = len(history.epoch)
             history.history["seconds"] = [seconds] * epochs
-            history.history["epochs"] = [float(history.epoch[-1] + 1)] * epochs if epochs else []  # hyperband's
+            # Counted from epoch 0: a continued hyperband trial's history starts at its `initial_epoch`.
+            history.history["epochs"] = [float(history.epoch[-1] + 1)] * epochs if epochs else []
         return histories
 
 
