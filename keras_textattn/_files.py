@@ -16,7 +16,9 @@ class FolderInUseError(UserError):
 
 def write_atomically(path, write):
     """Call `write(temporary_path)`, then move the finished file to `path` in one step (its
-    folder is made if missing)."""
+    folder is made if missing); a `UserError` if `path` is a folder."""
+    if os.path.isdir(path):
+        raise UserError(f"{os.path.abspath(path)} is a folder; give the path of a file to write")
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))

@@ -56,6 +56,20 @@ class Explanation:
     dimension_attention: dict = dataclasses.field(default_factory=dict)
 
 
+def as_explanations(value, function):
+    """`value`, one `Explanation` or an iterable of them, as a list; a `UserError` naming
+    `function` and the first item that is not an `Explanation`."""
+    items = [value] if isinstance(value, Explanation) else value
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise UserError(f"{function} takes explain()'s Explanations (one, or a list); got {type(value).__name__}")
+    items = list(items)
+    for index, item in enumerate(items):
+        if not isinstance(item, Explanation):
+            raise UserError(f"{function} takes explain()'s Explanations (one, or a list); "
+                            f"item {index} is {type(item).__name__}")
+    return items
+
+
 def _call_arguments(model, layer, config):
     """`(args, kwargs)` of the one call of `layer` in the functional `model`, as KerasTensors.
 
@@ -225,13 +239,16 @@ def top_tokens(explanations, k=10, min_count=2):
     heads; tokens case-folded and seen at least `min_count` times. A plain sum would
     rank the most frequent tokens ("the", ".") first.
 
+    Args:
+        explanations: `explain()`'s list (or one `Explanation`).
+
     Returns:
         `{class name: [(token, score), ...]}` with at most `k` tokens per class.
     """
     check_whole("k (--top)", k)
     check_whole("min_count", min_count)
     totals = {}
-    for explanation in explanations:
+    for explanation in as_explanations(explanations, "top_tokens"):
         if not explanation.attention or not explanation.tokens:
             continue
         weights = next(iter(explanation.attention.values())).mean(0) * len(explanation.tokens)

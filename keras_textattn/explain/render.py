@@ -11,6 +11,8 @@ from keras_textattn import _plots
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.errors import UserError
+from keras_textattn.explain.attention_maps import Explanation
+from keras_textattn.explain.attention_maps import as_explanations
 from keras_textattn.errors import check_whole
 
 
@@ -71,9 +73,10 @@ def to_html(explanations, title="Attention"):
     prediction, then each attention map's words shaded by weight (`shades`: darkest for the
     row's largest weight, lightest for its smallest; the range is printed under the map's
     name, and a word's weight shows on hover). A map with several heads or queries shows their
-    mean first and folds the heads away. For HCAN, the sentences are shaded the same way."""
+    mean first and folds the heads away. For HCAN, the sentences are shaded the same way.
+    `explanations`: `explain()`'s list, or one `Explanation`."""
     blocks = []
-    for explanation in explanations:
+    for explanation in as_explanations(explanations, "to_html"):
         probabilities = ", ".join(f"{html.escape(name)} {p:.3f}" for name, p in explanation.probabilities.items())
         rows = [_rows(name, weights, explanation.text, explanation.tokens, WORD, "")
                 for name, weights in explanation.attention.items()]
@@ -118,6 +121,9 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
     (the first `max_tokens`), saved as a `width` x `height` pixel PNG at `path` (or in the format
     of its extension: `image_format`), written whole or not at all. Chinese and Japanese tokens
     need a CJK font (`_plots.CJK_FONTS`); without one they are drawn as boxes."""
+    if not isinstance(explanation, Explanation):
+        count = f" of {len(explanation)}" if isinstance(explanation, (list, tuple)) else ""
+        raise UserError(f"to_png draws one Explanation (explain(...)[i]); got {type(explanation).__name__}{count}")
     for name, value in (("width", width), ("height", height), ("max_tokens", max_tokens)):
         check_whole(name, value)
     file_format = image_format(path)

@@ -11,6 +11,7 @@ import pytest
 from keras_textattn.explain import Explanation
 from keras_textattn.explain import to_html
 from keras_textattn.explain import to_png
+from keras_textattn.explain import top_tokens
 from keras_textattn.explain.render import DARKEST
 from keras_textattn.explain.render import LIGHTEST
 from keras_textattn.explain.render import WORD
@@ -40,6 +41,24 @@ def test_png_sizes_are_checked(tmp_path):
                           (dict(max_tokens=0), "max_tokens must be a positive whole number; got 0")):
         with pytest.raises(ValueError, match=message):
             to_png(_explanation(np.array([[0.1, 0.2, 0.3, 0.4]])), tmp_path / "map.png", **size)
+    assert not list(tmp_path.iterdir())
+
+
+def test_what_the_renderers_take(tmp_path):
+    """to_html and top_tokens take one Explanation or a list; to_png one. Anything else, or a
+    folder as the image's path, is one clear error, and nothing is written."""
+    explanation = _explanation(np.array([[0.1, 0.2, 0.3, 0.4]]))
+    assert to_html(explanation) == to_html([explanation]) and "earnings" in to_html(explanation)
+    assert top_tokens(explanation, min_count=1) == top_tokens([explanation], min_count=1)
+    for value, message in (("some text", "got str"), ([explanation, "x"], "item 1 is str"), (None, "got NoneType")):
+        with pytest.raises(ValueError, match=f"to_html takes explain\\(\\)'s Explanations .*{message}"):
+            to_html(value)
+    with pytest.raises(ValueError, match="top_tokens takes .* item 0 is dict"):
+        top_tokens([{"label": "Business"}])
+    with pytest.raises(ValueError, match=r"to_png draws one Explanation \(explain\(...\)\[i\]\); got list of 1"):
+        to_png([explanation], tmp_path / "map.png")
+    with pytest.raises(ValueError, match=f"{tmp_path} is a folder; give the path of a file to write"):
+        to_png(explanation, tmp_path)
     assert not list(tmp_path.iterdir())
 
 
