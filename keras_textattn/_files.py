@@ -110,8 +110,16 @@ def recover_folder_swap(path):
 
 
 def as_paths(paths):
-    """One path, or a list of paths, as a list of paths."""
-    return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    """One path, or a list of paths, as a list of paths (None as none); a `UserError` for
+    anything else."""
+    if paths is None:
+        return []
+    if isinstance(paths, (str, os.PathLike)):
+        return [paths]
+    items = list(paths) if isinstance(paths, (list, tuple)) else None
+    if items is None or not all(isinstance(item, (str, os.PathLike)) for item in items):
+        raise UserError(f"expected a path or a list of paths; got {paths!r}")
+    return items
 
 
 def check_output(path, overwrite, entries, source=None):

@@ -68,6 +68,11 @@ class Classifier:
         columns = [class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
                    for member, (_, names) in zip(paths, members)]
         self._members = [(probabilities, order) for (probabilities, _), order in zip(members, columns)]
+        self._paths = [os.fspath(member) for member in paths]
+
+    def __repr__(self):
+        paths = self._paths[0] if len(self._paths) == 1 else self._paths
+        return f"Classifier({paths!r}, label_names={self.label_names!r})"
 
     def probabilities(self, texts, batch_size=256):
         """`(len(texts), classes)` float32 for a list of strings (empty or invalid UTF-8 included;

@@ -429,5 +429,10 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
         assert main(arguments) == 2
         error = capsys.readouterr().err.strip().splitlines()
         assert len(error) == 1 and message in error[0], error
-    with pytest.raises(UserError, match="no run to classify with"):
-        inference.Classifier([])
+    for nothing in ([], None):
+        with pytest.raises(UserError, match="no run to classify with"):
+            inference.Classifier(nothing)
+    for not_paths in (5, [str(lama_run), None], {"run": str(lama_run)}):
+        with pytest.raises(UserError, match="expected a path or a list of paths; got "):
+            inference.Classifier(not_paths)
+    assert repr(ensemble) == f"Classifier({[str(lama_run), str(reversed_run)]!r}, label_names={names!r})"

@@ -58,7 +58,9 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     """
     _backend.require_tensorflow("TFLite export")
     runs = as_paths(run)
-    if len(runs) != 1:
+    if not runs:
+        raise UserError("no run to export: give a run folder")
+    if len(runs) > 1:
         raise UserError("a TFLite export holds one run (a device tokenises for one vocabulary); export an ensemble "
                         "as a SavedModel, or export each run and average their probabilities on the device")
     run = runs[0]

@@ -413,6 +413,11 @@ def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
     assert main(["export", "--run", str(lama_run), "--run", str(lama_run), "--format", "tflite",
                  "--output", str(tmp_path / "z")]) == 2  # not the last --run silently: a TFLite ensemble is refused
     assert "a TFLite export holds one run" in capsys.readouterr().err
+    for write in (export.tflite, export.saved_model):
+        with pytest.raises(UserError, match=r"^no run to export: give a run folder"):
+            write(None, tmp_path / "z")
+        with pytest.raises(UserError, match="expected a path or a list of paths; got 5"):
+            write(5, tmp_path / "z")
     assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
 
 
