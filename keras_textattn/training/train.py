@@ -453,6 +453,11 @@ def train(
     """
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
+    if isinstance(output, bool) or not isinstance(output, (str, os.PathLike)) or not os.fspath(output):
+        raise RunError(f"output (--output) must be the path of a folder to write the run to; got {output!r}")
+    if model_kwargs is not None and not isinstance(model_kwargs, dict):
+        raise RunError(f"model_kwargs (--set) must be a dict of builder argument to value (e.g. {{'num_heads': 4}}); "
+                       f"got {model_kwargs!r}")
     source_run = None  # with init_from: that run's metrics.json
     if init_from is not None:
         if os.path.abspath(init_from) == os.path.abspath(output):
