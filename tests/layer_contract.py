@@ -133,6 +133,15 @@ def run_layer_contract(
     with pytest.raises(ValueError, match=re.escape(f"{name} expects inputs of shape (batch, time, features), a rank-3 "
                                                    f"tensor. Received: input shape ({batch}, {time}) (rank 2)")):
         layer_cls(**init_kwargs)(inputs[..., 0])
+    # No features, or (for a layer with weights per position) no positions: the layer says so, not
+    # a Keras Dense (`units=0`) or initializer (`scale=0.0`) deep inside.
+    with pytest.raises(ValueError, match=re.escape(f"{name} needs a known, positive feature size (last axis). "
+                                                   f"Received: input shape ({batch}, {time}, 0)")):
+        layer_cls(**init_kwargs)(inputs[..., :0])
+    if static_time:
+        with pytest.raises(ValueError, match=re.escape(f"{name} has weights for every position, so it needs a time "
+                                                       f"length of at least 1. Received: input shape ({batch}, 0, ")):
+            layer_cls(**init_kwargs)(inputs[:, :0])
 
     # Weights: all created in build(), none in call(). A direct `build()` makes the same
     # weights (names and shapes) as the first call; every weight is named once; trainable

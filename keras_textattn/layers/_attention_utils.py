@@ -37,7 +37,7 @@ def check_choice(layer_name, arg_name, value, choices):
 def check_sequence_shape(layer_name, input_shape, static_time=False):
     """Check a `(batch, time, features)` input shape and return it as a tuple.
 
-    `features` must be known; `time` must be known too when `static_time`.
+    `features` must be known and positive; `time` too when `static_time`.
     """
     input_shape = tuple(input_shape)
     if len(input_shape) != 3:
@@ -45,10 +45,15 @@ def check_sequence_shape(layer_name, input_shape, static_time=False):
             f"{layer_name} expects inputs of shape (batch, time, features), a rank-3 "
             f"tensor. Received: input shape {input_shape} (rank {len(input_shape)})"
         )
-    if input_shape[-1] is None:
+    if not input_shape[-1]:
         raise ValueError(
-            f"{layer_name} needs a known feature size (last axis). "
+            f"{layer_name} needs a known, positive feature size (last axis). "
             f"Received: input shape {input_shape}"
+        )
+    if static_time and input_shape[1] == 0:
+        raise ValueError(
+            f"{layer_name} has weights for every position, so it needs a time length of at "
+            f"least 1. Received: input shape {input_shape}"
         )
     if static_time and input_shape[1] is None:
         raise ValueError(

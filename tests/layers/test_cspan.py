@@ -136,5 +136,5 @@ def test_invalid_arguments(layer_cls, kwargs, message):
 def test_incompatible_inputs():
     with pytest.raises(ValueError, match=r"d must be even.*features=5"):
         CascadedSemanticPositional()(keras.Input(shape=(4, 5)))
-    with pytest.raises(ValueError, match=r"known feature size"):
+    with pytest.raises(ValueError, match=r"known, positive feature size"):
         MultiQueryAttention()(keras.Input(shape=(4, None)))
