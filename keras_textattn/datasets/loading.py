@@ -759,25 +759,57 @@ def _csv_table(file):
     delimiter = file.delimiter or ("\t" if path.endswith((".tsv", ".tsv.gz")) else ",")
     try:
         with open_text(path) as handle:
-            reader = csv.reader(handle, delimiter=delimiter)
+            read = []  # the lines of the record being read
+
+            def lines():
+                for line in handle:
+                    read.append(line)
+                    yield line
+
+            reader = csv.reader(lines(), delimiter=delimiter)
             first = next(reader, None)
             if first is None:
                 raise DataError(f"{path}: the file is empty")
+            _check_closed(path, read, reader.line_num, delimiter)  # a header that swallowed the file
+            last = read[:]
+            read.clear()
 
             def rows():
+                nonlocal last
                 for record in reader if file.header else itertools.chain([first], reader):
+                    if read:  # not the first record, read above
+                        last = read[:]
+                        read.clear()
                     if not record:
                         continue
                     if len(record) != len(first):
                         raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the "
                                         f"first row, found {len(record)}")
                     yield reader.line_num, record
+                _check_closed(path, last, reader.line_num, delimiter)
 
             yield _Table(path, first if file.header else None, len(first), rows())
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise _unreadable(path, error) from None
     except csv.Error as error:
         raise DataError(f"{path}: not a valid CSV/TSV file ({error})") from None
+
+
+def _check_closed(path, lines, line_number, delimiter):
+    """A `DataError` if the file's last record, `lines` ending at line `line_number`, opens a quoted
+    field that the file never closes: Python's csv (not strict, to read sloppy quoting such as
+    `"a" b`) would read every line after the quote as one text, silently."""
+    if '"' not in "".join(lines):
+        return
+    try:
+        list(csv.reader(lines, delimiter=delimiter, strict=True))
+    except csv.Error as error:
+        if "unexpected end of data" in str(error):
+            start = line_number - len(lines) + 1
+            count = f"{len(lines)} line{'s' if len(lines) > 1 else ''}"
+            raise DataError(f"{path}, line {start}: a quoted field opens there and is never closed, so everything "
+                            f"from it to the end of the file ({count}) would be read as one text; close the quote, "
+                            'or write a quote inside a quoted field as ""') from None
 
 
 def column_index(path, header, width, column):

@@ -1,6 +1,7 @@
 import collections
 import gzip
 import os
+import re
 import socket
 import time
 import warnings
@@ -257,6 +258,26 @@ def test_bad_files_name_file_row_and_column(tmp_path, content, file_kwargs, mess
     path = _write(tmp_path / "d.csv", content)
     with pytest.raises(ValueError, match=message):
         load_dataset(LocalFile(path, **file_kwargs, stream=stream), splits=("train",))
+
+
+def test_a_quote_never_closed_is_named_not_read_as_one_text(tmp_path):
+    """Python's csv (not strict) reads every line after a quote that is never closed as one text:
+    a stray quote on line 3 of 25,000 rows trained on 2. It is named; quoting that closes (a
+    text over lines, sloppy `"a" b`, a quote inside a text) still reads."""
+    good = 'label,text\n1,"over\ntwo lines"\n0,"said" twice\n1,a 5" screen\n0,"the ""best"""\n'
+    data = load_dataset(LocalFile(_write(tmp_path / "good.csv", good)), splits=("train",))
+    assert _rows(data["train"]) == [("over\ntwo lines", 1), ("said twice", 0), ('a 5" screen', 1), ('the "best"', 0)]
+    for name, content, header, line, lines in (
+            ("data.csv", 'label,text\n1,a\n0,"never closed\n1,b\n0,c\n', True, 3, "3 lines"),
+            ("last.csv", 'label,text\n1,a\n0,"never closed\n', True, 3, "1 line"),
+            ("header.csv", '"label,text\n1,a\n0,b\n', True, 1, "3 lines"),
+            ("headerless.csv", '1,a\n0,"never closed\n1,b\n', False, 2, "2 lines")):
+        file = LocalFile(_write(tmp_path / name, content), header=header, **({} if header else
+                                                                          {"text_column": 1, "label_column": 0}))
+        with pytest.raises(ValueError, match=re.escape(
+                f"{name}, line {line}: a quoted field opens there and is never closed, so everything from it to the "
+                f"end of the file ({lines}) would be read as one text")):
+            load_dataset(file, splits=("train",))
 
 
 def test_missing_file_and_split(tmp_path):
