@@ -70,14 +70,19 @@ def run(args, model, model_kwargs, data, epochs, **train_kwargs):
 
 
 def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
+    from keras_textattn.errors import UserError
+
     if args.cpu_devices is not None:
-        from keras_textattn.errors import UserError
         from keras_textattn.training import configure_cpu_devices
 
         refusal = cpu_devices_refusal(args.cpu_devices, args.distribute)
         if refusal:
             raise UserError(refusal)
         configure_cpu_devices(args.cpu_devices)  # first: before TensorFlow sets up its devices
+    if args.tune_trials is not None and not args.tune:
+        raise UserError(f"--tune-trials goes with --tune CONFIG (a search); got --tune-trials {args.tune_trials} alone")
+    if args.export:
+        _check_exports(args)  # before the search and the training, not after them
     from keras_textattn.training import train
 
     model_kwargs = dict(model_kwargs)
@@ -109,6 +114,18 @@ def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
     return metrics
 
 
+def _check_exports(args):
+    """Refuse, before the slow part, the `--export` folders that the export would refuse after it."""
+    from keras_textattn._files import check_output
+    from keras_textattn._files import check_output_file
+    from keras_textattn.export.saved_model import SAVED_MODEL_ENTRIES
+    from keras_textattn.export.tflite import TFLITE_ENTRIES
+
+    check_output_file(args.export, overwrite=True, folder=True)
+    for name, entries in (("saved_model", SAVED_MODEL_ENTRIES), ("tflite", TFLITE_ENTRIES)):
+        check_output(os.path.join(args.export, name), args.overwrite, entries, source=args.output)
+
+
 def _search(args, model, data, train_kwargs):
     """Run the keras-tuner search of `args.tune` and return its best model arguments."""
     from keras_textattn.tuning import load_config
@@ -116,7 +133,9 @@ def _search(args, model, data, train_kwargs):
 
     config = load_config(args.tune)
     if config.model != model:
-        raise SystemExit(f"{args.tune} tunes {config.model}; this example trains {model}")
+        from keras_textattn.errors import UserError
+
+        raise UserError(f"{args.tune} tunes {config.model}; this example trains {model}")
     config.encoder.update({name: train_kwargs[name] for name in ENCODER_LENGTHS if name in train_kwargs})
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}

@@ -59,15 +59,20 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     assert [row["label"] for row in rows] == ["Sports", "Business"]
 
 
-def test_an_examples_search_uses_the_embeddings_its_run_trains_with():
-    """With the paper preset, LAMA and HCAN train from word2vec: their search does too; --small
-    (the cpu preset) and models whose paper gives no vectors search without; an example's own
-    embeddings win."""
+def _example_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("_example", EXAMPLES[0].parent / "_example.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
+    return example
+
+
+def test_an_examples_search_uses_the_embeddings_its_run_trains_with():
+    """With the paper preset, LAMA and HCAN train from word2vec: their search does too; --small
+    (the cpu preset) and models whose paper gives no vectors search without; an example's own
+    embeddings win."""
+    example = _example_module()
     assert example.search_embeddings("lama", False, {}) == {"embeddings": "word2vec", "freeze_embeddings": False}
     assert example.search_embeddings("hcan", False, {})["embeddings"] == "word2vec"
     assert example.search_embeddings("lama", True, {})["embeddings"] is None
@@ -97,3 +102,29 @@ def test_an_examples_mistake_is_one_line(tmp_path):
         result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output),
                                  *devices], capture_output=True, text=True, timeout=300)
         assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(f"lama_imdb.py: error: {message}")
+
+
+def test_an_examples_flags_are_checked_before_the_search_and_training(tmp_path, monkeypatch, capsys):
+    """An --export folder that the export would refuse, and --tune-trials without --tune, are one
+    line before any work (the export's refusal came after training; --tune-trials alone was
+    ignored; a config of another model exited 1 without the program's name)."""
+    example = _example_module()
+    run, exported = tmp_path / "run", tmp_path / "exported"
+    (exported / "tflite").mkdir(parents=True)
+    (tmp_path / "file.txt").write_text("x")
+    cases = [
+        (["--export", str(run / "exported")], f"the output {run / 'exported' / 'saved_model'} is, contains or lies "
+                                               f"inside the run folder {run}"),
+        (["--export", str(tmp_path / "file.txt")], f"{tmp_path / 'file.txt'} is a file; give the path of a folder"),
+        (["--export", str(exported)], f"{exported / 'tflite'} already exists; pass overwrite=True (--overwrite)"),
+        (["--tune-trials", "2"], "--tune-trials goes with --tune CONFIG (a search); got --tune-trials 2 alone"),
+        (["--tune", "lama"], "lama tunes lama; this example trains scalable_attention"),
+    ]
+    for flags, message in cases:
+        monkeypatch.setattr(sys, "argv", ["scalable_attention_ag_news.py", "--small", "--output", str(run), *flags])
+        with pytest.raises(SystemExit) as exit_:
+            example.run(example.parse_args("", "unused"), "scalable_attention", {}, str(tmp_path / "missing.csv"), 1)
+        assert exit_.value.code == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and error[0].startswith(f"scalable_attention_ag_news.py: error: {message}"), error
+    assert sorted(os.listdir(tmp_path)) == ["exported", "file.txt"] and os.listdir(exported) == ["tflite"]
