@@ -783,8 +783,11 @@ def _csv_table(file):
                     if not record:
                         continue
                     if len(record) != len(first):
+                        start = reader.line_num - len(last) + 1
+                        hint = "" if len(last) == 1 else (f" in one record read from line {start} to here (a quote "
+                                                          f"opened on line {start} and closed lines later?)")
                         raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the "
-                                        f"first row, found {len(record)}")
+                                        f"first row, found {len(record)}{hint}")
                     yield reader.line_num, record
                 _check_closed(path, last, reader.line_num, delimiter)
 

@@ -278,6 +278,12 @@ def test_a_quote_never_closed_is_named_not_read_as_one_text(tmp_path):
                 f"{name}, line {line}: a quoted field opens there and is never closed, so everything from it to the "
                 f"end of the file ({lines}) would be read as one text")):
             load_dataset(file, splits=("train",))
+    # Closed by a later field's quote: the record is too wide, and the error says where it began.
+    merged = _write(tmp_path / "merged.csv", 'label,text\n1,a\n0,"stray\n1,b\n0,"quoted",x\n1,c\n')
+    with pytest.raises(ValueError, match=re.escape("merged.csv, row 5: expected 2 columns like the first row, found 3 "
+                                                   "in one record read from line 3 to here (a quote opened on line 3 "
+                                                   "and closed lines later?)")):
+        load_dataset(LocalFile(merged), splits=("train",))
 
 
 def test_missing_file_and_split(tmp_path):
