@@ -133,6 +133,7 @@ def check_output(path, overwrite, entries, source=None):
     writer writes: `overwrite` replaces an earlier output of the same kind, never a folder
     of other files (a TF Serving model's parent folder of versions, say), as `train` does.
     """
+    check_path(path)
     recover_folder_swap(path)
     for folder in as_paths(source or []):
         refuse_overlap(folder, path)
@@ -145,9 +146,16 @@ def check_output(path, overwrite, entries, source=None):
                             "nothing was changed: choose another output")
 
 
+def check_path(path):
+    """A `UserError` unless `path` is a non-empty path (an empty one would name the working folder)."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise UserError(f"expected the path of the output to write; got {path!r}")
+
+
 def check_output_file(path, overwrite, folder=False):
     """Before the slow work that writes `path` (a file, or with `folder` a folder): a `UserError`
     if it is a folder (a file), and `FileExistsError` if it exists and `overwrite` is False."""
+    check_path(path)
     wanted, found = ("folder", "file") if folder else ("file", "folder")
     if os.path.exists(path) and os.path.isdir(path) != folder:
         raise UserError(f"{os.path.abspath(path)} is a {found}; give the path of a {wanted} to write")

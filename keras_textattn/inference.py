@@ -23,6 +23,7 @@ from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
 from keras_textattn._files import check_output_file
+from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.datasets.loading import DataError
@@ -185,6 +186,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     Returns:
         `{"rows": n, "path": output}`.
     """
+    check_path(output)
     output = os.fspath(output)
     if not output.endswith((".csv", ".jsonl")):
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
@@ -252,7 +254,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
 
     check_batch_size(batch_size)
     check_whole("mistakes", mistakes, minimum=0)  # -1 listed all but the last
-    check_output(os.fspath(output), overwrite, REPORT_ENTRIES, source=run)
+    check_output(output, overwrite, REPORT_ENTRIES, source=run)
     classifier = Classifier(run)
     names = classifier.label_names
     texts, labels = [], []

@@ -436,3 +436,21 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
         with pytest.raises(UserError, match="expected a path or a list of paths; got "):
             inference.Classifier(not_paths)
     assert repr(ensemble) == f"Classifier({[str(lama_run), str(reversed_run)]!r}, label_names={names!r})"
+
+
+def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):
+    """An output of '' (or None) is one UserError before any work: '' named the working folder,
+    which `export(..., overwrite=True)` would have replaced when empty; None was a TypeError."""
+    from keras_textattn import export
+
+    monkeypatch.chdir(tmp_path)
+    run, data = tmp_path / "run", tmp_path / "test.csv"
+    writers = [lambda output: export.saved_model(run, output, overwrite=True),
+               lambda output: export.tflite(run, output, overwrite=True),
+               lambda output: inference.evaluate(run, data, output, overwrite=True),
+               lambda output: inference.predict_file(run, data, output, overwrite=True)]
+    for write in writers:
+        for output in ("", None):
+            with pytest.raises(UserError, match=re.escape(f"expected the path of the output to write; got {output!r}")):
+                write(output)
+    assert os.listdir(tmp_path) == []
