@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets import ADAPT_ROWS
@@ -325,8 +326,9 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         config: a tuner config: a path, the name of a shipped one, a dict of its keys
             (`load_config`), or a loaded `TuningConfig`.
         data: as for `keras_textattn.training.train`; `data_options`: its
-            `test_data`, `text_column`, `label_column`, `header`, `label_offset`,
-            `label_names`, `data_dir`, `group_column` and `validation_fraction`.
+            `test_data`, `validation_data`, `text_column`, `label_column`, `header`,
+            `delimiter`, `label_offset`, `label_names`, `data_dir`, `group_column`,
+            `validation_fraction`, `stream` and `skip_bad_rows` (another name is a `RunError`).
         tuner: "random", "bayesian" or "hyperband". Hyperband trains trials for 1 to `epochs`
             epochs and continues the better ones from their weights; how many trials it runs
             follows from `epochs`, so it takes no `max_trials`.
@@ -359,8 +361,13 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     if tuner == "hyperband" and max_trials is not None:  # keras-tuner's Hyperband has no such setting
         raise RunError("max_trials (--max-trials) is for the random and bayesian tuners; hyperband's number of trials "
                        "follows from epochs (--epochs), the most a trial trains")
+    check_path(directory)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise RunError(f"{directory} is a file; give the folder of the search as --directory")
+    taken_by_data = sorted(set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"})
+    unknown = sorted(set(data_options) - set(taken_by_data))
+    if unknown:
+        raise RunError(f"tune() takes no {', '.join(unknown)}; its data options are {', '.join(taken_by_data)}")
     for name, value in (("max-trials", max_trials), ("epochs", epochs)):  # 0 read as "the config's", -1 ran none
         if value is not None:
             check_whole(name, value)

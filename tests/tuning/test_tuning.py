@@ -1,6 +1,7 @@
 import dataclasses
 import json
 import os
+import re
 import pathlib
 import shutil
 import signal
@@ -730,6 +731,18 @@ def test_embeddings_a_search_cannot_use_are_refused_before_reading_data(tiny_con
     with pytest.raises((RunError, ConfigError), match=message):
         tune(tiny_config, str(tmp_path / "no_such_data.csv"), tmp_path / "search", verbose=0, **options)
     assert not (tmp_path / "search").exists()
+
+
+def test_a_search_without_a_directory_or_with_an_unknown_option_is_one_error(tiny_config, tmp_path, monkeypatch):
+    """'' or None as the directory, and a misspelt data option, are named before any data is read
+    (were FileNotFoundError '', a TypeError of stat, and load_labelled_data()'s TypeError)."""
+    monkeypatch.chdir(tmp_path)
+    for directory in ("", None):
+        with pytest.raises(ValueError, match=re.escape(f"expected the path of the output to write; got {directory!r}")):
+            tune(tiny_config, "no_such_data.csv", directory, verbose=0)
+    with pytest.raises(RunError, match=r"^tune\(\) takes no sequence_lenght; its data options are data_dir, delimiter, "):
+        tune(tiny_config, "no_such_data.csv", tmp_path / "search", verbose=0, sequence_lenght=8)
+    assert os.listdir(tmp_path) == ["tiny.yaml"]
 
 
 def test_fixed_frozen_embeddings_are_a_flag_not_a_config_entry(tiny_config):
