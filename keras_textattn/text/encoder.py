@@ -7,6 +7,7 @@ exported SavedModel, and its vocabulary travels with a `.keras` file as an asset
 
 import collections
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -301,10 +302,29 @@ class TextEncoder(keras.layers.Layer):
         kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
         if self.max_tokens is not None:
             kept = kept[: self.max_tokens - 2]
-        self.set_vocabulary([token.decode("utf-8") for token, _ in kept])
+        self._use_vocabulary([token.decode("utf-8") for token, _ in kept])
 
     def set_vocabulary(self, vocabulary):
-        """Use `vocabulary` (tokens, most frequent first, without padding and OOV)."""
+        """Use `vocabulary` (a list of tokens, most frequent first, without padding and OOV).
+
+        A token this encoder never reads as one token (`tokenize`: "Apple" with `lowercase`,
+        "new york", "don't") can never be looked up: a warning names such tokens. For a file of
+        tokens, one per line, use `set_vocabulary_file`."""
+        if isinstance(vocabulary, (str, bytes, os.PathLike)):
+            raise ValueError("TextEncoder.set_vocabulary takes a list of tokens; for a file of tokens, one per line, "
+                             f"use set_vocabulary_file(path). Received: {vocabulary!r}")
+        vocabulary = list(vocabulary)
+        self._use_vocabulary(vocabulary)
+        read = self.tokenize(vocabulary).to_list()
+        unread = [(token, [t.decode("utf-8") for t in tokens]) for token, tokens in zip(vocabulary, read)
+                  if tokens != [token.encode("utf-8")]]
+        if unread:
+            shown = ", ".join(f"{token!r} (read as {tokens})" for token, tokens in unread[:3])
+            warnings.warn(f"TextEncoder: {len(unread)} of the {len(vocabulary)} vocabulary tokens can never be looked "
+                          f"up, as this encoder reads them otherwise: {shown}{', ...' if len(unread) > 3 else ''}")
+
+    def _use_vocabulary(self, vocabulary):
+        """`set_vocabulary` without reading the tokens: for tokens this encoder produced."""
         if not vocabulary:
             raise ValueError("TextEncoder: the vocabulary is empty; adapt on texts that contain tokens.")
         unsaveable = [token for token in vocabulary if not isinstance(token, str) or token.splitlines() != [token]]
@@ -333,7 +353,7 @@ class TextEncoder(keras.layers.Layer):
         added = [word for word, read in zip(candidates, tokens) if read == [word.encode("utf-8")] and word not in known]
         if added:
             before = self.added_tokens
-            self.set_vocabulary(vocabulary[2:] + added)
+            self._use_vocabulary(vocabulary[2:] + added)
             self.added_tokens = before + len(added)
         return added
 
@@ -389,7 +409,7 @@ class TextEncoder(keras.layers.Layer):
         padding and OOV), the last `added_tokens` of them added by `extend_vocabulary`."""
         config = {name: value for name, value in self.get_config().items() if name != "name"}  # a name of its own
         copy = type(self).from_config({**config, **changes})
-        copy.set_vocabulary(tokens)
+        copy._use_vocabulary(tokens)
         copy.added_tokens = added_tokens
         return copy
 

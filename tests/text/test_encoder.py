@@ -3,6 +3,7 @@ import csv
 import json
 import re
 import time
+import warnings
 import zipfile
 
 import hypothesis
@@ -403,6 +404,25 @@ def test_line_breaking_characters_separate_tokens_and_the_encoder_saves(shared_d
     for vocabulary in (["fine", "a\x85b"], ["fine", ""], ["fine", b"bytes"]):
         with pytest.raises(ValueError, match="non-empty strings without line breaks"):
             encoder.set_vocabulary(vocabulary)
+
+
+def test_a_set_vocabulary_names_tokens_it_can_never_look_up():
+    """A vocabulary from elsewhere (another tokenizer's, capitalised, phrases) sets, but its tokens
+    that this encoder reads otherwise are named: they would be unknown in every text, silently.
+    A path is not read as a list of its characters."""
+    encoder = TextEncoder(sequence_length=4)
+    with pytest.warns(UserWarning, match=re.escape(
+            "TextEncoder: 3 of the 4 vocabulary tokens can never be looked up, as this encoder reads them otherwise: "
+            "'Apple' (read as ['apple']), 'new york' (read as ['new', 'york']), \"don't\" (read as ['don', \"'\", 't'])")):
+        encoder.set_vocabulary(["Apple", "pear", "new york", "don't"])
+    assert _ids(encoder, ["Apple pear"])[0].tolist() == [1, 3, 0, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        encoder.set_vocabulary(("apple", "pear"))  # a tuple, tokens it reads as themselves: no warning
+    assert _ids(encoder, ["Apple pear"])[0].tolist() == [2, 3, 0, 0]
+    with pytest.raises(ValueError, match=r"set_vocabulary takes a list of tokens; for a file of tokens, one per line, "
+                                         r"use set_vocabulary_file\(path\). Received: 'vocabulary.txt'"):
+        encoder.set_vocabulary("vocabulary.txt")  # was "repeated terms: ['a', 'r', ...]"
 
 
 @pytest.mark.parametrize("path", ["imdb/train.csv.gz", "sst2/train.csv.gz", "trec/train.csv.gz", "r8/train.csv.gz",
