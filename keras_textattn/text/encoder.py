@@ -363,6 +363,16 @@ class TextEncoder(keras.layers.Layer):
         that contains this encoder carries the file as an asset."""
         if not os.path.isfile(path):
             raise ValueError(f"TextEncoder: vocabulary file {path} does not exist.")
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().split("\n")
+        lines = lines[:-1] if lines[-1] == "" else lines
+        if lines[:2] == ["", OOV_TOKEN]:
+            raise ValueError(f"TextEncoder: {path} lists padding and OOV first, as a run's vocabulary.txt does (line i "
+                             "is id i); a vocabulary file holds the tokens after them: pass its lines from the third "
+                             "on to set_vocabulary.")
+        if "" in lines or not lines:
+            raise ValueError(f"TextEncoder: {path} " + (f"has an empty line ({lines.index('') + 1}); " if lines else
+                             "is empty; ") + "a vocabulary file holds one token per line.")
         self.lookup.set_vocabulary(os.fspath(path))
         self._adapted = True
         self.added_tokens = 0

@@ -425,6 +425,24 @@ def test_a_set_vocabulary_names_tokens_it_can_never_look_up():
         encoder.set_vocabulary("vocabulary.txt")  # was "repeated terms: ['a', 'r', ...]"
 
 
+def test_a_vocabulary_file_is_checked_before_tensorflow_reads_it(tmp_path):
+    """A run's vocabulary.txt (padding and OOV first), a file with an empty line, an empty file: one
+    ValueError saying what a vocabulary file holds (TensorFlow's InvalidArgumentError said "empty
+    line found at position 1" from its table initialiser)."""
+    encoder = TextEncoder(sequence_length=4)
+    files = {"run.txt": ("\n[UNK]\napple\n", "lists padding and OOV first, as a run's vocabulary.txt does (line i is "
+                                              "id i); a vocabulary file holds the tokens after them"),
+             "gap.txt": ("apple\n\npear\n", "has an empty line (2); a vocabulary file holds one token per line"),
+             "empty.txt": ("", "is empty; a vocabulary file holds one token per line")}
+    for name, (content, message) in files.items():
+        (tmp_path / name).write_text(content)
+        with pytest.raises(ValueError, match=re.escape(f"TextEncoder: {tmp_path / name} {message}")):
+            encoder.set_vocabulary_file(str(tmp_path / name))
+    (tmp_path / "good.txt").write_text("apple\npear")
+    encoder.set_vocabulary_file(str(tmp_path / "good.txt"))
+    assert encoder.get_vocabulary() == ["", "[UNK]", "apple", "pear"]
+
+
 @pytest.mark.parametrize("path", ["imdb/train.csv.gz", "sst2/train.csv.gz", "trec/train.csv.gz", "r8/train.csv.gz",
                                   "ag_news/train_sample_5k.csv.gz", "mr/all.csv.gz"])
 def test_the_vocabulary_of_every_shared_dataset_saves_and_loads(shared_data, tmp_path, path):
