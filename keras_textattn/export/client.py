@@ -22,7 +22,9 @@ The rules (see `TextEncoder`):
 5. Keep the first `sequence_length` tokens (words per sentence; and the first
    `max_sentences` sentences, where with `split_long_sentences` rows left over hold the
    rest of long sentences: `vocabulary.sentence_rows`); look each up in the vocabulary: line i of
-   vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV).
+   vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV). A port need not read
+   further than the token after the last kept one (`encode` stops there, but with
+   `split_long_sentences`, which counts every sentence's tokens).
 
 Differences left: ICU (in the graph) and Python may fold a few rare characters
 differently, and bigram ids (the dual-axial model's, and any model's trained with bigrams; HCAN's
@@ -34,6 +36,7 @@ TensorFlow when it is installed.
 """
 
 import functools
+import itertools
 import json
 import os
 import re
@@ -114,12 +117,14 @@ class ClientTokenizer:
         # The kinds of character a word runs over: with `split_cjk` an ideograph is a token of its own.
         self._word_kinds = {"word"} if self.split_cjk else {"word", "ideograph"}
 
-    def tokens(self, text):
-        """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated."""
+    def tokens(self, text, limit=None):
+        """The standardised tokens of one text (a str, or bytes as UTF-8), not truncated; with
+        `limit`, its first `limit` tokens, the rest of the text not read (a long text costs no
+        more than a short one)."""
         text = _one_text(text)
         word = self._word_kinds
         tokens, position = [], 0
-        while position < len(text):
+        while position < len(text) and (limit is None or len(tokens) < limit):
             tag = _HTML_TAG.match(text, position) if text[position] == "<" and self.config["strip_html"] else None
             kind = _kind(text[position])
             if tag:
@@ -169,15 +174,20 @@ class ClientTokenizer:
         config = self.config
         width = config["sequence_length"]
         text = _one_text(text)
+        # Each row's first `width` tokens and the one after (a bigram pairs the last kept word with it).
         if config["hierarchical"]:
-            rows = [tokens for tokens in map(self.tokens, self._sentence_end.split(text)) if tokens]
+            sentences = self._sentence_end.split(text)
             if self.split_long_sentences:
+                rows = [tokens for tokens in map(self.tokens, sentences) if tokens]
                 spans = sentence_rows([len(tokens) for tokens in rows], width, config["max_sentences"])
                 rows = [rows[sentence][start:start + width] for sentence, start in spans]
+            else:
+                read = (self.tokens(sentence, limit=width + 1) for sentence in sentences)
+                rows = list(itertools.islice(filter(None, read), config["max_sentences"]))
             rows = rows[: config["max_sentences"]]
             shape = (config["max_sentences"], width)
         else:
-            rows, shape = [self.tokens(text)], (width,)
+            rows, shape = [self.tokens(text, limit=width + 1)], (width,)
         inputs = {"token_ids": np.full(shape, PAD_ID, np.int32)}
         if config["bigram_buckets"]:
             inputs["bigram_ids"] = np.zeros(shape, np.int32)
