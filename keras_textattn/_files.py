@@ -116,7 +116,8 @@ def as_paths(paths):
         return []
     if isinstance(paths, (str, os.PathLike)):
         return [paths]
-    items = list(paths) if isinstance(paths, (list, tuple)) else None
+    iterable = hasattr(paths, "__iter__") and not isinstance(paths, (bytes, dict))
+    items = list(paths) if iterable else None  # a list, tuple, generator (Path.glob), NumPy array
     if items is None or not all(isinstance(item, (str, os.PathLike)) for item in items):
         raise UserError(f"expected a path or a list of paths; got {paths!r}")
     return items

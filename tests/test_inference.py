@@ -436,6 +436,7 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
         with pytest.raises(UserError, match="expected a path or a list of paths; got "):
             inference.Classifier(not_paths)
     assert repr(ensemble) == f"Classifier({[str(lama_run), str(reversed_run)]!r}, label_names={names!r})"
+    assert repr(inference.Classifier(path for path in [lama_run])) == f"Classifier({str(lama_run)!r}, label_names={names!r})"
 
 
 def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):

@@ -11,9 +11,9 @@ from keras_textattn import _plots
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_whole
 from keras_textattn.explain.attention_maps import Explanation
 from keras_textattn.explain.attention_maps import as_explanations
-from keras_textattn.errors import check_whole
 
 
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
