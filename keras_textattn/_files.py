@@ -147,10 +147,10 @@ def check_output(path, overwrite, entries, source=None):
                             "nothing was changed: choose another output")
 
 
-def check_path(path):
+def check_path(path, name="the output"):
     """A `UserError` unless `path` is a non-empty path (an empty one would name the working folder)."""
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
-        raise UserError(f"expected the path of the output to write; got {path!r}")
+        raise UserError(f"{name} must be a path to write to; got {path!r}")
 
 
 def check_output_file(path, overwrite, folder=False):

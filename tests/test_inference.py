@@ -452,6 +452,6 @@ def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):
                lambda output: inference.predict_file(run, data, output, overwrite=True)]
     for write in writers:
         for output in ("", None):
-            with pytest.raises(UserError, match=re.escape(f"expected the path of the output to write; got {output!r}")):
+            with pytest.raises(UserError, match=re.escape(f"the output must be a path to write to; got {output!r}")):
                 write(output)
     assert os.listdir(tmp_path) == []

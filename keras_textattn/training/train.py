@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
 from keras_textattn.datasets import ADAPT_ROWS
@@ -453,8 +454,7 @@ def train(
     """
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
-    if isinstance(output, bool) or not isinstance(output, (str, os.PathLike)) or not os.fspath(output):
-        raise RunError(f"output (--output) must be the path of a folder to write the run to; got {output!r}")
+    check_path(output, "output (--output)")
     if model_kwargs is not None and not isinstance(model_kwargs, dict):
         raise RunError(f"model_kwargs (--set) must be a dict of builder argument to value (e.g. {{'num_heads': 4}}); "
                        f"got {model_kwargs!r}")

@@ -361,7 +361,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     if tuner == "hyperband" and max_trials is not None:  # keras-tuner's Hyperband has no such setting
         raise RunError("max_trials (--max-trials) is for the random and bayesian tuners; hyperband's number of trials "
                        "follows from epochs (--epochs), the most a trial trains")
-    check_path(directory)
+    check_path(directory, "directory (--directory)")
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise RunError(f"{directory} is a file; give the folder of the search as --directory")
     taken_by_data = sorted(set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"})

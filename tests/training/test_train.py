@@ -124,18 +124,18 @@ def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"output": ""}, "output (--output) must be the path of a folder to write the run to; got ''"),  # FileNotFoundError
-    ({"output": None}, "output (--output) must be the path of a folder to write the run to; got None"),
+    ({"output": ""}, "output (--output) must be a path to write to; got ''"),  # FileNotFoundError
+    ({"output": None}, "output (--output) must be a path to write to; got None"),
     ({"model_kwargs": [("num_heads", 4)]}, "model_kwargs (--set) must be a dict of builder argument to value "
                                            "(e.g. {'num_heads': 4}); got [('num_heads', 4)]"),  # dict() accepted it
     ({"model_kwargs": "num_heads=4"}, "model_kwargs (--set) must be a dict"),  # a TypeError from dict()
 ])
 def test_python_output_and_model_kwargs_are_checked(tmp_path, monkeypatch, arguments, message):
-    from keras_textattn.run_folder import RunError
+    from keras_textattn.errors import UserError
     from keras_textattn.training import train
 
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(RunError, match=re.escape(message)):
+    with pytest.raises(UserError, match=re.escape(message)):
         train("lama", str(tmp_path / "none.csv"), **{"output": str(tmp_path / "run"), **arguments})
     assert os.listdir(tmp_path) == []
 

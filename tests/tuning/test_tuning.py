@@ -738,7 +738,8 @@ def test_a_search_without_a_directory_or_with_an_unknown_option_is_one_error(tin
     (were FileNotFoundError '', a TypeError of stat, and load_labelled_data()'s TypeError)."""
     monkeypatch.chdir(tmp_path)
     for directory in ("", None):
-        with pytest.raises(ValueError, match=re.escape(f"expected the path of the output to write; got {directory!r}")):
+        with pytest.raises(ValueError, match=re.escape(f"directory (--directory) must be a path to write to; "
+                                                       f"got {directory!r}")):
             tune(tiny_config, "no_such_data.csv", directory, verbose=0)
     with pytest.raises(RunError, match=r"^tune\(\) takes no sequence_lenght; its data options are data_dir, delimiter, "):
         tune(tiny_config, "no_such_data.csv", tmp_path / "search", verbose=0, sequence_lenght=8)
