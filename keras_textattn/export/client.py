@@ -184,7 +184,6 @@ class ClientTokenizer:
             else:
                 read = (self.tokens(sentence, limit=width + 1) for sentence in sentences)
                 rows = list(itertools.islice(filter(None, read), config["max_sentences"]))
-            rows = rows[: config["max_sentences"]]
             shape = (config["max_sentences"], width)
         else:
             rows, shape = [self.tokens(text, limit=width + 1)], (width,)
