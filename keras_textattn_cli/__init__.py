@@ -529,6 +529,17 @@ def _stdin_lines():
         yield line.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
+def _check_data_options(args, options, hint=""):
+    """Refuse options that only say how to read or write `--data` when there is no `--data`, rather than
+    ignoring them (`predict - --output preds.csv` would otherwise print and write nothing)."""
+    from keras_textattn.errors import UserError
+
+    given = [option for option in options if getattr(args, option.lstrip("-").replace("-", "_")) not in (None, False)]
+    if given and not args.data:
+        raise UserError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --data FILE, which is not "
+                        f"given{hint}")
+
+
 def _predict(args):
     from keras_textattn import inference
     from keras_textattn.errors import UserError
@@ -539,6 +550,8 @@ def _predict(args):
     if not args.data and not args.texts:
         raise UserError("give texts to label (- reads them from standard input, one per line), or --data FILE "
                         "with --output")
+    _check_data_options(args, ("--output", "--overwrite", "--id-column", "--text-column", "--no-header", "--delimiter"),
+                        hint=" (texts given here are printed; > FILE keeps them)")
     if args.texts:
         check_batch_size(args.batch_size)
         classifier = inference.Classifier(args.run)
@@ -605,6 +618,7 @@ def _explain(args):
 
     # Before the slow part: the numbers, and the files to write (each once, none a folder, none
     # replaced without --overwrite, an image format matplotlib draws).
+    _check_data_options(args, ("--text-column", "--no-header", "--delimiter"))
     check_whole("limit", args.limit)
     check_whole("top", args.top)
     check_whole("show", args.show, minimum=0)

@@ -180,6 +180,10 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
         ([], "give texts to label (- reads them from standard input, one per line), or --data FILE"),
         (["some text", "--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv")], "not both"),
         (["some text", "--batch-size", "0"], "batch-size must be a positive whole number; got 0"),
+        # Options of --data without it were ignored: `- --output o.csv` printed and wrote nothing.
+        (["some text", "--output", str(tmp_path / "o.csv")],
+         "--output is for --data FILE, which is not given (texts given here are printed; > FILE keeps them)"),
+        (["-", "--text-column", "body", "--no-header"], "--text-column, --no-header are for --data FILE"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.txt")], "must end in .csv or .jsonl"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--batch-size", "0"],
          "batch-size must be a positive whole number; got 0"),
