@@ -1,5 +1,6 @@
 import collections
 import gzip
+import logging
 import os
 import re
 import socket
@@ -15,6 +16,7 @@ from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
+from keras_textattn.datasets.pipeline import sample_rows
 from keras_textattn.text import TextEncoder
 
 
@@ -140,7 +142,8 @@ def _store_tfds(tmp_path, name, rows, features):
     )
 
 
-def test_tfds_path_offline_with_real_rows(shared_data, tmp_path):
+def test_tfds_path_offline_with_real_rows(shared_data, tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="tensorflow")
     with gzip.open(shared_data / "sst2" / "dev.csv.gz", "rt", encoding="utf-8", newline="") as handle:
         import csv
 
@@ -151,6 +154,19 @@ def test_tfds_path_offline_with_real_rows(shared_data, tmp_path):
     carved = _rows(data["train"]) + _rows(data["validation"])
     assert sorted(carved) == sorted((r["text"], r["label"]) for r in rows)
     assert len(_rows(data["test"])) == 5
+    # The carve by row index ran quietly (AutoGraph warned of its two identical lambdas in every such run).
+    assert "AutoGraph" not in caplog.text
+
+
+def test_the_vocabulary_sample_is_seeded_and_quiet(caplog):
+    caplog.set_level(logging.WARNING, logger="tensorflow")
+    rows = tf.data.Dataset.range(1000)
+    sample = list(sample_rows(rows, 200, 1000, seed=3).as_numpy_iterator())
+    assert 150 < len(sample) < 250 and len(set(sample)) == len(sample)
+    assert sample == list(sample_rows(rows, 200, 1000, seed=3).as_numpy_iterator())
+    assert sample != list(sample_rows(rows, 200, 1000, seed=4).as_numpy_iterator())
+    assert list(sample_rows(rows, 1000, 1000).as_numpy_iterator()) == list(range(1000))
+    assert "AutoGraph" not in caplog.text
 
 
 def test_tfds_several_text_features_are_joined(tmp_path):
