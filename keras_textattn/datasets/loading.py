@@ -298,6 +298,9 @@ def load_labelled_data(data, test_data=None, text_column=None, label_column=None
     """`(dataset, source)`: the splits of a run (train, the validation file or a seeded
     validation carve, test if there is one) from `train()`'s data arguments (see
     `resolve_source`; `stream`, `group_column`, `delimiter`: see `LocalFile`)."""
+    if validation_data is not None and validation_fraction != 0.1:
+        raise DataError(f"validation_fraction (--validation-fraction) is the share of the training rows held out when "
+                        f"there is no validation file; got {validation_fraction} with one (--validation-data)")
     source, splits, tfds_text_column = resolve_source(data, test_data, text_column, label_column, header, label_offset,
                                                       validation_data, stream, group_column, delimiter)
     dataset = load_dataset(source, splits, validation_fraction=validation_fraction, seed=seed, data_dir=data_dir,

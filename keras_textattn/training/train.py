@@ -536,6 +536,9 @@ def train(
     recipe = {name: value for name, value in spec.training_defaults(preset).items()
               if arguments[name] is None and (init_from is None or name not in FROM_SOURCE_RUN)}
     arguments_used = _with_fallbacks({**arguments, **recipe})
+    if early_stopping_monitor is not None and arguments_used["early_stopping"] is None:
+        raise RunError(f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
+                       f"patience too (--early-stopping N); got monitor {early_stopping_monitor!r} without it")
     several_workers = distribute in ("multi-worker", "ray")
     if arguments_used["early_stopping"] is not None and several_workers:
         raise RunError(f"early stopping (--early-stopping) is not available with --distribute {distribute}")

@@ -98,6 +98,12 @@ def sst2(shared_data):
         (["--skip-bad-rows"], "skip_bad_rows (--skip-bad-rows) is for streamed data"),
         (["--data", "no/such/train-*.csv"], "No data files found at 'no/such/train-*.csv'"),
         (["--adapt-rows", "0"], "adapt-rows must be a positive number; got 0"),
+        # Ignored before: the run trained without early stopping, or on the validation file alone.
+        (["--early-stopping-monitor", "accuracy"], "early_stopping_monitor (--early-stopping-monitor) is what early "
+                                                   "stopping watches; give its patience too (--early-stopping N)"),
+        (["--validation-data", "dev.csv", "--validation-fraction", "0.3"],
+         "validation_fraction (--validation-fraction) is the share of the training rows held out when there is no "
+         "validation file; got 0.3 with one (--validation-data)"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monkeypatch, extra, message):
