@@ -183,6 +183,9 @@ def load_dataset(
     else:
         if text_column is not None:
             raise DataError("`text_column` is for TFDS names; give columns in `LocalFile(...)` instead.")
+        if data_dir is not None:
+            raise DataError(f"`data_dir` (--data-dir) is where TFDS keeps its datasets; the data here are local "
+                            f"files. Received: data_dir={data_dir!r}")
         data = _load_local(source, splits, carve, checked_label_names(label_names), validation_fraction, seed,
                            skip_bad_rows)
     if carve and "validation" not in data.splits:

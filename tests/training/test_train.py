@@ -98,6 +98,8 @@ def sst2(shared_data):
         (["--skip-bad-rows"], "skip_bad_rows (--skip-bad-rows) is for streamed data"),
         (["--data", "no/such/train-*.csv"], "No data files found at 'no/such/train-*.csv'"),
         (["--adapt-rows", "0"], "adapt-rows must be a positive number; got 0"),
+        (["--data-dir", "tfds"], "`data_dir` (--data-dir) is where TFDS keeps its datasets; the data here are local "
+                                 "files. Received: data_dir='tfds'"),  # ignored before
         # Ignored before: the run trained without early stopping, or on the validation file alone.
         (["--early-stopping-monitor", "accuracy"], "early_stopping_monitor (--early-stopping-monitor) is what early "
                                                    "stopping watches; give its patience too (--early-stopping N)"),
