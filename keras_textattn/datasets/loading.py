@@ -4,6 +4,7 @@ TensorFlow backend only (tf.data and TFDS).
 """
 
 import codecs
+import collections
 import contextlib
 import csv
 import dataclasses
@@ -496,14 +497,29 @@ def checked_label_names(label_names):
     return names
 
 
+# Below this many classes a label column is not checked for being mostly distinct values: small
+# files (a few rows of a few classes) are left alone.
+MOST_CLASSES_UNCHECKED = 100
+
+
 def label_ids_for(labels, label_names, file):
-    """`(label_names, {label as written: id})` for the labels of the training file `file`: the
-    given `label_names` (then labels are ids 0..n-1: another label is a `DataError`, and a
-    name no training row has is a warning), or `label_names_of(labels)`."""
-    found = sorted(set(labels))
+    """`(label_names, {label as written: id})` for the labels of the training file `file` (one
+    per row, or their counts): the given `label_names` (then labels are ids 0..n-1: another
+    label is a `DataError`, and a name no training row has is a warning), or
+    `label_names_of(labels)`. A label column of almost only distinct values (more classes than
+    half the rows, and over `MOST_CLASSES_UNCHECKED`) is a `DataError`: it is the text column,
+    or another one, read as labels."""
+    counts = collections.Counter(labels)
+    found = sorted(counts)
     if len(found) < 2:
         raise DataError(f"{file.path}: a classifier needs at least 2 classes; the label column "
                         f"{file.label_column!r} has {len(found)}: {found}")
+    rows = sum(counts.values())
+    if label_names is None and len(found) > max(MOST_CLASSES_UNCHECKED, rows / 2):
+        alone = sum(count == 1 for count in counts.values())
+        raise DataError(f"{file.path}: the label column {file.label_column!r} has {len(found):,} different values in "
+                        f"{rows:,} rows ({alone:,} of them on one row only), e.g. {str(found[0])[:40]!r}; is it the label "
+                        "column (--label-column)? A classifier learns a class from several rows of it")
     if label_names is None:
         label_names = label_names_of(found, file.path)
         return label_names, {name: i for i, name in enumerate(label_names)}

@@ -1,5 +1,6 @@
 import collections
 import gzip
+import itertools
 import logging
 import os
 import re
@@ -345,6 +346,23 @@ def test_a_test_or_validation_file_that_is_the_training_file_warns(tmp_path, mon
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_labelled_data("train.csv", test_data="test.csv")
+
+
+def test_a_label_column_of_texts_is_refused(shared_data, tmp_path):
+    """Columns swapped by mistake (`--label-column text`) trained a classifier of 1,987 classes on
+    TREC's first 2,000 questions without a word; now that is one `DataError`, in memory and
+    streamed. 150 classes of 3 rows each is a label column and still reads."""
+    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        head = "".join(itertools.islice(handle, 2001))
+    path = _write(tmp_path / "trec.csv", head)
+    for stream in (None, True):
+        with pytest.raises(ValueError, match=r"trec.csv: the label column 'text' has 1,9\d\d different values in "
+                                             r"2,000 rows \(1,9\d\d of them on one row only\), e.g. '.+'; is it the "
+                                             r"label column \(--label-column\)\?"):
+            load_dataset(LocalFile(path, label_column="text", text_column="label", stream=stream), ("train",))
+    many = "label,text\n" + "".join(f"c{i % 150},text {i}\n" for i in range(450))
+    data = load_dataset(_write(tmp_path / "many.csv", many), ("train",))
+    assert len(data.label_names) == 150
 
 
 def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
