@@ -583,6 +583,7 @@ def read_labelled_texts(file):
     with _table(file) as table:
         text_index = [table.index(c) for c in file.text_columns()]
         label_index = table.index(file.label_column)
+        check_label_apart(table.path, text_index, label_index, file.label_column)
         group_index = None if file.group_column is None else table.index(file.group_column)
         texts, labels, row_numbers, groups = [], [], [], []
         for line, record in table.rows:
@@ -841,6 +842,14 @@ def _check_closed(path, lines, line_number, delimiter):
             raise DataError(f"{path}, line {start}: a quoted field opens there and is never closed, so everything "
                             f"from it to the end of the file ({count}) would be read as one text; close the quote, "
                             'or write a quote inside a quoted field as ""') from None
+
+
+def check_label_apart(path, text_columns, label_column, label_name):
+    """A `DataError` when the label column (`label_column`, an index or key) is one of the text
+    columns: a model that reads its label scores ~1.0 and has learned nothing."""
+    if label_column in text_columns:
+        raise DataError(f"{path}: the label column {label_name!r} is also a text column (--text-column); a model "
+                        "reading its own label learns nothing")
 
 
 def column_index(path, header, width, column):

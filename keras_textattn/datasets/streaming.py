@@ -23,6 +23,7 @@ import tensorflow as tf
 from keras_textattn.datasets.loading import KNOWN_AS_NAMED
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import TextClassificationData
+from keras_textattn.datasets.loading import check_label_apart
 from keras_textattn.datasets.loading import checked_label
 from keras_textattn.datasets.loading import column_index
 from keras_textattn.datasets.loading import file_format
@@ -94,6 +95,7 @@ def layout(file, paths):
         names = [*text_columns, file.label_column]
         if any(not isinstance(name, str) for name in names):
             raise DataError(f"{paths[0]}: {kind} rows are read by key; give column names, not indices ({names})")
+        check_label_apart(paths[0], text_columns, file.label_column, file.label_column)
         return _Layout(kind, False, text_columns, file.label_column, file.label_offset)
     delimiter = file.delimiter or ("\t" if kind == "tsv" else ",")
     first = {path: _first_record(path, delimiter) for path in paths}
@@ -106,6 +108,7 @@ def layout(file, paths):
     header = reference if file.header else None
     indices = [column_index(paths[0], header, len(reference), column) for column in text_columns]
     label = column_index(paths[0], header, len(reference), file.label_column)
+    check_label_apart(paths[0], indices, label, file.label_column)
     return _Layout(kind, file.header, indices, label, file.label_offset, delimiter, len(reference), file.label_column)
 
 

@@ -365,6 +365,18 @@ def test_a_label_column_of_texts_is_refused(shared_data, tmp_path):
     assert len(data.label_names) == 150
 
 
+def test_the_label_column_is_never_a_text_column(tmp_path):
+    """`--text-column label` (or `text` and `label`, or the label's index) trained a model on its
+    own labels, 0.98 on TREC; now one `DataError`, in memory, streamed and from JSONL."""
+    csv_path = _write(tmp_path / "t.csv", "label,text\n" + "pos,a good film\nneg,a dull plot\n" * 5)
+    jsonl_path = _write(tmp_path / "t.jsonl", '{"label": "pos", "text": "a good film"}\n' * 2)
+    message = r"t.(csv|jsonl): the label column 'label' is also a text column \(--text-column\)"
+    for path, text_column, stream in [(csv_path, "label", None), (csv_path, ["text", "label"], True),
+                                      (csv_path, 0, None), (csv_path, 0, True), (jsonl_path, "label", None)]:
+        with pytest.raises(ValueError, match=message):
+            load_dataset(LocalFile(path, text_column=text_column, stream=stream), ("train",))
+
+
 def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
     """`delimiter` (`--delimiter`) for every split of a run, in memory and streamed; the column
     hint's advice then works."""
