@@ -597,11 +597,36 @@ def read_labelled_texts(file):
             groups.append("" if group_index is None else record[group_index].strip())
     if not texts:
         raise DataError(f"{table.path}: no data rows")
+    _warn_of_merged_rows(table, label_index, file, set(labels))
     replaced = sum("\ufffd" in text for text in texts)
     if replaced:  # read on (README: invalid UTF-8 becomes U+FFFD), but not silently: a whole file may be Latin-1
         warnings.warn(f"{table.path}: {replaced} of {len(texts)} texts hold U+FFFD, as which bytes that are not UTF-8 "
                       "are read (a Latin-1 or Windows-1252 file? convert it: iconv -f cp1252 -t utf-8)", stacklevel=2)
     return texts, labels, row_numbers, groups
+
+
+def _warn_of_merged_rows(table, label_index, file, labels):
+    """Warn of records read over several lines whose inner lines read alone as rows with a label
+    of the file: a stray quote (`pos<TAB>"Great film` in a TSV file) that a later quote on another
+    line closes makes the rows between one text; with the right width nothing else shows it. (Two
+    rows merged, with no line between them, cannot be told from a text over two lines.)"""
+    suspects = []
+    for start, end, inner in getattr(table, "merged", ()):
+        for line, fields in inner:
+            try:
+                label = checked_label(fields[label_index], file.label_column, file.label_offset)
+            except ValueError:
+                continue
+            if label in labels:
+                suspects.append((start, end, line, label))
+                break
+    if suspects:
+        start, end, line, label = suspects[0]
+        warnings.warn(f"{table.path}: {len(suspects)} record{'s' if len(suspects) > 1 else ''} read over several "
+                      f"lines hold{'' if len(suspects) > 1 else 's'} lines that read as rows of their own, e.g. lines "
+                      f"{start}-{end} (line {line} reads as a row labelled {label!r}): a quote opened on line {start} "
+                      f"and closed on line {end}? Those lines are read as one text, not as rows; in a quoted field "
+                      'write a quote as "", and quote a field that starts with a quote', stacklevel=3)
 
 
 def checked_label(label, column, offset=0):
@@ -663,12 +688,15 @@ def _unreadable(path, error):
 
 class _Table(typing.NamedTuple):
     """An open CSV/TSV file: its header (None without one), its width (the first row's), and
-    its data rows as `(line number, record)`, blank lines skipped, widths checked."""
+    its data rows as `(line number, record)`, blank lines skipped, widths checked. `merged`
+    fills as the rows are read: for each record read over more than two lines, `(first line,
+    last line, [(line number, fields)])` of its inner lines that parse alone as a whole row."""
 
     path: str
     header: list
     width: int
     rows: typing.Iterator
+    merged: list
 
     def index(self, column):
         return column_index(self.path, self.header, self.width, column)
@@ -802,6 +830,7 @@ def _csv_table(file):
             _check_closed(path, read, reader.line_num, delimiter)  # a header that swallowed the file
             last = read[:]
             read.clear()
+            merged = []
 
             def rows():
                 nonlocal last
@@ -811,16 +840,20 @@ def _csv_table(file):
                         read.clear()
                     if not record:
                         continue
+                    start = reader.line_num - len(last) + 1
                     if len(record) != len(first):
-                        start = reader.line_num - len(last) + 1
                         hint = "" if len(last) == 1 else (f" in one record read from line {start} to here (a quote "
                                                           f"opened on line {start} and closed lines later?)")
                         raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the "
                                         f"first row, found {len(record)}{hint}")
+                    inner = [(start + i, fields) for i, line in enumerate(last[1:-1], 1)
+                             for fields in csv.reader([line], delimiter=delimiter) if len(fields) == len(first)]
+                    if inner:
+                        merged.append((start, reader.line_num, inner))
                     yield reader.line_num, record
                 _check_closed(path, last, reader.line_num, delimiter)
 
-            yield _Table(path, first if file.header else None, len(first), rows())
+            yield _Table(path, first if file.header else None, len(first), rows(), merged)
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
         raise _unreadable(path, error) from None
     except csv.Error as error:

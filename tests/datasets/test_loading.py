@@ -1,4 +1,5 @@
 import collections
+import csv
 import gzip
 import itertools
 import logging
@@ -363,6 +364,26 @@ def test_a_label_column_of_texts_is_refused(shared_data, tmp_path):
     many = "label,text\n" + "".join(f"c{i % 150},text {i}\n" for i in range(450))
     data = load_dataset(_write(tmp_path / "many.csv", many), ("train",))
     assert len(data.label_names) == 150
+
+
+def test_rows_merged_by_a_stray_quote_are_named(tmp_path):
+    """A TSV text that starts with a quote (`pos<TAB>"Great`) which a quote lines later closes
+    made the rows between one text, silently (the record has the right width); now a warning
+    names the lines. Texts over several lines, quoted as CSV writers quote them, read quietly."""
+    stray = _write(tmp_path / "stray.tsv", 'label\ttext\npos\t"Great film, said nobody\nneg\tboring\n'
+                                           'pos\tfine "ok" yes\nneg\tbad\n')
+    with pytest.warns(UserWarning, match=r"stray.tsv: 1 record read over several lines holds lines that read as "
+                                         r"rows of their own, e.g. lines 2-4 \(line 3 reads as a row labelled 'neg'\): "
+                                         "a quote opened on line 2 and closed on line 4?"):
+        data = load_dataset(stray, ("train",))
+    assert len(_rows(data["train"])) == 2  # read as before: the warning is the change
+    with open(tmp_path / "quoted.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["label", "text"], ["pos", "a long review\nthat goes on, and on\nover lines"],
+                                      ["neg", 'bad, "bad"\nneg, I said'], ["pos", '"Great" film']])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data = load_dataset(str(tmp_path / "quoted.csv"), ("train",))
+    assert len(_rows(data["train"])) == 3
 
 
 def test_the_label_column_is_never_a_text_column(tmp_path):
