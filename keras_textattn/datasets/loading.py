@@ -545,6 +545,13 @@ def label_names_of(labels, path=None):
         if numbers:
             warnings.warn(f"{path}: the labels mix integers {numbers[:5]} and names "
                           f"{sorted(unique - set(numbers))[:5]}; each is a class of its own", stacklevel=2)
+        spellings = collections.defaultdict(list)
+        for label in sorted(unique):
+            spellings[label.casefold()].append(label)
+        alike = [group for group in spellings.values() if len(group) > 1]
+        if alike:
+            warnings.warn(f"{path}: labels that differ only in case are classes of their own: "
+                          f"{', '.join(' and '.join(map(repr, group)) for group in alike[:5])}", stacklevel=2)
         return sorted(unique)
 
 

@@ -347,3 +347,9 @@ def test_byte_order_mark_and_mixed_labels(tmp_path):
         data = load_dataset(LocalFile(str(path)), splits=("train",))
     assert data.label_names == ["0", "1", "pos"]
     assert [t.decode() for t, _ in data["train"].as_numpy_iterator()] == ["good", "bad", "great"]
+    # Labels of one class spelt in two cases were two classes, silently; still two, with a warning.
+    path.write_text("label,text\nPos,good\nneg,bad\npos,great\nNEG,awful\nmixed,so so\n")
+    with pytest.warns(UserWarning, match=r"labels that differ only in case are classes of their own: 'NEG' and "
+                                         r"'neg', 'Pos' and 'pos'$"):
+        data = load_dataset(LocalFile(str(path)), splits=("train",))
+    assert data.label_names == ["NEG", "Pos", "mixed", "neg", "pos"]
