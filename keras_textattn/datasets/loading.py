@@ -605,6 +605,9 @@ def read_labelled_texts(file):
     if not texts:
         raise DataError(f"{table.path}: no data rows")
     _warn_of_merged_rows(table, label_index, file, set(labels))
+    if not file.header and row_numbers[0] == 1 and labels.count(labels[0]) == 1 and len(set(labels)) > 2:
+        warnings.warn(f"{table.path}: row 1's label {labels[0]!r} is on no other row; is row 1 a header? Without a "
+                      "header (--no-header, header=False) it is read as a row of a class of its own", stacklevel=2)
     replaced = sum("\ufffd" in text for text in texts)
     if replaced:  # read on (README: invalid UTF-8 becomes U+FFFD), but not silently: a whole file may be Latin-1
         warnings.warn(f"{table.path}: {replaced} of {len(texts)} texts hold U+FFFD, as which bytes that are not UTF-8 "

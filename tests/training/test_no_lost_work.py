@@ -353,3 +353,8 @@ def test_byte_order_mark_and_mixed_labels(tmp_path):
                                          r"'neg', 'Pos' and 'pos'$"):
         data = load_dataset(LocalFile(str(path)), splits=("train",))
     assert data.label_names == ["NEG", "Pos", "mixed", "neg", "pos"]
+    # A header read as a row (--no-header by mistake) was a class of one row, silently.
+    path.write_text("label,text\npos,good\nneg,bad\npos,great\nneg,awful\n")
+    with pytest.warns(UserWarning, match=r"excel.csv: row 1's label 'label' is on no other row; is row 1 a header\?"):
+        data = load_dataset(LocalFile(str(path), header=False, text_column=1, label_column=0), splits=("train",))
+    assert data.label_names == ["label", "neg", "pos"]
