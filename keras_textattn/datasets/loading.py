@@ -497,7 +497,7 @@ def checked_label_names(label_names):
     return names
 
 
-# Below this many classes a label column is not checked for being mostly distinct values: small
+# Up to this many classes a label column is not checked for being mostly distinct values: small
 # files (a few rows of a few classes) are left alone.
 MOST_CLASSES_UNCHECKED = 100
 
@@ -621,7 +621,7 @@ def _warn_of_merged_rows(table, label_index, file, labels):
     line closes makes the rows between one text; with the right width nothing else shows it. (Two
     rows merged, with no line between them, cannot be told from a text over two lines.)"""
     suspects = []
-    for start, end, inner in getattr(table, "merged", ()):
+    for start, end, inner in getattr(table, "merged", ()):  # JSONL and TFRecord tables have no quoting
         for line, fields in inner:
             try:
                 label = checked_label(fields[label_index], file.label_column, file.label_offset)
