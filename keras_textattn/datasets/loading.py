@@ -604,7 +604,7 @@ def read_labelled_texts(file):
             groups.append("" if group_index is None else record[group_index].strip())
     if not texts:
         raise DataError(f"{table.path}: no data rows")
-    _warn_of_merged_rows(table, label_index, file, set(labels))
+    _warn_of_merged_rows(table, label_index, file, labels)
     if not file.header and row_numbers[0] == 1 and labels.count(labels[0]) == 1 and len(set(labels)) > 2:
         warnings.warn(f"{table.path}: row 1's label {labels[0]!r} is on no other row; is row 1 a header? Without a "
                       "header (--no-header, header=False) it is read as a row of a class of its own", stacklevel=2)
@@ -620,14 +620,17 @@ def _warn_of_merged_rows(table, label_index, file, labels):
     of the file: a stray quote (`pos<TAB>"Great film` in a TSV file) that a later quote on another
     line closes makes the rows between one text; with the right width nothing else shows it. (Two
     rows merged, with no line between them, cannot be told from a text over two lines.)"""
-    suspects = []
-    for start, end, inner in getattr(table, "merged", ()):  # JSONL and TFRecord tables have no quoting
+    merged = getattr(table, "merged", ())  # JSONL and TFRecord tables have no quoting
+    if not merged:
+        return
+    known, suspects = set(labels), []
+    for start, end, inner in merged:
         for line, fields in inner:
             try:
                 label = checked_label(fields[label_index], file.label_column, file.label_offset)
             except ValueError:
                 continue
-            if label in labels:
+            if label in known:
                 suspects.append((start, end, line, label))
                 break
     if suspects:
