@@ -859,10 +859,11 @@ def _csv_table(file):
                                                           f"opened on line {start} and closed lines later?)")
                         raise DataError(f"{path}, row {reader.line_num}: expected {len(first)} columns like the "
                                         f"first row, found {len(record)}{hint}")
-                    inner = [(start + i, fields) for i, line in enumerate(last[1:-1], 1)
-                             for fields in csv.reader([line], delimiter=delimiter) if len(fields) == len(first)]
-                    if inner:
-                        merged.append((start, reader.line_num, inner))
+                    if len(last) > 2:  # lines between the record's first and last
+                        inner = [(start + i, fields) for i, line in enumerate(last[1:-1], 1)
+                                 for fields in csv.reader([line], delimiter=delimiter) if len(fields) == len(first)]
+                        if inner:
+                            merged.append((start, reader.line_num, inner))
                     yield reader.line_num, record
                 _check_closed(path, last, reader.line_num, delimiter)
 
