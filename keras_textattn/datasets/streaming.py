@@ -46,7 +46,7 @@ def shards(path):
         found = sorted(tf.io.gfile.glob(path))
     elif tf.io.gfile.isdir(path):
         found = sorted(os.path.join(path, name) for name in tf.io.gfile.listdir(path)
-                       if not name.startswith(".") and file_format(name) and not tf.io.gfile.isdir(os.path.join(path, name)))
+                       if _is_shard(name) and not tf.io.gfile.isdir(os.path.join(path, name)))
     else:
         found = [path] if tf.io.gfile.exists(path) else []
     if not found:
@@ -56,6 +56,13 @@ def shards(path):
     if len(formats) > 1:
         raise DataError(f"{path!r} names files of different formats ({', '.join(sorted(formats))}); give one format")
     return found
+
+
+def _is_shard(name):
+    """Whether a folder's file `name` is one of its shards: a data file by suffix (`file_format`),
+    but not `.txt`, which a file given by name may be (CSV) and which beside shards is a README.txt
+    or LICENSE.txt (a glob, `folder/*.txt`, reads .txt shards); nor a hidden file."""
+    return not name.startswith(".") and file_format(name) and not name.lower().endswith((".txt", ".txt.gz"))
 
 
 def files_named(path):

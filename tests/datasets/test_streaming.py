@@ -52,6 +52,7 @@ def trec_shards(trec, tmp_path):
     for index in range(3):
         _write_csv(folder / f"train-{index}.csv.gz", header, rows[index::3])
     (folder / "README.md").write_text("not data")
+    (folder / "LICENSE.txt").write_text("not data either")  # a .txt given by name reads as CSV; in a folder, never
     return folder
 
 
