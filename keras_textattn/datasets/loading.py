@@ -813,12 +813,40 @@ def _keyed_table(file, kind):
             rows = ((number, _KeyedRecord(path, number, kind, raw)) for number, raw in numbered)
             first = next(rows, None)
             if first is None:
+                if kind == "tfrecord" and not_a_tfrecord(path):
+                    raise DataError(f"{path}: cannot be read ({NOT_A_TFRECORD})")
                 raise DataError(f"{path}: the file is empty")
             yield _KeyedTable(path, first[1].keys(), itertools.chain([first], rows))
         except (EOFError, gzip.BadGzipFile, zlib.error, tf.errors.DataLossError) as error:
-            # TensorFlow's message wraps the reason: "{{function_node ...}} corrupted record at 0 ... [Op:...]".
-            reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*", "", str(error).splitlines()[0]) or type(error).__name__
-            raise DataError(f"{path}: cannot be read ({reason})") from None
+            raise DataError(f"{path}: cannot be read ({tf_reason(error)})") from None
+
+
+def tf_reason(error):
+    """The reason an error gives, without TensorFlow's wrapping of it ("{{function_node ...}}
+    corrupted record at 0 ... [Op:IteratorGetNext] name: " is "corrupted record at 0 ...")."""
+    reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:.*", "", str(error).splitlines()[0] if str(error) else "")
+    return reason or type(error).__name__
+
+
+# A file shorter than a TFRecord's 12-byte record header: TensorFlow reads it as no records, without an error.
+NOT_A_TFRECORD = "not a TFRecord file: it holds bytes but no whole record"
+
+
+def not_a_tfrecord(path):
+    """Whether a file TensorFlow read as a TFRecord of no records holds bytes after all."""
+    with open_bytes(path) as data:
+        return bool(data.read(1))
+
+
+@contextlib.contextmanager
+def open_bytes(path):
+    """A file on any `tf.io.gfile` filesystem as bytes, gzip decompressed when its name ends in .gz."""
+    with tf.io.gfile.GFile(path, "rb") as raw:
+        if not path.endswith(".gz"):
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw) as data:
+            yield data
 
 
 @contextlib.contextmanager

@@ -10,10 +10,8 @@ row. TensorFlow backend only.
 """
 
 import collections
-import contextlib
 import csv
 import dataclasses
-import gzip
 import os
 import zlib
 
@@ -21,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn.datasets.loading import KNOWN_AS_NAMED
+from keras_textattn.datasets.loading import NOT_A_TFRECORD
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import TextClassificationData
 from keras_textattn.datasets.loading import check_label_apart
@@ -28,6 +27,9 @@ from keras_textattn.datasets.loading import checked_label
 from keras_textattn.datasets.loading import column_index
 from keras_textattn.datasets.loading import file_format
 from keras_textattn.datasets.loading import is_pattern
+from keras_textattn.datasets.loading import not_a_tfrecord
+from keras_textattn.datasets.loading import open_bytes
+from keras_textattn.datasets.loading import tf_reason
 from keras_textattn.datasets.loading import held_out
 from keras_textattn.datasets.loading import label_ids_for
 from keras_textattn.datasets.loading import feature_text
@@ -119,20 +121,9 @@ def layout(file, paths):
     return _Layout(kind, file.header, indices, label, file.label_offset, delimiter, len(reference), file.label_column)
 
 
-@contextlib.contextmanager
-def _open_bytes(path):
-    """A file on any `tf.io.gfile` filesystem as bytes, gzip decompressed when its name ends in .gz."""
-    with tf.io.gfile.GFile(path, "rb") as raw:
-        if not path.endswith(".gz"):
-            yield raw
-            return
-        with gzip.GzipFile(fileobj=raw) as data:
-            yield data
-
-
 def _first_record(path, delimiter):
     try:
-        with _open_bytes(path) as data:
+        with open_bytes(path) as data:
             line = data.readline()
     except (EOFError, OSError, zlib.error) as error:
         raise DataError(f"{path}: cannot be read ({error})") from None
@@ -301,8 +292,10 @@ def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows
                     found.labels[label] += 1
                     found.rows += 1
                     found.held_out += bool(out)
+            if layout.format == "tfrecord" and not row and not_a_tfrecord(path):
+                raise _Unreadable(NOT_A_TFRECORD)
         except (tf.errors.OpError, _Unreadable) as error:
-            message = f"{path}: cannot be read{f' after row {row}' if row else ''}: {str(error).splitlines()[0]}"
+            message = f"{path}: cannot be read{f' after row {row}' if row else ''}: {tf_reason(error)}"
             if not skip_bad_rows:
                 raise DataError(message) from None
             survey.unreadable.append(path)
@@ -319,7 +312,7 @@ class _Unreadable(Exception):
 def _whole_gzip(path, chunk=1 << 20):
     """Whether a gzip file decompresses to its end."""
     try:
-        with _open_bytes(path) as data:
+        with open_bytes(path) as data:
             while data.read(chunk):
                 pass
     except (EOFError, OSError, zlib.error):

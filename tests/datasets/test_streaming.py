@@ -5,6 +5,7 @@ import csv
 import gzip
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -127,6 +128,43 @@ def test_bad_shards_are_named_and_skip_bad_rows_counts_them(trec, trec_shards, c
     code = main(["train", "--model", "scalable_attention", "--data", str(trec_shards), "--output", "unused", "--quiet"])
     error = capsys.readouterr().err.strip()
     assert code == 2 and len(error.splitlines()) == 1 and "row 3: expected 3 columns" in error
+
+
+def test_a_file_that_is_not_a_tfrecord_is_named_as_such(tmp_path):
+    """TensorFlow reads a file shorter than a record's header as a TFRecord of no records, without
+    an error ("the file is empty", or no rows from that shard), and wraps its error on a longer
+    one in op names: both are one line naming the file, streamed (train) and read whole (predict)."""
+    from keras_textattn.datasets.loading import read_labelled_texts
+
+    folder = tmp_path / "records"
+    folder.mkdir()
+    with tf.io.TFRecordWriter(str(folder / "part-0.tfrecord")) as writer:
+        for text, label in (("What is a cat ?", 0), ("Who won ?", 1)):
+            features = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+                        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    (folder / "part-1.tfrecord").write_bytes(b"garbage\n")  # 8 bytes: no record header
+    (tmp_path / "notes.tfrecord").write_text("these are notes, not records\n")
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
+    short = f"{folder / 'part-1.tfrecord'}: cannot be read: not a TFRecord file: it holds bytes but no whole record"
+    with pytest.raises(DataError, match=re.escape(short)):
+        load_dataset(str(folder), ("train",))
+    data = load_dataset(str(folder), ("train",), skip_bad_rows=True)
+    assert data.rows == {"train": 2} and [name.rsplit("/", 1)[1] for name in data.skipped["train"]["files"]] == [
+        "part-1.tfrecord"]
+    with pytest.raises(DataError, match=re.escape(short.replace(": not", " (not") + ")")):
+        read_labelled_texts(LocalFile(str(folder / "part-1.tfrecord")))
+    notes = str(tmp_path / "notes.tfrecord")
+    for read, message in ((lambda: load_dataset(notes, ("train",)), f"{notes}: cannot be read: corrupted record at 0"),
+                          (lambda: read_labelled_texts(LocalFile(notes)), f"{notes}: cannot be read (corrupted record at 0")):
+        with pytest.raises(DataError) as error:
+            read()
+        assert str(error.value).startswith(message) and "{{" not in str(error.value) and "[Op:" not in str(error.value)
+    empty = str(tmp_path / "empty.tfrecord")  # no bytes: empty, as before
+    with pytest.raises(DataError, match=re.escape(f"{empty}: the file is empty")):
+        read_labelled_texts(LocalFile(empty))
+    with pytest.raises(DataError, match=re.escape(f"{empty}: no data rows")):
+        load_dataset(empty, ("train",))
 
 
 def test_workers_read_disjoint_parts(trec, trec_shards):
