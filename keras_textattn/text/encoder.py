@@ -291,7 +291,12 @@ class TextEncoder(keras.layers.Layer):
             data = tf.data.Dataset.from_tensor_slices(_string_batch(data, "adapt"))
         if isinstance(data.element_spec, tuple):
             data = data.map(lambda text, *_: text)
-        if data.element_spec.shape.rank == 0:
+        spec = data.element_spec
+        if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank in (0, 1)):
+            given = f"{spec.dtype.name} of shape {spec.shape}" if isinstance(spec, tf.TensorSpec) else spec
+            raise ValueError("TextEncoder.adapt takes a tf.data.Dataset of strings or of (text, label) pairs, "
+                             f"batched or not. Received: a dataset whose texts are {given}")
+        if spec.shape.rank == 0:
             data = data.batch(batch_size)
         words = tf.function(lambda texts: self.tokenize(texts).flat_values)
         counts = collections.Counter()

@@ -72,6 +72,14 @@ def test_adapt_takes_datasets_of_pairs():
     encoder = TextEncoder()
     encoder.adapt(dataset)
     assert encoder.get_vocabulary() == _adapted().get_vocabulary()
+    # Datasets of something else are one ValueError saying so (they failed inside the traced tokenizer).
+    for dataset, given in ((tf.data.Dataset.from_tensor_slices(([0, 1], ["a", "b"])), "int32 of shape ()"),
+                           (tf.data.Dataset.from_tensor_slices([[CORPUS[0], CORPUS[1]]]).batch(1), "string of shape (None, 2)"),
+                           (tf.data.Dataset.from_tensor_slices({"text": CORPUS}), "{'text': TensorSpec(shape=()")):
+        with pytest.raises(ValueError, match=re.escape("TextEncoder.adapt takes a tf.data.Dataset of strings or of "
+                                                       f"(text, label) pairs, batched or not. Received: a dataset whose "
+                                                       f"texts are {given}")):
+            TextEncoder().adapt(dataset)
 
 
 def test_offsets_point_at_original_text():
