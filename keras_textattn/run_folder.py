@@ -28,6 +28,7 @@ import tensorflow as tf
 
 import keras_textattn.text  # noqa: F401  (registers TextEncoder, which encoder.keras holds)
 from keras_textattn import __version__
+from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.errors import UserError
@@ -139,7 +140,9 @@ def _load_keras_file(path):
 
 
 def load_encoder(path):
-    """The `TextEncoder` of a file written by `save_encoder` (safe mode)."""
+    """The `TextEncoder` of a file written by `save_encoder` (safe mode); TensorFlow backend only,
+    said before loading (Keras would wrap TextEncoder's own refusal in its deserialisation error)."""
+    _backend.require_tensorflow(f"The TextEncoder of {path}")
     return _load_keras_file(path).layers[-1]
 
 
