@@ -943,5 +943,9 @@ def column_index(path, header, width, column):
             f" (one column holding {found[0]!r}: a file delimited by {found[0]!r}? "
             + ("Name it .tsv or .tsv.gz, or give --delimiter tab)" if found[0] == "\t" else
                f"Give --delimiter '{found[0]}'; Python: delimiter={found[0]!r})"))
+        spaced = [name for name in header if isinstance(column, str) and name.strip() == column]
+        if spaced:
+            hint = (f" ({spaced[0]!r} has spaces around the name, as a space after the delimiter writes it: give the "
+                    f"name as the file spells it, {spaced[0]!r}, or remove the spaces from the header)")
         raise DataError(f"{path}: no column {column!r}. Columns: {header}{hint}")
     return header.index(column)

@@ -265,6 +265,10 @@ def test_tsv_with_string_labels_and_several_text_columns(tmp_path):
          r"delimited by ';'\? Give --delimiter ';'; Python: delimiter=';'\)$"),
         ("label\ttext\n1\ta\n", {}, r"holding '\\t': a file delimited by '\\t'\? Name it .tsv or .tsv.gz, or give "
          r"--delimiter tab\)$"),
+        # A space after each comma (a hand-written header): the name it is read as is given.
+        ("label, text\n1, a\n0, b\n", {}, r"no column 'text'. Columns: \['label', ' text'\] \(' text' has spaces around "
+         r"the name, as a space after the delimiter writes it: give the name as the file spells it, ' text', or remove "
+         r"the spaces from the header\)$"),
         ("label,text\n1,a\n", {"delimiter": ";;"}, r"d.csv: the delimiter must be one character \(',', ';', '\\t', "
          r"'\|'\); got ';;'"),
         ("label,text\n1,a\n0,b\n".encode("utf-16"), {},
