@@ -1,6 +1,7 @@
 """Batches of encoded texts for training and evaluation, and class weights (TensorFlow backend only)."""
 
 import math
+import numbers
 
 import numpy as np
 import tensorflow as tf
@@ -73,6 +74,9 @@ def make_batches(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+FLOAT32_MAX = float(np.finfo("float32").max)
+
+
 def weigh_classes(class_weight, train_rows, label_names):
     """`{label id: weight}` for Keras's `fit` from `class_weight` ("balanced": scikit-learn's
     n / (classes * count of the class), counted on the training split; or a mapping of class
@@ -88,10 +92,10 @@ def weigh_classes(class_weight, train_rows, label_names):
         if unknown:
             raise DataError(f"class_weight (--class-weight) names classes the data does not have: {unknown}; "
                            f"the classes are {label_names}")
-        bad = {k: v for k, v in class_weight.items()
-               if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0}
+        bad = {k: v for k, v in class_weight.items()  # inf (JSON's 1e400) weighed every other class as 0
+               if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < FLOAT32_MAX}
         if bad:
-            raise DataError(f"class weights must be positive numbers; got {bad}")
+            raise DataError(f"class weights must be positive numbers (finite in float32); got {bad}")
         given = {str(name): float(weight) for name, weight in class_weight.items()}
         weights = {i: given.get(name, 1.0) for i, name in enumerate(label_names)}
     return weights, {label_names[i]: weight for i, weight in weights.items()}

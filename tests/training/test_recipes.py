@@ -5,6 +5,7 @@ import csv
 import gzip
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -295,10 +296,16 @@ def test_balanced_class_weights_are_scikit_learns_on_r8(shared_data):
     expected = compute_class_weight("balanced", classes=np.arange(len(data.label_names)), y=labels)
     np.testing.assert_allclose([by_id[i] for i in range(len(expected))], expected)
     assert max(expected) / min(expected) > 30 and by_name[data.label_names[0]] == by_id[0]
-    named = weigh_classes({data.label_names[1]: 4}, data["train"], data.label_names)[0]
-    assert named == {i: 4.0 if i == 1 else 1.0 for i in range(len(data.label_names))}
+    for four in (4, np.float32(4), np.int64(4)):  # NumPy's numbers too (scikit-learn's weights are NumPy's)
+        named = weigh_classes({data.label_names[1]: four}, data["train"], data.label_names)[0]
+        assert named == {i: 4.0 if i == 1 else 1.0 for i in range(len(data.label_names))}
     with pytest.raises(DataError, match="names classes the data does not have"):
         weigh_classes({"weather": 2}, data["train"], data.label_names)
+    # JSON's 1e400 is inf (and 1e39 is in float32): it weighed every other class as nothing.
+    for weight in (float("inf"), 1e39, float("nan"), 0, True):
+        with pytest.raises(DataError, match=re.escape("class weights must be positive numbers (finite in float32); got "
+                                                      f"{{{data.label_names[1]!r}: {weight!r}}}")):
+            weigh_classes({data.label_names[1]: weight}, data["train"], data.label_names)
 
 
 def test_class_weight_reaches_the_training_loss(sst2_dev, tmp_path):
