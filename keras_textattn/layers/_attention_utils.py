@@ -6,6 +6,9 @@ Scores are normalised in float32 whatever the layer's compute dtype, so that
 ordering of close scores; callers cast the result back to the compute dtype.
 """
 
+import math
+import numbers
+
 import keras
 from keras import ops
 
@@ -20,6 +23,20 @@ def check_positive_int(layer_name, arg_name, value, allow_none=False):
         return
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         expected = "a positive integer" + (" or None" if allow_none else "")
+        raise ValueError(
+            f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}"
+        )
+
+
+def check_number(layer_name, arg_name, value, low, high=math.inf, low_included=True):
+    """Raise a `ValueError` unless `value` is a real number (not a bool) in [low, high) ((low, high)
+    without `low_included`): never NaN, and never inf, even where `high` is unbounded."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (number and (low <= value if low_included else low < value) and value < high):
+        if high == math.inf:
+            expected = f"a finite number {'>=' if low_included else '>'} {low}"
+        else:
+            expected = f"a number in {'[' if low_included else '('}{low}, {high})"
         raise ValueError(
             f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}"
         )

@@ -46,6 +46,7 @@ class SemanticSelfAttention(keras.layers.Layer):
 
     def __init__(self, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
+        utils.check_number(type(self).__name__, "epsilon", epsilon, 0, low_included=False)
         self.epsilon = epsilon
         self.supports_masking = True
 
@@ -126,6 +127,7 @@ class CascadedSemanticPositional(keras.layers.Layer):
     def __init__(self, lstm_layers=1, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
         utils.check_positive_int(type(self).__name__, "lstm_layers", lstm_layers)
+        utils.check_number(type(self).__name__, "epsilon", epsilon, 0, low_included=False)
         self.lstm_layers = lstm_layers
         self.epsilon = epsilon
         self.supports_masking = True

@@ -37,8 +37,7 @@ def _check_arguments(name, num_heads, units, kernel_size, dropout):
     utils.check_positive_int(name, "num_heads", num_heads)
     utils.check_positive_int(name, "units", units, allow_none=True)
     utils.check_positive_int(name, "kernel_size", kernel_size)
-    if not 0 <= dropout < 1:
-        raise ValueError(f"{name}: `dropout` must be in [0, 1). Received: dropout={dropout!r}")
+    utils.check_number(name, "dropout", dropout, 0, 1)
 
 
 class _ConvAttentionBase(keras.layers.Layer):

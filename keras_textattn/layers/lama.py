@@ -82,11 +82,7 @@ class LAMA(keras.layers.Layer):
         utils.check_positive_int(type(self).__name__, "num_heads", num_heads)
         utils.check_positive_int(type(self).__name__, "rank", rank)
         utils.check_choice(type(self).__name__, "regularization", regularization, _REGULARIZATIONS)
-        if not regularization_weight >= 0:
-            raise ValueError(
-                f"{type(self).__name__}: `regularization_weight` must be >= 0. "
-                f"Received: regularization_weight={regularization_weight!r}"
-            )
+        utils.check_number(type(self).__name__, "regularization_weight", regularization_weight, 0)
         self.num_heads = num_heads
         self.rank = rank
         self.flatten = flatten

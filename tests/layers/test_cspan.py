@@ -126,6 +126,10 @@ def test_padding_invariance_and_extremes(layer):
         (CascadedSemanticPositional, {"lstm_layers": 0}, r"lstm_layers.*lstm_layers=0"),
         (MultiQueryAttention, {"num_queries": 0}, r"num_queries.*num_queries=0"),
         (MultiQueryAttention, {"output_dim": 2.0}, r"output_dim.*output_dim=2.0"),
+        # LayerNormalization's epsilon: 0 or less gave NaN on a constant input; a string failed inside Keras at build.
+        (CascadedSemanticPositional, {"epsilon": 0.0}, r"`epsilon` must be a finite number > 0. Received: epsilon=0.0$"),
+        (SemanticSelfAttention, {"epsilon": -1e-6}, r"`epsilon` must be a finite number > 0. Received: epsilon=-1e-06$"),
+        (SemanticSelfAttention, {"epsilon": "1e-6"}, r"`epsilon` must be a finite number > 0. Received: epsilon='1e-6'$"),
     ],
 )
 def test_invalid_arguments(layer_cls, kwargs, message):

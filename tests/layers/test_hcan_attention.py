@@ -135,6 +135,8 @@ def test_padding_invariance_and_extremes(layer):
         (ConvMultiheadSelfAttention, {"num_heads": 0}, r"num_heads.*positive integer.*num_heads=0"),
         (ConvMultiheadSelfAttention, {"units": -4}, r"units.*units=-4"),
         (ConvMultiheadTargetAttention, {"dropout": 1.0}, r"dropout.*\[0, 1\)"),
+        (ConvMultiheadSelfAttention, {"dropout": "0.1"}, r"`dropout` must be a number in \[0, 1\). Received: dropout='0.1'$"),
+        (ParallelConvMultiheadSelfAttention, {"dropout": float("nan")}, r"a number in \[0, 1\). Received: dropout=nan$"),
         (ParallelConvMultiheadSelfAttention, {"kernel_size": 0}, r"kernel_size"),
     ],
 )

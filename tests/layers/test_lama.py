@@ -142,7 +142,11 @@ def test_padding_invariance_and_extremes():
         ({"num_heads": 0}, r"num_heads.*num_heads=0"),
         ({"rank": -1}, r"rank.*rank=-1"),
         ({"regularization": "l2"}, r"regularization.*'embeddings', 'positions'.*l2"),
-        ({"regularization_weight": -0.1}, r"regularization_weight.*>= 0"),
+        ({"regularization_weight": -0.1}, r"regularization_weight. must be a finite number >= 0.*=-0.1$"),
+        # inf trained to NaN weights; a string (`--set regularization_weight=nan`) was a TypeError.
+        ({"regularization_weight": float("inf")}, r"must be a finite number >= 0. Received: regularization_weight=inf$"),
+        ({"regularization_weight": "nan"}, r"must be a finite number >= 0. Received: regularization_weight='nan'$"),
+        ({"regularization_weight": float("nan")}, r"must be a finite number >= 0. Received: regularization_weight=nan$"),
     ],
 )
 def test_invalid_arguments(kwargs, message):
