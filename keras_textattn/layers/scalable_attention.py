@@ -82,6 +82,9 @@ class ScalableAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if not isinstance(hidden_units, (list, tuple)):  # 8 was "'int' object is not iterable"
+            raise ValueError(f"{type(self).__name__}: `hidden_units` must be a list of positive integers, one per "
+                             f"hidden layer (e.g. [8]; [] for none). Received: hidden_units={hidden_units!r}")
         hidden_units = tuple(hidden_units)
         for units in hidden_units:
             utils.check_positive_int(type(self).__name__, "hidden_units[...]", units)

@@ -105,6 +105,9 @@ def test_rejects_other_length_than_built():
     [
         ({"hidden_units": (0,)}, "positive integer"),
         ({"hidden_units": (2.5,)}, "positive integer"),
+        ({"hidden_units": 8}, r"`hidden_units` must be a list of positive integers, one per hidden layer \(e.g. \[8\]; "
+                              r"\[\] for none\). Received: hidden_units=8$"),
+        ({"hidden_units": "8"}, r"Received: hidden_units='8'$"),
         ({"attention_activation": "relu"}, r"one of \['softmax', 'softplus'\].*relu"),
     ],
 )
