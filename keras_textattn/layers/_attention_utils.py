@@ -10,6 +10,7 @@ import math
 import numbers
 
 import keras
+import numpy as np
 from keras import ops
 
 # Added to the scores of masked keys before a softmax. Finite (unlike -inf),
@@ -39,6 +40,15 @@ def check_number(layer_name, arg_name, value, low, high=math.inf, low_included=T
             expected = f"a number in {'[' if low_included else '('}{low}, {high})"
         raise ValueError(
             f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}"
+        )
+
+
+def check_bool(layer_name, arg_name, value):
+    """Raise a `ValueError` unless `value` is True or False (a NumPy bool too): a string such as
+    "False" or "no" would otherwise be read as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(
+            f"{layer_name}: `{arg_name}` must be True or False. Received: {arg_name}={value!r}"
         )
 
 

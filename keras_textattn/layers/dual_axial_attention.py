@@ -56,8 +56,9 @@ class _AxialSelfAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         utils.check_choice(type(self).__name__, "score_activation", score_activation, _SCORE_ACTIVATIONS)
+        utils.check_bool(type(self).__name__, "use_bias", use_bias)
         self.score_activation = score_activation
-        self.use_bias = use_bias
+        self.use_bias = bool(use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
@@ -163,7 +164,8 @@ class TextAxialSelfAttention(_AxialSelfAttention):
                 "attenuation_w >= 0 and attenuation_c > 1. Received: "
                 f"attenuation_w={attenuation_w!r}, attenuation_c={attenuation_c!r}"
             )
-        self.use_attenuation = use_attenuation
+        utils.check_bool(type(self).__name__, "use_attenuation", use_attenuation)
+        self.use_attenuation = bool(use_attenuation)
         self.attenuation_w = float(attenuation_w)
         self.attenuation_c = float(attenuation_c)
 
@@ -344,11 +346,14 @@ class DualAxialSelfAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         utils.check_choice(type(self).__name__, "score_activation", score_activation, _SCORE_ACTIVATIONS)
         utils.check_choice(type(self).__name__, "aggregation", aggregation, _AGGREGATIONS)
+        for name, flag in (("use_attenuation", use_attenuation), ("use_feature_axis", use_feature_axis),
+                           ("return_sequences", return_sequences)):
+            utils.check_bool(type(self).__name__, name, flag)
         self.aggregation = aggregation
         self.score_activation = score_activation
-        self.use_attenuation = use_attenuation
-        self.use_feature_axis = use_feature_axis
-        self.return_sequences = return_sequences
+        self.use_attenuation = bool(use_attenuation)
+        self.use_feature_axis = bool(use_feature_axis)
+        self.return_sequences = bool(return_sequences)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True

@@ -83,10 +83,12 @@ class LAMA(keras.layers.Layer):
         utils.check_positive_int(type(self).__name__, "rank", rank)
         utils.check_choice(type(self).__name__, "regularization", regularization, _REGULARIZATIONS)
         utils.check_number(type(self).__name__, "regularization_weight", regularization_weight, 0)
+        utils.check_bool(type(self).__name__, "flatten", flatten)
+        utils.check_bool(type(self).__name__, "l2_normalize", l2_normalize)
         self.num_heads = num_heads
         self.rank = rank
-        self.flatten = flatten
-        self.l2_normalize = l2_normalize
+        self.flatten = bool(flatten)
+        self.l2_normalize = bool(l2_normalize)
         self.regularization = regularization
         self.regularization_weight = float(regularization_weight)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)

@@ -11,6 +11,8 @@ builder's default is another).
 import dataclasses
 import inspect
 
+from keras_textattn.models._inputs import check_flags
+
 
 # Builder arguments that training and tuning give the builder themselves (from the encoder, its
 # vocabulary and the run), each with where a user sets it instead; None: nowhere.
@@ -68,8 +70,15 @@ class ModelSpec:
         `fixed` and searched ones): all but those training gives it (`GIVEN_BY_TRAINING`)."""
         return [name for name in self.builder_arguments() if name not in GIVEN_BY_TRAINING]
 
+    def flag_arguments(self):
+        """The builder arguments that are True or False (those whose default is a bool)."""
+        return [name for name, parameter in inspect.signature(self.build).parameters.items()
+                if isinstance(parameter.default, bool)]
+
     def is_hierarchical(self, model_kwargs=None):
-        return bool((model_kwargs or {}).get("hierarchical", self.hierarchical))
+        hierarchical = (model_kwargs or {}).get("hierarchical", self.hierarchical)
+        check_flags(hierarchical=hierarchical)
+        return bool(hierarchical)
 
     def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=None,
                         max_sentences=None, split_long_sentences=False, bigram_buckets=None, bigrams_of=None):

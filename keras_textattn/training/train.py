@@ -505,6 +505,9 @@ def train(
         if name not in spec.settable_arguments():
             raise RunError(f"model_kwargs (--set) {name}: not an argument of the {model} builder that a run sets; it "
                            f"takes: {', '.join(spec.settable_arguments())}")
+        if name in spec.flag_arguments() and not isinstance(model_kwargs[name], (bool, np.bool_)):
+            raise RunError(f"model_kwargs (--set) {name} must be True or False (--set {name}=true or {name}=false); "
+                           f"got {model_kwargs[name]!r}")
     if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
     if not isinstance(split_long_sentences, bool):

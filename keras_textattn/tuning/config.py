@@ -222,6 +222,8 @@ def _checked_config(path, raw):
             fail(f"fixed.{name}", f"a fixed {name} is set under `encoder`")
         if name not in searchable:
             fail(f"fixed.{name}", f"not an argument of the {model} builder", ", ".join(searchable))
+        if name in get_spec(model).flag_arguments() and not _is(fixed[name], bool):
+            fail(f"fixed.{name}", f"expected true or false, got {fixed[name]!r}")
         if name == "freeze_embeddings":
             fail(f"fixed.{name}", "fixed frozen embeddings are asked for with --freeze-embeddings "
                                   "(tune(freeze_embeddings=True))")

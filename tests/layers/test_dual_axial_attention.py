@@ -212,6 +212,13 @@ def test_never_materialises_n_n_d():
         (TextAxialSelfAttention, {"attenuation_w": -1.0}, r"attenuation_w >= 0"),
         (DualAxialSelfAttention, {"score_activation": "sigmoid"}, r"score_activation.*sigmoid"),
         (DualAxialSelfAttention, {"aggregation": "max"}, r"aggregation` must be one of \['mean', 'sum'\].*'max'"),
+        # A string was read as true: "False" kept what it meant to turn off.
+        (DualAxialSelfAttention, {"use_feature_axis": "False"},
+         r"DualAxialSelfAttention: `use_feature_axis` must be True or False. Received: use_feature_axis='False'$"),
+        (DualAxialSelfAttention, {"use_attenuation": "no"}, r"`use_attenuation` must be True or False.*'no'$"),
+        (DualAxialSelfAttention, {"return_sequences": None}, r"`return_sequences` must be True or False.*=None$"),
+        (TextAxialSelfAttention, {"use_attenuation": "false"}, r"`use_attenuation` must be True or False.*'false'$"),
+        (FeatureAxialSelfAttention, {"use_bias": 1}, r"FeatureAxialSelfAttention: `use_bias` must be True or False.*=1$"),
     ],
 )
 def test_invalid_arguments(layer_cls, kwargs, message):

@@ -147,11 +147,20 @@ def test_padding_invariance_and_extremes():
         ({"regularization_weight": float("inf")}, r"must be a finite number >= 0. Received: regularization_weight=inf$"),
         ({"regularization_weight": "nan"}, r"must be a finite number >= 0. Received: regularization_weight='nan'$"),
         ({"regularization_weight": float("nan")}, r"must be a finite number >= 0. Received: regularization_weight=nan$"),
+        # A string was read as true: "False" and "no" flattened S and normalised it.
+        ({"flatten": "False"}, r"LAMA: `flatten` must be True or False. Received: flatten='False'$"),
+        ({"l2_normalize": "no"}, r"`l2_normalize` must be True or False. Received: l2_normalize='no'$"),
+        ({"flatten": 0}, r"Received: flatten=0$"),
     ],
 )
 def test_invalid_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         LAMA(**kwargs)
+
+
+def test_numpy_bools_are_flags():
+    layer = LAMA(flatten=np.bool_(True), l2_normalize=np.bool_(False))
+    assert layer.get_config()["flatten"] is True and layer.get_config()["l2_normalize"] is False
 
 
 def test_incompatible_context():

@@ -76,6 +76,14 @@ def test_builder_errors():
         build_model("lama", 2, vocabulary_size=10, sequence_length=0)
     with pytest.raises(ValueError, match=r"`max_sentences` must be a positive int or None. Received: max_sentences=0"):
         build_model("hcan", 2, vocabulary_size=10, sequence_length=5, max_sentences=0)
+    # A string was read as true: use_context="False" built LAMA+ctx, hierarchical="False" the hierarchy.
+    with pytest.raises(ValueError, match=r"`use_context` must be True or False. Received: use_context='False'$"):
+        build_model("lama", 2, vocabulary_size=10, sequence_length=5, use_context="False")
+    with pytest.raises(ValueError, match=r"`hierarchical` must be True or False. Received: hierarchical='False'$"):
+        build_model("hcan", 2, vocabulary_size=10, sequence_length=5, max_sentences=2, hierarchical="False")
+    with pytest.raises(ValueError, match=r"`hierarchical` must be True or False. Received: hierarchical='no'$"):
+        get_spec("hcan").is_hierarchical({"hierarchical": "no"})
+    assert get_spec("hcan").flag_arguments() == ["hierarchical", "parallel"]
     # An encoder fixes the shape: a disagreeing length is refused, not silently dropped.
     with pytest.raises(ValueError, match="sequence_length=7 disagrees with the encoder's sequence_length=6"):
         build_model("lama", 2, encoder=_encoder("lama"), sequence_length=7)

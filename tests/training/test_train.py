@@ -66,6 +66,9 @@ def sst2(shared_data):
         (["--set", "vocabulary_size=50"], "give max_tokens (--max-tokens) instead"),
         (["--set", "encoder=1"], "model_kwargs (--set) encoder: not an argument of the lama builder that a run sets"),
         (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
+        # A string was read as true: "False" trained LAMA+ctx.
+        (["--set", "use_context=False"], "model_kwargs (--set) use_context must be True or False (--set "
+                                         "use_context=true or use_context=false); got 'False'"),
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
         (["--split-long-sentences"], "split_long_sentences (--split-long-sentences) is for hierarchical models; lama "
                                      "reads flat texts"),

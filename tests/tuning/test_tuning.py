@@ -176,6 +176,22 @@ def test_sentence_settings_are_for_models_that_read_sentences(tiny_config, model
     assert TextEncoder(**{**options, "max_sentences": 3}).split_long_sentences
 
 
+@pytest.mark.parametrize("fixed, message", [("{use_context: 'False'}", r"tiny.yaml: fixed.use_context: expected true or "
+                                                                       r"false, got 'False'"),
+                                            ("{use_context: false}", None)])
+def test_a_fixed_flag_is_true_or_false(tiny_config, fixed, message):
+    """A quoted 'False' under `fixed` was read as true: every trial built LAMA+ctx."""
+    tiny_config.write_text(TINY.replace("model: scalable_attention", "model: lama")
+                           .replace("fixed: {embedding_dim: 16}", f"fixed: {fixed}")
+                           .replace("  hidden_units: {type: choice, values: [[], [8], [16, 8]], default: []}\n", "")
+                           .replace("fc_units", "mlp_units"))
+    if message:
+        with pytest.raises(ConfigError, match=message):
+            load_config(tiny_config)
+    else:
+        assert load_config(tiny_config).fixed == {"use_context": False}
+
+
 @pytest.mark.parametrize("preset, expected", [(None, {"embedding_dim": 64, "gru_units": 32, "mlp_units": 64}),
                                                ("paper", {"embedding_dim": 100, "gru_units": 50, "mlp_units": 512})])
 def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expected, tmp_path, capsys):
