@@ -1,5 +1,7 @@
 """The one exception type for a user's mistakes."""
 
+import numpy as np
+
 
 class UserError(ValueError):
     """A mistake in the arguments, files or folders a user gave (not a bug of ours).
@@ -17,6 +19,14 @@ def check_whole(name, value, minimum=1):
         wanted = "a positive whole number" if minimum == 1 else f"a whole number of at least {minimum}"
         raise UserError(f"{name} must be {wanted}; got {value!r}")
     return value
+
+
+def check_flag(name, value):
+    """`value` is True or False (a NumPy bool too), else a `UserError` naming the argument `name`:
+    a string such as "False" or "no" would otherwise be read as true. Returns it as a bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise UserError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
 
 
 def check_batch_size(batch_size):

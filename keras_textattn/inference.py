@@ -33,6 +33,7 @@ from keras_textattn.datasets.loading import text_batches
 from keras_textattn.datasets.streaming import each_file
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
+from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_texts
 from keras_textattn.errors import check_whole
 from keras_textattn.run_folder import RunError
@@ -187,6 +188,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
         `{"rows": n, "path": output}`.
     """
     check_path(output)
+    check_flag("overwrite", overwrite)
     output = os.fspath(output)
     if not output.endswith((".csv", ".jsonl")):
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
@@ -253,6 +255,7 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     from sklearn import metrics as sk
 
     check_batch_size(batch_size)
+    check_flag("overwrite", overwrite)
     check_whole("mistakes", mistakes, minimum=0)  # -1 listed all but the last
     check_output(output, overwrite, REPORT_ENTRIES, source=run)
     classifier = Classifier(run)

@@ -27,6 +27,7 @@ import tensorflow_datasets as tfds
 
 from keras_textattn import _backend
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_flag
 
 # Raise csv's field limit so that a 1 MB text is read, not refused.
 csv.field_size_limit(64 * 1024 * 1024)
@@ -76,6 +77,9 @@ class LocalFile:
     group_column: object = None
 
     def __post_init__(self):
+        check_flag(f"{os.fspath(self.path)}: header", self.header)
+        if self.stream is not None:
+            check_flag(f"{os.fspath(self.path)}: stream", self.stream)
         if self.delimiter is not None and not (isinstance(self.delimiter, str) and len(self.delimiter) == 1):
             raise DataError(f"{os.fspath(self.path)}: the delimiter must be one character (',', ';', '\\t', '|'); "
                             f"got {self.delimiter!r}")
@@ -173,6 +177,7 @@ def load_dataset(
         A `TextClassificationData`.
     """
     _backend.require_tensorflow("keras_textattn.datasets")
+    check_flag("skip_bad_rows", skip_bad_rows)
     splits = tuple(splits)
     if not 0 < validation_fraction < 1:
         raise DataError(f"`validation_fraction` must be in (0, 1). Received: {validation_fraction!r}")

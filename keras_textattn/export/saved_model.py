@@ -13,6 +13,7 @@ from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_flag
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
@@ -58,6 +59,7 @@ def saved_model(run, output, *, overwrite=False):
         The verification report (see `verify_saved_model`) plus `"path"`.
     """
     _backend.require_tensorflow("SavedModel export")
+    check_flag("overwrite", overwrite)
     check_output(output, overwrite, SAVED_MODEL_ENTRIES, source=run)  # before the slow part
     paths = [os.fspath(path) for path in as_paths(run)]
     if not paths:

@@ -17,6 +17,7 @@ from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_flag
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
@@ -57,6 +58,7 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         The verification report (see `verify_tflite`) plus `"path"`.
     """
     _backend.require_tensorflow("TFLite export")
+    check_flag("overwrite", overwrite)
     runs = as_paths(run)
     if not runs:
         raise UserError("no run to export: give a run folder")

@@ -3,7 +3,6 @@
 import typing
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_textattn.vocabulary import PAD_ID
@@ -17,14 +16,6 @@ class ModelInputs(typing.NamedTuple):
     bigram_ids: object  # int32 like `token_ids`, or None without bigrams
     vocabulary_size: int
     bigram_buckets: int
-
-
-def check_flags(**flags):
-    """Raise a `ValueError` unless each builder argument given is True or False (a NumPy bool
-    too): a string such as "False" or "no" would otherwise be read as true."""
-    for name, value in flags.items():
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"`{name}` must be True or False. Received: {name}={value!r}")
 
 
 def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram_buckets=0, hierarchical_shape=None):

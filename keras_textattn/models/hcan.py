@@ -8,7 +8,7 @@ from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers import PositionEmbedding
-from keras_textattn.models._inputs import check_flags
+from keras_textattn.layers._attention_utils import check_bool
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
@@ -66,7 +66,8 @@ def build_hcan_classifier(
     bigrams added to the word embeddings (`embed_tokens`; not the paper's); hierarchical,
     the bigram ids have the token ids' shape and pair words of the same sentence row.
     """
-    check_flags(hierarchical=hierarchical, parallel=parallel)
+    check_bool("build_hcan_classifier", "hierarchical", hierarchical)
+    check_bool("build_hcan_classifier", "parallel", parallel)
     if pooling not in ("target", "max"):
         raise ValueError(f"`pooling` must be 'target' or 'max'. Received: pooling={pooling!r}")
     if encoder is not None:

@@ -4,7 +4,7 @@ import keras
 
 from keras_textattn.layers import LAMA
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
-from keras_textattn.models._inputs import check_flags
+from keras_textattn.layers._attention_utils import check_bool
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
@@ -39,7 +39,8 @@ def build_lama_classifier(
     "embeddings" (LAMA+ctx+d_e), Eq. 18-19. `bigram_buckets`: hashed bigrams added to
     the embeddings (`embed_tokens`; not the paper's).
     """
-    check_flags(use_context=use_context, use_rnn=use_rnn)
+    check_bool("build_lama_classifier", "use_context", use_context)
+    check_bool("build_lama_classifier", "use_rnn", use_rnn)
     model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
     mask = padding_mask(model_inputs.token_ids)
     embedded = embed_tokens(model_inputs, embedding_dim)

@@ -11,7 +11,7 @@ builder's default is another).
 import dataclasses
 import inspect
 
-from keras_textattn.models._inputs import check_flags
+from keras_textattn.layers._attention_utils import check_bool
 
 
 # Builder arguments that training and tuning give the builder themselves (from the encoder, its
@@ -77,7 +77,7 @@ class ModelSpec:
 
     def is_hierarchical(self, model_kwargs=None):
         hierarchical = (model_kwargs or {}).get("hierarchical", self.hierarchical)
-        check_flags(hierarchical=hierarchical)
+        check_bool(f"{self.name} builder", "hierarchical", hierarchical)
         return bool(hierarchical)
 
     def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=None,

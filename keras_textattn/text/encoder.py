@@ -15,6 +15,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_textattn import _backend
+from keras_textattn.errors import check_flag
 
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID  # noqa: F401
@@ -157,6 +158,9 @@ class TextEncoder(keras.layers.Layer):
         if bigrams_of not in ("vocabulary", "tokens"):
             raise ValueError("TextEncoder: `bigrams_of` must be 'vocabulary' or 'tokens'. "
                              f"Received: bigrams_of={bigrams_of!r}")
+        for name, flag in (("lowercase", lowercase), ("strip_html", strip_html), ("hierarchical", hierarchical),
+                           ("split_cjk", split_cjk), ("split_long_sentences", split_long_sentences)):
+            check_flag(f"TextEncoder: {name}", flag)
         if max_sentences is not None and not hierarchical:
             raise ValueError("TextEncoder: `max_sentences` needs hierarchical=True. "
                              f"Received: max_sentences={max_sentences}, hierarchical=False")
@@ -164,11 +168,11 @@ class TextEncoder(keras.layers.Layer):
         self.min_frequency = min_frequency
         self.sequence_length = sequence_length
         self.max_sentences = max_sentences
-        self.lowercase = lowercase
-        self.strip_html = strip_html
+        self.lowercase = bool(lowercase)
+        self.strip_html = bool(strip_html)
         self.normalization = normalization
         self.bigram_buckets = bigram_buckets
-        self.hierarchical = hierarchical
+        self.hierarchical = bool(hierarchical)
         self.split_cjk = bool(split_cjk)
         self.bigrams_of = bigrams_of
         self.split_long_sentences = bool(split_long_sentences)

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from keras_textattn.datasets.loading import open_text
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_seed
 from keras_textattn.vocabulary import PAD_ID
 from keras_textattn.vocabulary import RESERVED
@@ -325,6 +326,8 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     from keras_textattn.datasets.streaming import files_named
     from keras_textattn.text.encoder import TextEncoder
 
+    check_flag("lines", lines)
+    check_flag("overwrite", overwrite)
     for name, value, meaning in (("dimension", dimension, "the models' embedding size"), ("min_count", min_count, ""),
                                  ("epochs", 1 if epochs is None else epochs, ""), ("window", window, "")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

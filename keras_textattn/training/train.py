@@ -28,6 +28,7 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
+from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_seed
 from keras_textattn.errors import check_whole
 from keras_textattn.models import PRESETS
@@ -455,6 +456,10 @@ def train(
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
     check_path(output, "output (--output)")
+    for name, flag in (("header", header), ("skip_bad_rows", skip_bad_rows), ("split_long_sentences",
+                       split_long_sentences), ("freeze_embeddings", freeze_embeddings), ("shuffle", shuffle),
+                       ("overwrite", overwrite)):
+        check_flag(name, flag)
     if model_kwargs is not None and not isinstance(model_kwargs, dict):
         raise RunError(f"model_kwargs (--set) must be a dict of builder argument to value (e.g. {{'num_heads': 4}}); "
                        f"got {model_kwargs!r}")
@@ -510,8 +515,6 @@ def train(
                            f"got {model_kwargs[name]!r}")
     if max_sentences is not None and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
-    if not isinstance(split_long_sentences, bool):
-        raise RunError(f"split_long_sentences must be True or False; got {split_long_sentences!r}")
     if split_long_sentences and not spec.is_hierarchical(model_kwargs):
         raise RunError(f"split_long_sentences (--split-long-sentences) is for hierarchical models; {model} reads "
                        "flat texts")

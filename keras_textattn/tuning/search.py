@@ -25,6 +25,7 @@ from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_whole
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
@@ -355,6 +356,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         The rows of the trials table, best first.
     """
     _backend.require_tensorflow("Hyperparameter search")
+    check_flag("freeze_embeddings", freeze_embeddings)
     config = config if isinstance(config, TuningConfig) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
