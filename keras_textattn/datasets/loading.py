@@ -12,6 +12,7 @@ import gzip
 import io
 import itertools
 import json
+import numbers
 import os
 import re
 import socket
@@ -77,6 +78,8 @@ class LocalFile:
     group_column: object = None
 
     def __post_init__(self):
+        if isinstance(self.path, bool) or not isinstance(self.path, (str, os.PathLike)) or not os.fspath(self.path):
+            raise DataError(f"a data file must be a path (a file, a glob or a folder of shards); got {self.path!r}")
         check_flag(f"{os.fspath(self.path)}: header", self.header)
         if self.stream is not None:
             check_flag(f"{os.fspath(self.path)}: stream", self.stream)
@@ -179,7 +182,8 @@ def load_dataset(
     _backend.require_tensorflow("keras_textattn.datasets")
     check_flag("skip_bad_rows", skip_bad_rows)
     splits = tuple(splits)
-    if not 0 < validation_fraction < 1:
+    if isinstance(validation_fraction, bool) or not isinstance(validation_fraction, numbers.Real) or not (
+            0 < validation_fraction < 1):
         raise DataError(f"`validation_fraction` must be in (0, 1). Received: {validation_fraction!r}")
     carve = "validation" in splits
     if isinstance(source, str) and not is_local_path(source):

@@ -337,7 +337,10 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     check_output_file(output, overwrite)
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise VectorsError(f"the folder of {output!r} does not exist")
-    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+    paths = [data] if isinstance(data, (str, os.PathLike)) else data
+    if not isinstance(paths, (list, tuple)) or not paths or not all(
+            isinstance(path, (str, os.PathLike)) and os.fspath(path) for path in paths):
+        raise VectorsError(f"data must be a file, a glob or a folder of shards, or a list of them; got {data!r}")
     paths = [file for path in paths for file in files_named(path)]
     for path in paths:
         if not os.path.isfile(path):

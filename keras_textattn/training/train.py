@@ -465,6 +465,8 @@ def train(
                        f"got {model_kwargs!r}")
     source_run = None  # with init_from: that run's metrics.json
     if init_from is not None:
+        if isinstance(init_from, bool) or not isinstance(init_from, (str, os.PathLike)):
+            raise RunError(f"init_from (--init-from) must be the path of a run folder; got {init_from!r}")
         if os.path.abspath(init_from) == os.path.abspath(output):
             raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another "
                            "--output")

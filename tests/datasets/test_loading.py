@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_textattn.datasets import DataError
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
@@ -280,6 +281,14 @@ def test_bad_files_name_file_row_and_column(tmp_path, content, file_kwargs, mess
     path = _write(tmp_path / "d.csv", content)
     with pytest.raises(ValueError, match=message):
         load_dataset(LocalFile(path, **file_kwargs, stream=stream), splits=("train",))
+
+
+@pytest.mark.parametrize("path", [3, None, "", True])
+def test_a_data_file_is_a_path(path):
+    """`predict_file(run, 3, ...)` was a TypeError from inside the reader."""
+    with pytest.raises(DataError, match=rf"^a data file must be a path \(a file, a glob or a folder of shards\); got "
+                                        rf"{re.escape(repr(path))}$"):
+        LocalFile(path)
 
 
 def test_a_quote_never_closed_is_named_not_read_as_one_text(tmp_path):

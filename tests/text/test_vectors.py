@@ -241,6 +241,15 @@ def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "texts.csv"]
 
 
+@pytest.mark.parametrize("data", [3, [], [""], ["a.csv", 4]])
+def test_write_word2vec_refuses_data_that_is_no_path(tmp_path, data):
+    """An int was a TypeError from `list()`; an empty list trained on no texts."""
+    with pytest.raises(VectorsError, match=rf"^data must be a file, a glob or a folder of shards, or a list of them; "
+                                           rf"got {re.escape(repr(data))}$"):
+        write_word2vec(data, tmp_path / "v.vec", 8)
+    assert not list(tmp_path.iterdir())
+
+
 def test_tokens_holding_a_space_are_left_out_of_word2vec(tmp_path):
     """The acute accent of "don´t" is a token that NFKC turns into a space and a combining mark;
     gensim would read it as two words (a bare combining mark among them): it is left out, and

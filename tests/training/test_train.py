@@ -140,6 +140,8 @@ def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
     ({"model_kwargs": [("num_heads", 4)]}, "model_kwargs (--set) must be a dict of builder argument to value "
                                            "(e.g. {'num_heads': 4}); got [('num_heads', 4)]"),  # dict() accepted it
     ({"model_kwargs": "num_heads=4"}, "model_kwargs (--set) must be a dict"),  # a TypeError from dict()
+    ({"init_from": 3}, "init_from (--init-from) must be the path of a run folder; got 3"),  # a TypeError
+    ({"validation_fraction": "0.1"}, "`validation_fraction` must be in (0, 1). Received: '0.1'"),  # a TypeError
 ])
 def test_python_output_and_model_kwargs_are_checked(tmp_path, monkeypatch, arguments, message):
     from keras_textattn.errors import UserError
