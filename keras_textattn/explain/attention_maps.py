@@ -158,6 +158,8 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         model, encoder, label_names = load_run(os.fspath(model_or_run))
     else:
         model = model_or_run
+        if not isinstance(model, keras.Model):
+            raise UserError(f"explain takes a run folder or a Keras classifier; got {type(model).__name__}")
         if not isinstance(encoder, TextEncoder):
             raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
     check_batch_size(batch_size)

@@ -17,6 +17,7 @@ from keras_textattn.explain.attention_maps import as_explanations
 
 
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
+MAX_PIXELS = 10000  # a side of `to_png`'s image (10,000 x 10,000 is 400 MB of pixels)
 UNIFORM = 0.3  # the opacity of every word of a row whose weights are all equal
 WORD, SENTENCE = "220, 50, 32", "32, 90, 220"  # RGB of the shading
 
@@ -75,6 +76,8 @@ def to_html(explanations, title="Attention"):
     name, and a word's weight shows on hover). A map with several heads or queries shows their
     mean first and folds the heads away. For HCAN, the sentences are shaded the same way.
     `explanations`: `explain()`'s list, or one `Explanation`."""
+    if not isinstance(title, str):
+        raise UserError(f"title must be a string; got {type(title).__name__}")
     blocks = []
     for explanation in as_explanations(explanations, "to_html"):
         probabilities = ", ".join(f"{html.escape(name)} {p:.3f}" for name, p in explanation.probabilities.items())
@@ -126,6 +129,9 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
         raise UserError(f"to_png draws one Explanation (explain(...)[i]); got {type(explanation).__name__}{count}")
     for name, value in (("width", width), ("height", height), ("max_tokens", max_tokens)):
         check_whole(name, value)
+    for name, value in (("width", width), ("height", height)):
+        if value > MAX_PIXELS:  # a million failed inside Agg with std::bad_alloc
+            raise UserError(f"{name} must be at most {MAX_PIXELS} pixels; got {value}")
     file_format = image_format(path)
     labels, rows = [], []
     for name, weights in explanation.attention.items():

@@ -243,6 +243,12 @@ def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, capsys
     assert lines[1].split(" (")[0] in {"World", "Sports", "Business", "Sci/Tech"}
 
 
+def test_explain_takes_a_run_or_a_keras_model():
+    """An int was "Give the model's `encoder`", as if it were a model."""
+    with pytest.raises(UserError, match="^explain takes a run folder or a Keras classifier; got int$"):
+        explain(3, ["a"])
+
+
 def test_explain_is_a_plain_module(lama_run):
     import keras_textattn
     import keras_textattn.explain as module

@@ -38,7 +38,10 @@ def test_png_sizes_are_checked(tmp_path):
     """Sizes matplotlib cannot draw are one clear error, and nothing is written."""
     for size, message in ((dict(width=0), "width must be a positive whole number; got 0"),
                           (dict(height=-5), "height must be a positive whole number; got -5"),
-                          (dict(max_tokens=0), "max_tokens must be a positive whole number; got 0")):
+                          (dict(max_tokens=0), "max_tokens must be a positive whole number; got 0"),
+                          # A million pixels a side failed inside Agg with std::bad_alloc.
+                          (dict(width=10 ** 6), "width must be at most 10000 pixels; got 1000000"),
+                          (dict(height=10001), "height must be at most 10000 pixels; got 10001")):
         with pytest.raises(ValueError, match=message):
             to_png(_explanation(np.array([[0.1, 0.2, 0.3, 0.4]])), tmp_path / "map.png", **size)
     assert not list(tmp_path.iterdir())
@@ -53,6 +56,8 @@ def test_what_the_renderers_take(tmp_path):
     for value, message in (("some text", "got str"), ([explanation, "x"], "item 1 is str"), (None, "got NoneType")):
         with pytest.raises(ValueError, match=f"to_html takes explain\\(\\)'s Explanations .*{message}"):
             to_html(value)
+    with pytest.raises(ValueError, match="^title must be a string; got int$"):  # an AttributeError from html.escape
+        to_html(explanation, title=3)
     with pytest.raises(ValueError, match="top_tokens takes .* item 0 is dict"):
         top_tokens([{"label": "Business"}])
     with pytest.raises(ValueError, match=r"to_png draws one Explanation \(explain\(...\)\[i\]\); got list of 1"):
