@@ -29,6 +29,12 @@ def check_flag(name, value):
     return bool(value)
 
 
+def check_verbose(verbose):
+    """`verbose` is what Keras's `fit` takes (0, 1, 2 or "auto"), else a `UserError` before any work."""
+    if isinstance(verbose, bool) or verbose not in (0, 1, 2, "auto"):
+        raise UserError(f"verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got {verbose!r}")
+
+
 def check_batch_size(batch_size):
     """`batch_size` (texts per model call) is a positive whole number, else a `UserError`."""
     check_whole("batch-size", batch_size)

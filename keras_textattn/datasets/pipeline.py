@@ -77,6 +77,14 @@ def make_batches(
 FLOAT32_MAX = float(np.finfo("float32").max)
 
 
+def check_class_weight(class_weight):
+    """`class_weight` is None, "balanced" or a mapping of class name to weight, else a `DataError`
+    before any data is read (the names and weights are checked against the data by `weigh_classes`)."""
+    if class_weight is not None and class_weight != "balanced" and not isinstance(class_weight, dict):
+        raise DataError(f"class_weight (--class-weight) must be 'balanced' or a mapping of class name to weight; "
+                        f"got {class_weight!r}")
+
+
 def weigh_classes(class_weight, train_rows, label_names):
     """`{label id: weight}` for Keras's `fit` from `class_weight` ("balanced": scikit-learn's
     n / (classes * count of the class), counted on the training split; or a mapping of class

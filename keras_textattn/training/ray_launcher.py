@@ -50,7 +50,7 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
     started = not ray.is_initialized()
     if started:
         _check_reachable(ray_address or os.environ.get("RAY_ADDRESS"))
-        ray.init(address=ray_address, log_to_driver=arguments.get("verbose", 1) > 0, include_dashboard=False)
+        ray.init(address=ray_address, log_to_driver=arguments.get("verbose", 1) != 0, include_dashboard=False)
     try:
         trainer = TensorflowTrainer(
             _worker_loop,

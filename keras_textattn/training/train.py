@@ -23,6 +23,7 @@ from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
 from keras_textattn.datasets import ADAPT_ROWS
+from keras_textattn.datasets import check_class_weight
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
@@ -30,6 +31,7 @@ from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_seed
+from keras_textattn.errors import check_verbose
 from keras_textattn.errors import check_whole
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
@@ -456,6 +458,7 @@ def train(
     call = dict(locals())  # the arguments as given, for the Ray workers
     _backend.require_tensorflow("Training")
     check_path(output, "output (--output)")
+    check_verbose(verbose)
     for name, flag in (("header", header), ("skip_bad_rows", skip_bad_rows), ("split_long_sentences",
                        split_long_sentences), ("freeze_embeddings", freeze_embeddings), ("shuffle", shuffle),
                        ("overwrite", overwrite)):
@@ -535,9 +538,7 @@ def train(
             check_epsilon(adversarial)
         except ValueError as error:
             raise RunError(f"{error} (--adversarial)") from None
-    if class_weight is not None and class_weight != "balanced" and not isinstance(class_weight, dict):
-        raise RunError(f"class_weight (--class-weight) must be 'balanced' or a mapping of class name to weight; "
-                       f"got {class_weight!r}")
+    check_class_weight(class_weight)
     given = locals()
     arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
@@ -906,7 +907,8 @@ def check_preset(preset):
 def check_embeddings(embeddings, freeze_embeddings, vectors_vocabulary=None):
     """`embeddings` is None, "word2vec", a `PACKAGED_VECTORS` name or a vectors file;
     `freeze_embeddings` needs embeddings, and `vectors_vocabulary` (a count) vectors to take words from."""
-    if embeddings not in (None, "word2vec") and not is_vectors_source(embeddings):
+    if embeddings not in (None, "word2vec") and (isinstance(embeddings, bool) or not isinstance(
+            embeddings, (str, os.PathLike)) or not is_vectors_source(embeddings)):
         raise RunError(f"embeddings (--embeddings) must be 'word2vec', {', '.join(map(repr, PACKAGED_VECTORS))} or a "
                        f"vectors file; {embeddings!r} is none of them")
     if embeddings in PACKAGED_VECTORS:

@@ -20,12 +20,14 @@ from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets import ADAPT_ROWS
+from keras_textattn.datasets import check_class_weight
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_flag
+from keras_textattn.errors import check_verbose
 from keras_textattn.errors import check_whole
 from keras_textattn.models import build_model
 from keras_textattn.models import check_dtype_policy
@@ -357,6 +359,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     """
     _backend.require_tensorflow("Hyperparameter search")
     check_flag("freeze_embeddings", freeze_embeddings)
+    check_verbose(verbose)
+    check_class_weight(class_weight)
     config = config if isinstance(config, TuningConfig) else load_config(config)
     if tuner not in TUNER_CLASSES:
         raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")

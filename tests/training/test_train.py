@@ -142,6 +142,9 @@ def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
     ({"model_kwargs": "num_heads=4"}, "model_kwargs (--set) must be a dict"),  # a TypeError from dict()
     ({"init_from": 3}, "init_from (--init-from) must be the path of a run folder; got 3"),  # a TypeError
     ({"validation_fraction": "0.1"}, "`validation_fraction` must be in (0, 1). Received: '0.1'"),  # a TypeError
+    ({"embeddings": 3}, "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors file; 3 is none "
+                        "of them"),  # a TypeError
+    ({"verbose": "x"}, "verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got 'x'"),
 ])
 def test_python_output_and_model_kwargs_are_checked(tmp_path, monkeypatch, arguments, message):
     from keras_textattn.errors import UserError

@@ -228,6 +228,14 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
         # 0 ran the config's number (10 trials), -1 none ("no trial of the search finished")
         with pytest.raises(UserError, match=f"{name.replace('_', '-')} must be a positive whole number; got {value}"):
             tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", **{name: value})
+    # Each failed inside: a list of class weights was read as class names, an int as a vectors file (a
+    # TypeError), verbose="x" in Keras's fit.
+    for name, value, message in (("class_weight", [5], r"class_weight \(--class-weight\) must be 'balanced' or a "
+                                                        r"mapping of class name to weight; got \[5\]$"),
+                                 ("embeddings", 3, r"embeddings \(--embeddings\) must be .* 3 is none of them$"),
+                                 ("verbose", "x", r"verbose must be 0 \(silent\), .* or 'auto'; got 'x'$")):
+        with pytest.raises(UserError, match=message):
+            tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", **{name: value})
     path.write_text(f"preset: laptop\n{text}")
     with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
         load_config(path)
