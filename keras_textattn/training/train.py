@@ -29,6 +29,7 @@ from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
+from keras_textattn.datasets.loading import tf_reason
 from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_seed
 from keras_textattn.errors import check_verbose
@@ -598,7 +599,7 @@ def train(
     if dataset.skipped and verbose:
         for split, skipped in dataset.skipped.items():
             print(f"Skipped in {split}: {skipped['rows']} rows, {len(skipped['files'])} files; first: {skipped['first']}")
-    with locked(output) if chief else contextlib.nullcontext():
+    with locked(output) if chief else contextlib.nullcontext(), _out_of_memory_said(model):
         if chief:
             recover_replacement(output)
         state = _run_state(output, overwrite, arguments)
@@ -614,6 +615,18 @@ def train(
             with _removed_if_nothing_trained(output):
                 return _train_run(**run)
         return _train_run(**run)
+
+
+@contextlib.contextmanager
+def _out_of_memory_said(model):
+    """TensorFlow's out-of-memory error while building or training (say `--sequence-length 100000`
+    for dual-axial, whose feature-axial weights are length x length) as one line saying what needs
+    less; the run folder is left as any failure leaves it."""
+    try:
+        yield
+    except tf.errors.ResourceExhaustedError as error:
+        raise RunError(f"{model} ran out of memory ({tf_reason(error)}); a shorter sequence length "
+                       "(--sequence-length; HCAN: --max-sentences too) or a smaller --batch-size needs less") from None
 
 
 @contextlib.contextmanager

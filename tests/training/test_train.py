@@ -67,6 +67,9 @@ def sst2(shared_data):
         (["--set", "encoder=1"], "model_kwargs (--set) encoder: not an argument of the lama builder that a run sets"),
         (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
         # A string was read as true: "False" trained LAMA+ctx.
+        # dual-axial's feature-axial weights are length x length (360 GB here): TensorFlow's OOM traceback before.
+        (["--model", "dual_axial", "--sequence-length", "300000"], "dual_axial ran out of memory (OOM when allocating "
+                                                                    "tensor with shape[300000,300000]"),
         (["--set", "use_context=False"], "model_kwargs (--set) use_context must be True or False (--set "
                                          "use_context=true or use_context=false); got 'False'"),
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
