@@ -261,6 +261,14 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
     if chosen and verbose:
         print(f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))}{where} to "
               "set): " + ", ".join(f"{name} {value}" for name, value in chosen.items()))
+    given = options.get("sequence_length")
+    if verbose and "sequence_length" not in chosen and given > 2 * TOKENS[1] and not options.get("hierarchical"):
+        # A length given far past the texts pads each one to it: time and memory for nothing (a typo's extra
+        # zero, say). LAMA at 100,000 tokens on TREC's questions took 18 GB.
+        whole = texts_cut(texts, given)[1]
+        if given > 4 * whole:
+            print(f"{setting('sequence_length', given)}{where} is over 4x the {whole} tokens that read 95% of the "
+                  "training texts whole: every text is padded to it, which costs time and memory for little")
     length = chosen.get("sequence_length")
     if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
         # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
@@ -625,7 +633,9 @@ def _out_of_memory_said(model):
     try:
         yield
     except tf.errors.ResourceExhaustedError as error:
-        raise RunError(f"{model} ran out of memory ({tf_reason(error)}); a shorter sequence length "
+        # In a traced step the allocation is on a later line, after "Graph execution error:".
+        allocation = next((line for line in str(error).splitlines() if line.startswith("OOM when allocating")), None)
+        raise RunError(f"{model} ran out of memory ({allocation or tf_reason(error)}); a shorter sequence length "
                        "(--sequence-length; HCAN: --max-sentences too) or a smaller --batch-size needs less") from None
 
 

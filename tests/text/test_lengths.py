@@ -127,3 +127,19 @@ def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path
             command
         assert re.search("of the training texts are longer than the 256 tokens lama reads by default and are cut; "
                          + re.escape(set_to) + r"\d+ (in the config )?reads 95% of them whole", lines), command
+
+
+def test_a_run_says_when_its_given_length_is_far_past_the_texts(tmp_path, capsys):
+    """A given length over 4x the one that reads 95% of the texts whole (and over 512 tokens) pads
+    every text for nothing, a typo's extra zero say: `train` says so (LAMA at 100,000 tokens on
+    TREC's questions took 18 GB). A length near the texts' is not questioned."""
+    from keras_textattn.training import train
+
+    path = tmp_path / "short.csv"
+    path.write_text("label,text\n" + "".join(f"{i % 2},word{i} and a few more\n" for i in range(40)))
+    for length, said in ((4096, True), (64, False)):
+        train("scalable_attention", str(path), str(tmp_path / f"run{length}"), epochs=1, sequence_length=length,
+              verbose=1, model_kwargs={"embedding_dim": 8, "fc_units": 8})
+        printed = capsys.readouterr().out
+        assert ("--sequence-length 4096 is over 4x the 8 tokens that read 95% of the training texts whole: every "
+                "text is padded to it" in printed) == said, printed[:500]

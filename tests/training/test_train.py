@@ -123,6 +123,25 @@ def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monke
     assert len(error) == 1 and error[0].startswith("keras-textattn: error:") and message in error[0]
 
 
+def test_out_of_memory_in_a_traced_step_names_the_allocation():
+    """Inside a traced training step TensorFlow's message starts "Graph execution error:" and names the
+    allocation lines later (this one is HCAN's at 40,000 words a sentence, which takes 52 s and 12 GB
+    to reach: too much for the suite; the building case runs above, dual-axial at 300,000 tokens)."""
+    from keras_textattn.run_folder import RunError
+    from keras_textattn.training.train import _out_of_memory_said
+
+    message = ("Graph execution error:\n\nDetected at node StatefulPartitionedCall/hcan_1/word_self_attention_1/"
+               "elu_branch_1/MatMul defined at (most recent call last):\n<stack traces unavailable>\nOOM when "
+               "allocating tensor with shape[81,4,40000,40000] and type float on /job:localhost/replica:0/task:0/"
+               "device:CPU:0 by allocator mklcpu\n\t [[{{node StatefulPartitionedCall/hcan_1/MatMul}}]]\n"
+               " [Op:__inference_multi_step_on_iterator_14140]")
+    with pytest.raises(RunError, match=re.escape("hcan ran out of memory (OOM when allocating tensor with shape"
+                                                 "[81,4,40000,40000] and type float on /job:localhost/replica:0/"
+                                                 "task:0/device:CPU:0 by allocator mklcpu); a shorter")):
+        with _out_of_memory_said("hcan"):
+            raise tf.errors.ResourceExhaustedError(None, None, message)
+
+
 @pytest.mark.parametrize("argument, value, wanted", [
     ("epochs", 1.5, "a whole number"), ("sequence_length", 16.0, "a whole number"), ("early_stopping", 2.0, "a whole number"),
     ("batch_size", "32", "a positive number"), ("max_tokens", True, "a positive number")])
