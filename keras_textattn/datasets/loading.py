@@ -819,11 +819,12 @@ def _keyed_table(file, kind):
         else:
             numbered = ((n, line) for n, line in enumerate(stack.enter_context(open_text(path)), 1) if line.strip())
         try:
+            cut = kind == "tfrecord" and tfrecord_cut(path)
+            if cut:
+                raise DataError(f"{path}: cannot be read ({cut})")
             rows = ((number, _KeyedRecord(path, number, kind, raw)) for number, raw in numbered)
             first = next(rows, None)
             if first is None:
-                if kind == "tfrecord" and not_a_tfrecord(path):
-                    raise DataError(f"{path}: cannot be read ({NOT_A_TFRECORD})")
                 raise DataError(f"{path}: the file is empty")
             yield _KeyedTable(path, first[1].keys(), itertools.chain([first], rows))
         except (EOFError, gzip.BadGzipFile, zlib.error, tf.errors.DataLossError) as error:
@@ -841,10 +842,24 @@ def tf_reason(error):
 NOT_A_TFRECORD = "not a TFRecord file: it holds bytes but no whole record"
 
 
-def not_a_tfrecord(path):
-    """Whether a file TensorFlow read as a TFRecord of no records holds bytes after all."""
+def tfrecord_cut(path, chunk=1 << 20):
+    """Why a TFRecord file ends inside a record's 12-byte header, or None where it does not.
+    TensorFlow reads such a file to its last whole record without an error (one shorter than a
+    header as no records), so a file cut there would lose its last rows in silence. One pass in
+    `chunk`-byte reads that looks at the headers only; a record that runs past the end is left to
+    TensorFlow's own error."""
+    offset, read, pending = 0, 0, b""  # the next header's offset; bytes read; those from `offset` on
     with open_bytes(path) as data:
-        return bool(data.read(1))
+        while block := data.read(chunk):
+            pending += block[max(offset - read, 0):]
+            read += len(block)
+            step = 0
+            while step + 12 <= len(pending):  # a header: the data's length (8 bytes), its CRC (4)
+                step += 12 + int.from_bytes(pending[step:step + 8], "little") + 4  # + the data and its CRC
+            offset, pending = offset + step, pending[step:]
+    if not pending:
+        return None
+    return NOT_A_TFRECORD if offset == 0 else f"it ends inside a record's header at byte {offset} (truncated?)"
 
 
 @contextlib.contextmanager

@@ -19,7 +19,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn.datasets.loading import KNOWN_AS_NAMED
-from keras_textattn.datasets.loading import NOT_A_TFRECORD
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import TextClassificationData
 from keras_textattn.datasets.loading import check_label_apart
@@ -27,9 +26,9 @@ from keras_textattn.datasets.loading import checked_label
 from keras_textattn.datasets.loading import column_index
 from keras_textattn.datasets.loading import file_format
 from keras_textattn.datasets.loading import is_pattern
-from keras_textattn.datasets.loading import not_a_tfrecord
 from keras_textattn.datasets.loading import open_bytes
 from keras_textattn.datasets.loading import tf_reason
+from keras_textattn.datasets.loading import tfrecord_cut
 from keras_textattn.datasets.loading import held_out
 from keras_textattn.datasets.loading import label_ids_for
 from keras_textattn.datasets.loading import feature_text
@@ -276,6 +275,9 @@ def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows
         try:
             if path.endswith(".gz") and not _whole_gzip(path):
                 raise _Unreadable("it ends early (truncated?)")
+            cut = layout.format == "tfrecord" and tfrecord_cut(path)
+            if cut:
+                raise _Unreadable(cut)
             for keys, _, labels, problems, held in dataset.prefetch(2).as_numpy_iterator():
                 for key, label, problem, out in zip(keys, labels, problems, held):
                     row = int(key.rsplit(b":", 1)[1])
@@ -292,8 +294,6 @@ def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows
                     found.labels[label] += 1
                     found.rows += 1
                     found.held_out += bool(out)
-            if layout.format == "tfrecord" and not row and not_a_tfrecord(path):
-                raise _Unreadable(NOT_A_TFRECORD)
         except (tf.errors.OpError, _Unreadable) as error:
             message = f"{path}: cannot be read{f' after row {row}' if row else ''}: {tf_reason(error)}"
             if not skip_bad_rows:

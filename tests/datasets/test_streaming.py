@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -132,8 +133,9 @@ def test_bad_shards_are_named_and_skip_bad_rows_counts_them(trec, trec_shards, c
 
 def test_a_file_that_is_not_a_tfrecord_is_named_as_such(tmp_path):
     """TensorFlow reads a file shorter than a record's header as a TFRecord of no records, without
-    an error ("the file is empty", or no rows from that shard), and wraps its error on a longer
-    one in op names: both are one line naming the file, streamed (train) and read whole (predict)."""
+    an error ("the file is empty", or no rows from that shard), a file cut inside a later header
+    as its whole records (the rows after them lost in silence), and wraps its error on a longer
+    one in op names: each is one line naming the file, streamed (train) and read whole (predict)."""
     from keras_textattn.datasets.loading import read_labelled_texts
 
     folder = tmp_path / "records"
@@ -160,6 +162,21 @@ def test_a_file_that_is_not_a_tfrecord_is_named_as_such(tmp_path):
         with pytest.raises(DataError) as error:
             read()
         assert str(error.value).startswith(message) and "{{" not in str(error.value) and "[Op:" not in str(error.value)
+    # Cut inside the second record's header: TensorFlow reads the first record and stops, without an error.
+    whole = (folder / "part-0.tfrecord").read_bytes()
+    second = 12 + int.from_bytes(whole[:8], "little") + 4
+    (tmp_path / "cut").mkdir()
+    cut = tmp_path / "cut" / "part-0.tfrecord.gz"
+    cut.write_bytes(gzip.compress(whole[:second + 5]))
+    assert len(list(tf.data.TFRecordDataset(str(cut), compression_type="GZIP"))) == 1
+    said = f"{cut}: cannot be read: it ends inside a record's header at byte {second} (truncated?)"
+    for read, message in ((lambda: load_dataset(str(cut), ("train",)), said),
+                          (lambda: read_labelled_texts(LocalFile(str(cut))), said.replace(": it", " (it") + ")")):
+        with pytest.raises(DataError, match=re.escape(message)):
+            read()
+    shutil.copy(folder / "part-0.tfrecord", tmp_path / "cut" / "part-1.tfrecord")
+    data = load_dataset(str(tmp_path / "cut"), ("train",), skip_bad_rows=True)
+    assert data.rows == {"train": 2} and data.skipped["train"]["files"] == [str(cut)]
     empty = str(tmp_path / "empty.tfrecord")  # no bytes: empty, as before
     with pytest.raises(DataError, match=re.escape(f"{empty}: the file is empty")):
         read_labelled_texts(LocalFile(empty))
