@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn.datasets.loading import checked_label_names
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_texts
@@ -141,7 +142,8 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
             builders make when given `vocabulary_size`.
         texts: a list of strings (one string: a list of one); bytes are read as UTF-8.
         encoder: the `TextEncoder` of the model (read from the run folder otherwise).
-        label_names: class names (read from the run folder; default "0", "1", ...).
+        label_names: with a Keras model: its class names, one per output (default "0", "1",
+            ...); a run folder names its classes itself (giving them too is refused).
         batch_size: texts per model call (all of them at once would hold every text's
             activations and attention maps together).
 
@@ -155,6 +157,9 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
                             "evaluate and export --format saved_model take (README, \"Ensembles\")")
         (model_or_run,) = model_or_run
     if isinstance(model_or_run, (str, os.PathLike)):
+        if label_names is not None:
+            raise UserError(f"explain: a run folder names its classes (labels.json); label_names is for a Keras "
+                            f"model. Received: label_names={label_names!r:.80}")
         model, encoder, label_names = load_run(os.fspath(model_or_run))
     else:
         model = model_or_run
@@ -162,12 +167,18 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
             raise UserError(f"explain takes a run folder or a Keras classifier; got {type(model).__name__}")
         if not isinstance(encoder, TextEncoder):
             raise ValueError("Give the model's `encoder` (a TextEncoder), or a run folder instead of a model.")
+        label_names = checked_label_names(label_names)
     check_batch_size(batch_size)
     # Bytes are read as UTF-8 with invalid bytes replaced (U+FFFD), as the encoder reads them; the
     # explanations' text and token offsets are of that string.
     texts = [text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text for text in check_texts(texts)]
     if not texts:
         return []
+    classes = model.outputs[0].shape[-1]
+    label_names = label_names or [str(i) for i in range(classes)]
+    if len(label_names) != classes:
+        raise UserError(f"explain: label_names name the model's {classes} classes, one each; got {len(label_names)}: "
+                        f"{label_names}")
     probe = _attention_probe(model)
     probabilities, maps = [], {}
     for start in range(0, len(texts), batch_size):
@@ -177,7 +188,6 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
             maps.setdefault(name, []).append(value)
     probabilities = np.concatenate(probabilities)
     maps = {name: np.concatenate(values) for name, values in maps.items()}
-    label_names = label_names or [str(i) for i in range(probabilities.shape[-1])]
     hierarchical = encoder.hierarchical
     explanations = []
     for row, text in enumerate(texts):

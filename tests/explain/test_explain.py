@@ -1,5 +1,6 @@
 import html.parser
 import os
+import re
 import struct
 
 import numpy as np
@@ -247,6 +248,27 @@ def test_explain_takes_a_run_or_a_keras_model():
     """An int was "Give the model's `encoder`", as if it were a model."""
     with pytest.raises(UserError, match="^explain takes a run folder or a Keras classifier; got int$"):
         explain(3, ["a"])
+
+
+def test_label_names_name_each_class_once():
+    """With a model, one name per class: three names for two classes were cut to two, one name
+    was an IndexError after the work, and a string was read as its letters. A run folder names
+    its classes itself: names given with one were ignored, silently."""
+    encoder = TextEncoder(sequence_length=10)
+    encoder.adapt(TEXTS)
+    model = build_model("scalable_attention", 2, vocabulary_size=encoder.vocabulary_size(), embedding_dim=8,
+                        sequence_length=10)
+    (explanation,) = explain(model, [TEXTS[0]], encoder=encoder, label_names=["no", "yes"])
+    assert sorted(explanation.probabilities) == ["no", "yes"] and explanation.label in {"no", "yes"}
+    for names, message in (
+        (["no", "yes", "maybe"], "explain: label_names name the model's 2 classes, one each; got 3: ['no', 'yes', 'maybe']"),
+        (["yes"], "two or more; got ['yes']"),
+        ("ny", "a list of names, one per class; got the string 'ny'"),
+    ):
+        with pytest.raises(UserError, match=re.escape(message)):
+            explain(model, [TEXTS[0]], encoder=encoder, label_names=names)
+    with pytest.raises(UserError, match=re.escape("a run folder names its classes (labels.json); label_names is for")):
+        explain("any-run-folder", [TEXTS[0]], label_names=["no", "yes"])
 
 
 def test_explain_is_a_plain_module(lama_run):
