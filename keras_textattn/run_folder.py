@@ -26,11 +26,12 @@ import zipfile
 import keras
 import tensorflow as tf
 
-import keras_textattn.text  # noqa: F401  (registers TextEncoder, which encoder.keras holds)
+import keras_textattn.text  # TextEncoder (importing it registers the class encoder.keras holds)
 from keras_textattn import __version__
 from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
+from keras_textattn.datasets.loading import checked_label_names
 from keras_textattn.errors import UserError
 
 RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.txt", "labels.json", "history.csv",
@@ -150,6 +151,7 @@ def save_run(folder, model, encoder, label_names, metrics):
     """Write the files of a finished run folder (see the module docstring) for a token-id
     `model` and its fitted `encoder`. Each file is written atomically, metrics.json last:
     its presence marks the run finished. metrics.json holds `metrics` and `versions`."""
+    label_names = _check_run_parts(model, encoder, label_names, metrics)
     versions = {"keras_textattn": __version__, "keras": keras.__version__, "tensorflow": tf.__version__}
     os.makedirs(folder, exist_ok=True)
     save_encoder(os.path.join(folder, "encoder.keras"), encoder)
@@ -158,6 +160,32 @@ def save_run(folder, model, encoder, label_names, metrics):
     write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
     write_text(os.path.join(folder, "metrics.json"), json.dumps({**metrics, "versions": versions}, indent=2,
                                                                 sort_keys=True))
+
+
+def _check_run_parts(model, encoder, label_names, metrics):
+    """`label_names` as a list, after checking that `save_run`'s parts make a run `load_run` reads
+    (a `UserError` saying which does not, before anything is written)."""
+    if not isinstance(model, keras.Model):
+        raise UserError(f"save_run: `model` must be a Keras model; got {type(model).__name__}")
+    if not (isinstance(encoder, keras_textattn.text.TextEncoder) and encoder.is_adapted):
+        raise UserError("save_run: `encoder` must be the model's TextEncoder, with its vocabulary; got "
+                        + (f"{type(encoder).__name__}" if not isinstance(encoder, keras_textattn.text.TextEncoder)
+                           else "one without a vocabulary (adapt it first)"))
+    if not isinstance(metrics, dict):
+        raise UserError(f"save_run: `metrics` must be a dict (metrics.json); got {type(metrics).__name__}")
+    label_names = checked_label_names(label_names)
+    try:
+        classes = model.outputs[0].shape[-1]
+    except (AttributeError, ValueError):  # load_run reads the classes from the saved model's outputs
+        raise UserError(f"save_run: `model` must have defined inputs and outputs (a functional model, as the builders "
+                        f"make, or a Sequential one given its Input); {model.name!r} has none") from None
+    if len(label_names) != classes:
+        raise UserError(f"save_run: {len(label_names)} label names for a model of {classes} outputs: {label_names}")
+    embeddings = [layer for layer in model.layers if layer.name == "embedding"]  # every builder's token embedding
+    if embeddings and encoder.vocabulary_size() != embeddings[0].input_dim:
+        raise UserError(f"save_run: the encoder has a vocabulary of {encoder.vocabulary_size()} tokens, but the model "
+                        f"embeds {embeddings[0].input_dim}: they do not belong together")
+    return label_names
 
 
 def class_order(names, first_names, path, first_path):

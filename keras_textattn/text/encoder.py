@@ -432,6 +432,11 @@ class TextEncoder(keras.layers.Layer):
         copy.added_tokens = added_tokens
         return copy
 
+    @property
+    def is_adapted(self):
+        """Whether the encoder has a vocabulary (`adapt`, `set_vocabulary` or a loaded file), as Keras's preprocessing layers say."""
+        return self._adapted
+
     def get_vocabulary(self):
         """All tokens by id: `["", "[UNK]", most frequent, ...]`."""
         return [str(token) for token in self.lookup.get_vocabulary()]

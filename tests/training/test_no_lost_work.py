@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -283,6 +284,34 @@ def test_damaged_run_folder_is_named(run_copy, capsys, damage, file, message):
     assert str(run_copy / file) in str(error.value)
     assert main(["explain", "--run", str(run_copy), "some text"]) == 2
     assert message in _one_error_line(capsys)
+
+
+def test_save_run_refuses_parts_that_would_not_load(finished, tmp_path):
+    """`save_run` wrote a folder of any model, encoder and names, which `load_run` then refused
+    (or, for a string of names, read as letters); now it checks the parts and writes nothing."""
+    from keras_textattn.errors import UserError
+    from keras_textattn.run_folder import save_run
+
+    model, encoder, _ = load_run(finished)
+    other = TextEncoder(sequence_length=24)
+    other.adapt(["one two three four five six seven eight"])
+    subclassed = type("Subclassed", (keras.Model,), {"call": lambda self, x: x})()
+    for parts, message in (
+        ((model, encoder, ["a", "b", "c"], {}), "3 label names for a model of 2 outputs: ['a', 'b', 'c']"),
+        ((model, encoder, "ab", {}), "got the string 'ab'"),
+        ((model, other, ["a", "b"], {}), "the encoder has a vocabulary of 10 tokens, but the model embeds"),
+        ((model, TextEncoder(), ["a", "b"], {}), "`encoder` must be the model's TextEncoder, with its vocabulary; got one "
+                                                 "without a vocabulary"),
+        ((model, "encoder.keras", ["a", "b"], {}), "`encoder` must be the model's TextEncoder, with its vocabulary; got str"),
+        (("model.keras", encoder, ["a", "b"], {}), "`model` must be a Keras model; got str"),
+        ((subclassed, encoder, ["a", "b"], {}), "`model` must have defined inputs and outputs"),
+        ((model, encoder, ["a", "b"], None), "`metrics` must be a dict (metrics.json); got NoneType"),
+    ):
+        with pytest.raises(UserError, match=re.escape(message)):
+            save_run(tmp_path / "run", *parts)
+        assert not (tmp_path / "run").exists()
+    save_run(tmp_path / "run", model, encoder, ("neg", "pos"), {})
+    assert load_run(tmp_path / "run")[2] == ["neg", "pos"]
 
 
 def test_a_run_folder_loads_with_only_its_module(finished):
