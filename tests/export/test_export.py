@@ -451,3 +451,32 @@ def test_litert_notice_is_dropped_and_nothing_else(capfd):
             raise RuntimeError("raised inside")
     os.write(2, b"\nafter\n")  # the descriptor is back
     assert capfd.readouterr().err == "WARNING: first\nWARNING: last, no newline\nafter\n"
+
+
+def test_a_model_of_ones_own_saved_as_a_run_exports_or_says_why_not(tmp_path):
+    """`save_run` with one's own functional model makes a run the exports take. A model that
+    gives NaN for a text the export is checked on (a masked mean over the empty text's no tokens)
+    was "does not reproduce the Keras model: largest probability difference nan"."""
+    from keras_textattn.inference import Classifier
+
+    texts = ["a good film", "a bad film", "a great plot", "an awful plot"]
+    encoder = TextEncoder(sequence_length=8)
+    encoder.adapt(texts)
+
+    def own_model(mask_zero):
+        ids = keras.Input((8,), dtype="int32")
+        x = keras.layers.Embedding(encoder.vocabulary_size(), 4, mask_zero=mask_zero, name="embedding")(ids)
+        x = keras.layers.GlobalAveragePooling1D()(x)
+        return keras.Model(ids, keras.layers.Dense(2, activation="softmax")(x))
+
+    save_run(tmp_path / "run", own_model(False), encoder, ["neg", "pos"], {})
+    export.saved_model(tmp_path / "run", tmp_path / "exported")
+    np.testing.assert_allclose(Classifier(tmp_path / "exported").probabilities(texts),
+                               Classifier(tmp_path / "run").probabilities(texts), atol=1e-6)
+    save_run(tmp_path / "masked", own_model(True), encoder, ["neg", "pos"], {})
+    said = ("The Keras model gives no probabilities (NaN or infinity) for 2 of the 37 texts the export is checked on, "
+            "the first '': a classifier must answer every text, the empty one included")
+    for write in (export.saved_model, export.tflite):
+        with pytest.raises(UserError, match=re.escape(said)):
+            write(tmp_path / "masked", tmp_path / write.__name__)
+        assert not (tmp_path / write.__name__).exists()
