@@ -330,7 +330,9 @@ def _parser():
     predict.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     predict.add_argument("--quiet", action="store_true", help="no progress")
 
-    evaluate = subcommand("evaluate", help="score a trained run on a labelled file: F1, confusion, mistakes")
+    evaluate = subcommand("evaluate", aliases=["eval"], help="score a trained run on a labelled file: F1, confusion, "
+                                                             "mistakes (eval for short)")
+    evaluate.set_defaults(command="evaluate")  # `eval` runs as `evaluate`
     evaluate.add_argument("--run", required=True, action="append",
                           help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
                                "TFLite); repeat it to average the probabilities of several runs (an ensemble)")

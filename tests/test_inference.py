@@ -383,6 +383,10 @@ def test_evaluate_reads_a_headerless_file_by_column_index(lama_run, test_rows, t
     assert main(["evaluate", "--run", str(lama_run), "--data", str(tmp_path / "headerless.csv"), "--no-header",
                  "--label-column", "0", "--text-column", "1", "--output", str(tmp_path / "report")]) == 0
     assert json.loads((tmp_path / "report" / "metrics.json").read_text())["accuracy"] == expected["accuracy"]
+    # `eval`, the developers' guide's name for it, is `evaluate` (it was "invalid choice: 'eval'").
+    assert main(["eval", "--run", str(lama_run), "--data", str(tmp_path / "with-header.csv"), "--output",
+                 str(tmp_path / "eval")]) == 0
+    assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["accuracy"] == expected["accuracy"]
 
 
 def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp_path, capsys):
