@@ -190,7 +190,8 @@ def read_vectors(path, vocabulary):
 
     Raises:
         VectorsError: no such file, no vectors in it, rows of different lengths, or a
-        number that does not parse.
+        number that does not parse or is not finite (NaN, infinity, or beyond float32's range),
+        among the vocabulary's words.
     """
     wanted = set(vocabulary)
     if path in PACKAGED_VECTORS:
@@ -205,10 +206,14 @@ def read_vectors(path, vocabulary):
     for number, word, numbers, dimension in _vector_rows(path):
         word = _standard(word)
         if word in wanted and word not in vectors:
+            where = f"{path}, {'vector' if path.endswith(('.bin', '.bin.gz')) else 'line'} {number}"
             try:
                 vectors[word] = np.asarray(numbers, dtype="float32")
             except ValueError:
-                raise VectorsError(f"{path}, line {number}: not a number among {numbers[:3]}...") from None
+                raise VectorsError(f"{where}: not a number among {numbers[:3]}...") from None
+            if not np.isfinite(vectors[word]).all():  # a NaN row makes the loss NaN whenever a text holds the word
+                raise VectorsError(f"{where}: the vector of {word!r} holds {vectors[word][~np.isfinite(vectors[word])][0]} "
+                                   "(numbers must be finite in float32)")
     return vectors, dimension
 
 
