@@ -172,6 +172,26 @@ class _EpochSeconds(keras.callbacks.Callback):
             logs["seconds"] = time.perf_counter() - self._start
 
 
+def check_converging(loss, epoch, learning_rate):
+    """A `RunError` when an epoch's training `loss` is NaN or infinite: the weights have diverged,
+    and a run of them predicts NaN ("Finished", with an accuracy of chance, it was written all the same)."""
+    if not math.isfinite(loss):
+        raise RunError(f"training diverged: the loss of epoch {epoch + 1} is {loss}, so the weights are no longer "
+                       f"numbers; a lower --learning-rate (this run's: {learning_rate:g}) trains stably. Checkpoints of "
+                       "earlier epochs, if any, stay in the run folder: start again with --overwrite")
+
+
+class _StopOnDivergence(keras.callbacks.Callback):
+    """`check_converging` at each epoch's end (before its history row and checkpoint are written)."""
+
+    def __init__(self, learning_rate):
+        super().__init__()
+        self.learning_rate = learning_rate
+
+    def on_epoch_end(self, epoch, logs=None):
+        check_converging(float((logs or {}).get("loss", 0.0)), epoch, self.learning_rate)
+
+
 def _jsonable(value):
     """`value` as JSON reads it back (tuples become lists, `LocalFile`s dicts, paths strings)."""
     if isinstance(value, LocalFile):
@@ -747,6 +767,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             interrupt = _DeferredInterrupt()
             callbacks = [
                 _EpochSeconds(),
+                _StopOnDivergence(arguments["learning_rate"]),
                 # Before the history row (they log each epoch's learning rate) and the checkpoint (its state).
                 *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, backup),
                 keras.callbacks.CSVLogger(history_path, append=True),
@@ -870,6 +891,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         history["seconds"].append(time.perf_counter() - start)
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
+        check_converging(history["loss"][-1], epoch, float(rate(epoch)) if rate else
+                         float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
         history["learning_rate"].append(float(rate(epoch)) if rate else
                                         float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
     return history

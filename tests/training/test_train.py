@@ -767,6 +767,31 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch():
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
 
 
+def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path):
+    """A loss of NaN (at a learning rate of 1e37) stops the run at that epoch's end with one line
+    that says so, before its history row and checkpoint (it was "Finished", and `predict` said
+    "nan"); the multi-worker loop checks each epoch too."""
+    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.run_folder import RunError
+    from keras_textattn.training import train
+    from keras_textattn.training.train import _fit_multi_worker
+
+    data = tmp_path / "rows.csv"
+    data.write_text("label,text\n" + "".join(f"{i % 2},{'good fine' if i % 2 else 'bad dull'} text {i}\n"
+                                             for i in range(300)))
+    said = "training diverged: the loss of epoch 1 is nan, so the weights are no longer numbers; a lower --learning-rate"
+    with pytest.raises(RunError, match=re.escape(said)):
+        train("scalable_attention", str(data), str(tmp_path / "run"), epochs=2, learning_rate=1e37, verbose=0,
+              model_kwargs={"embedding_dim": 8, "fc_units": 8})
+    assert not (tmp_path / "run").exists()  # nothing was trained: no folder is left (as for any failure)
+    rows = tf.data.Dataset.from_tensor_slices((np.full((8, 2), np.nan, "float32"), np.zeros(8, "int32")))
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(keras.optimizers.Adam(0.01))
+    with pytest.raises(RunError, match=re.escape(said.replace("--learning-rate", "--learning-rate (this run's: 0.01)"))):
+        _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
+                          label_names=["a", "b"]), lambda part, size: part.batch(size), 2, 4, None, 2)
+
+
 def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_path):
     """The multi-worker loop (one worker here) trains under mixed_float16 as in float32: Keras's
     LossScaleOptimizer unscales what it applies, so the loop must differentiate the scaled loss
