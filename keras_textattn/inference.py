@@ -7,6 +7,7 @@ batches (a 1 GB file is never held in memory); `evaluate` holds its file's texts
 (it reports on all of them at once).
 """
 
+import contextlib
 import csv
 import glob
 import html
@@ -90,10 +91,18 @@ class Classifier:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
-        return np.stack([
+        members = np.stack([
             np.concatenate([np.asarray(probabilities(texts[start:start + batch_size]), "float32")[:, order]
                             for start in range(0, len(texts), batch_size)])
             for probabilities, order in self._members])
+        unanswered = ~np.isfinite(members).all(axis=-1)  # (members, texts)
+        if unanswered.any():
+            member, row = (int(i) for i in np.argwhere(unanswered)[0])
+            text = texts[row].decode("utf-8", "replace") if isinstance(texts[row], bytes) else texts[row]
+            raise RunError(f"{self._paths[member]} gives no probabilities (NaN) for {int(unanswered[member].sum())} of "
+                           f"the {len(texts)} texts, the first {text!r:.60}: its weights are not numbers (a run that "
+                           "diverged) or its model averages over no tokens (an empty text)")
+        return members
 
     def predict(self, texts, top_k=1, batch_size=256):
         """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
@@ -200,6 +209,10 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     count = 0
 
     def write(temporary):
+        with _progress_line_ended(verbose):
+            write_rows(temporary)
+
+    def write_rows(temporary):
         nonlocal count
         with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle) if output.endswith(".csv") else None
@@ -219,8 +232,6 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
                 count += len(texts)
                 if verbose:
                     print(f"\rpredicted {count} rows", end="", file=sys.stderr, flush=True)
-        if verbose:
-            print(file=sys.stderr)
 
     with locked(output):  # one writer; under the lock, what a killed one left is stale
         folder, name = os.path.split(os.path.abspath(output))
@@ -228,6 +239,16 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
             os.remove(stale)
         write_atomically(output, write)
     return {"rows": count, "path": output}
+
+
+@contextlib.contextmanager
+def _progress_line_ended(verbose):
+    """End the "predicted N rows" line however writing ends, so that an error is a line of its own."""
+    try:
+        yield
+    finally:
+        if verbose:
+            print(file=sys.stderr)
 
 
 def _csv_header(top_k):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -463,3 +464,33 @@ def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):
             with pytest.raises(UserError, match=re.escape(f"the output must be a path to write to; got {output!r}")):
                 write(output)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_model_that_gives_nan_is_named_not_answered(tmp_path, capsys):
+    """A run whose weights are not numbers (one that diverged before `train` stopped such runs) and a
+    model of one's own that averages over the empty text's no tokens gave "nan" as a probability."""
+    from keras_textattn.run_folder import RunError
+    from keras_textattn.run_folder import save_run
+    from keras_textattn.text import TextEncoder
+
+    encoder = TextEncoder(sequence_length=8)
+    encoder.adapt(["a good film", "a bad film"])
+    ids = keras.Input((8,), dtype="int32")
+    x = keras.layers.Embedding(encoder.vocabulary_size(), 4, mask_zero=True, name="embedding")(ids)
+    model = keras.Model(ids, keras.layers.Dense(2, activation="softmax")(keras.layers.GlobalAveragePooling1D()(x)))
+    save_run(tmp_path / "masked", model, encoder, ["neg", "pos"], {})
+    assert inference.predict(tmp_path / "masked", ["a good film"])[0]["label"] in {"neg", "pos"}
+    with pytest.raises(RunError, match=re.escape(f"{tmp_path / 'masked'} gives no probabilities (NaN) for 1 of the 2 "
+                                                 "texts, the first '': its weights are not numbers")):
+        inference.predict(tmp_path / "masked", ["a good film", ""])
+    # From a file: the error is a line of its own after the progress line, and no output is left.
+    (tmp_path / "texts.csv").write_text("text\n" + "a good film\n" * 300 + '""\n')
+    assert main(["predict", "--run", str(tmp_path / "masked"), "--data", str(tmp_path / "texts.csv"), "--batch-size",
+                 "100", "--output", str(tmp_path / "labels.csv")]) == 2
+    progress, error = capsys.readouterr().err.splitlines()[-2:]
+    assert progress.endswith("predicted 300 rows") and error.startswith("keras-textattn: error: ")
+    assert "gives no probabilities (NaN) for 1 of the 1 texts" in error and not (tmp_path / "labels.csv").exists()
+    model.set_weights([np.full_like(w, np.nan) for w in model.get_weights()])
+    save_run(tmp_path / "diverged", model, encoder, ["neg", "pos"], {})
+    assert main(["predict", "--run", str(tmp_path / "diverged"), "a good film"]) == 2
+    assert "gives no probabilities (NaN) for 1 of the 1 texts, the first 'a good film'" in capsys.readouterr().err
