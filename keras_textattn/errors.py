@@ -63,3 +63,16 @@ def check_texts(texts):
         if not isinstance(text, (str, bytes)):
             raise UserError(f"texts must be strings; item {index} is {text!r:.60} ({type(text).__name__})")
     return texts
+
+
+def check_answered(probabilities, texts, who):
+    """A `UserError` where `who` (a run, a model) gives NaN or infinity for any of `texts`
+    (`probabilities`: `(len(texts), classes)`): its weights diverged, or a model of one's own
+    averages over an empty text's no tokens. Never a "nan" probability in an answer."""
+    unanswered = ~np.isfinite(probabilities).all(axis=-1)
+    if unanswered.any():
+        first = texts[int(np.argmax(unanswered))]
+        first = first.decode("utf-8", "replace") if isinstance(first, bytes) else first
+        raise UserError(f"{who} gives no probabilities (NaN) for {int(unanswered.sum())} of the {len(texts)} texts, "
+                        f"the first {first!r:.60}: its weights are not numbers (a run that diverged) or its model "
+                        "averages over no tokens (an empty text)")

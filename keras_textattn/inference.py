@@ -33,6 +33,7 @@ from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.datasets.loading import text_batches
 from keras_textattn.datasets.streaming import each_file
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_texts
@@ -95,13 +96,8 @@ class Classifier:
             np.concatenate([np.asarray(probabilities(texts[start:start + batch_size]), "float32")[:, order]
                             for start in range(0, len(texts), batch_size)])
             for probabilities, order in self._members])
-        unanswered = ~np.isfinite(members).all(axis=-1)  # (members, texts)
-        if unanswered.any():
-            member, row = (int(i) for i in np.argwhere(unanswered)[0])
-            text = texts[row].decode("utf-8", "replace") if isinstance(texts[row], bytes) else texts[row]
-            raise RunError(f"{self._paths[member]} gives no probabilities (NaN) for {int(unanswered[member].sum())} of "
-                           f"the {len(texts)} texts, the first {text!r:.60}: its weights are not numbers (a run that "
-                           "diverged) or its model averages over no tokens (an empty text)")
+        for path, answers in zip(self._paths, members):
+            check_answered(answers, texts, path)
         return members
 
     def predict(self, texts, top_k=1, batch_size=256):

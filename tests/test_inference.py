@@ -469,7 +469,7 @@ def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):
 def test_a_model_that_gives_nan_is_named_not_answered(tmp_path, capsys):
     """A run whose weights are not numbers (one that diverged before `train` stopped such runs) and a
     model of one's own that averages over the empty text's no tokens gave "nan" as a probability."""
-    from keras_textattn.run_folder import RunError
+    from keras_textattn.errors import UserError
     from keras_textattn.run_folder import save_run
     from keras_textattn.text import TextEncoder
 
@@ -480,7 +480,7 @@ def test_a_model_that_gives_nan_is_named_not_answered(tmp_path, capsys):
     model = keras.Model(ids, keras.layers.Dense(2, activation="softmax")(keras.layers.GlobalAveragePooling1D()(x)))
     save_run(tmp_path / "masked", model, encoder, ["neg", "pos"], {})
     assert inference.predict(tmp_path / "masked", ["a good film"])[0]["label"] in {"neg", "pos"}
-    with pytest.raises(RunError, match=re.escape(f"{tmp_path / 'masked'} gives no probabilities (NaN) for 1 of the 2 "
+    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'masked'} gives no probabilities (NaN) for 1 of the 2 "
                                                  "texts, the first '': its weights are not numbers")):
         inference.predict(tmp_path / "masked", ["a good film", ""])
     # From a file: the error is a line of its own after the progress line, and no output is left.

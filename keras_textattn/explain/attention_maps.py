@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras_textattn import _backend
 from keras_textattn.datasets.loading import checked_label_names
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_texts
 from keras_textattn.errors import check_whole
@@ -187,6 +188,8 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         for name, value in batch_maps.items():  # batch first (HCAN's words: batch x sentences)
             maps.setdefault(name, []).append(value)
     probabilities = np.concatenate(probabilities)
+    check_answered(probabilities, texts, os.fspath(model_or_run) if isinstance(model_or_run, (str, os.PathLike))
+                   else f"Model {model.name!r}")
     maps = {name: np.concatenate(values) for name, values in maps.items()}
     hierarchical = encoder.hierarchical
     explanations = []

@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from keras_textattn.errors import UserError
 from keras_textattn.vocabulary import RESERVED
 
 # Empty, blank, invalid UTF-8, control characters, a 1 MB text.
@@ -21,15 +20,3 @@ def probe_texts(encoder, count=32, seed=0):
         texts.append(" ".join(words).encode("utf-8"))
     return texts + list(HOSTILE_TEXTS)
 
-
-def check_answered(probabilities, texts):
-    """A `UserError` where the Keras model gives NaN or infinity for a text an export is checked
-    on (a model of one's own that averages over no tokens): the export would be said to differ."""
-    unanswered = ~np.isfinite(probabilities).all(axis=-1)
-    if unanswered.any():
-        first = texts[int(np.argmax(unanswered))]
-        first = first.decode("utf-8", "replace") if isinstance(first, bytes) else first
-        raise UserError(
-            f"The Keras model gives no probabilities (NaN or infinity) for {int(unanswered.sum())} of the {len(texts)} "
-            f"texts the export is checked on, the first {first!r:.60}: a classifier must answer every text, the "
-            "empty one included (a masked mean over no tokens is 0 / 0)")

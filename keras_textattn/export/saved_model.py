@@ -13,9 +13,9 @@ from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_flag
 from keras_textattn.export._float32 import computing_in_float32
-from keras_textattn.export._probes import check_answered
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import RESERVED
@@ -180,7 +180,7 @@ def _verify(folder, probabilities, label_names, texts, atol=1e-5):
     batch = tf.constant(texts, tf.string)
     exported = {name: value.numpy() for name, value in serve(text=batch).items()}
     expected = keras.ops.convert_to_numpy(probabilities(batch))
-    check_answered(expected, texts)
+    check_answered(expected, texts, "The Keras model (checked against its export)")
     difference = float(np.max(np.abs(exported["probabilities"] - expected))) if len(texts) else 0.0
     labels = np.array(label_names, dtype=object)[exported["label_id"]]
     if (

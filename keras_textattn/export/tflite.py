@@ -17,9 +17,9 @@ from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
+from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_flag
 from keras_textattn.export._float32 import computing_in_float32
-from keras_textattn.export._probes import check_answered
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
 from keras_textattn.vocabulary import OOV_ID
@@ -154,7 +154,7 @@ def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1
     encoded = encoder(tf.constant(texts, tf.string))
     encoded = [keras.ops.convert_to_numpy(x) for x in (encoded if isinstance(encoded, tuple) else [encoded])]
     expected = keras.ops.convert_to_numpy(model(encoded if len(encoded) > 1 else encoded[0], training=False))
-    check_answered(expected, texts)
+    check_answered(expected, texts, "The Keras model (checked against its export)")
     runner = signature_runner(model_content=content)
     names = [tensor.name for tensor in model.inputs]
     exported, seconds = [], []

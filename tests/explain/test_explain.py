@@ -250,7 +250,7 @@ def test_explain_takes_a_run_or_a_keras_model():
         explain(3, ["a"])
 
 
-def test_label_names_name_each_class_once():
+def test_label_names_name_each_class_once_and_nan_is_no_answer():
     """With a model, one name per class: three names for two classes were cut to two, one name
     was an IndexError after the work, and a string was read as its letters. A run folder names
     its classes itself: names given with one were ignored, silently."""
@@ -269,6 +269,10 @@ def test_label_names_name_each_class_once():
             explain(model, [TEXTS[0]], encoder=encoder, label_names=names)
     with pytest.raises(UserError, match=re.escape("a run folder names its classes (labels.json); label_names is for")):
         explain("any-run-folder", [TEXTS[0]], label_names=["no", "yes"])
+    # Weights that are not numbers (a run that diverged) were explained as "0 (nan)", every weight nan.
+    model.set_weights([np.full_like(weights, np.nan) for weights in model.get_weights()])
+    with pytest.raises(UserError, match=re.escape(f"Model {model.name!r} gives no probabilities (NaN) for 1 of the 1")):
+        explain(model, [TEXTS[0]], encoder=encoder)
 
 
 def test_explain_is_a_plain_module(lama_run):

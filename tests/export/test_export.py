@@ -474,8 +474,8 @@ def test_a_model_of_ones_own_saved_as_a_run_exports_or_says_why_not(tmp_path):
     np.testing.assert_allclose(Classifier(tmp_path / "exported").probabilities(texts),
                                Classifier(tmp_path / "run").probabilities(texts), atol=1e-6)
     save_run(tmp_path / "masked", own_model(True), encoder, ["neg", "pos"], {})
-    said = ("The Keras model gives no probabilities (NaN or infinity) for 2 of the 37 texts the export is checked on, "
-            "the first '': a classifier must answer every text, the empty one included")
+    said = ("The Keras model (checked against its export) gives no probabilities (NaN) for 2 of the 37 texts, the first "
+            "'': its weights are not numbers (a run that diverged) or its model averages over no tokens (an empty text)")
     for write in (export.saved_model, export.tflite):
         with pytest.raises(UserError, match=re.escape(said)):
             write(tmp_path / "masked", tmp_path / write.__name__)
