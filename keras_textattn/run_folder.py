@@ -167,10 +167,10 @@ def _check_run_parts(model, encoder, label_names, metrics):
     (a `UserError` saying which does not, before anything is written)."""
     if not isinstance(model, keras.Model):
         raise UserError(f"save_run: `model` must be a Keras model; got {type(model).__name__}")
-    if not (isinstance(encoder, keras_textattn.text.TextEncoder) and encoder.is_adapted):
-        raise UserError("save_run: `encoder` must be the model's TextEncoder, with its vocabulary; got "
-                        + (f"{type(encoder).__name__}" if not isinstance(encoder, keras_textattn.text.TextEncoder)
-                           else "one without a vocabulary (adapt it first)"))
+    if not isinstance(encoder, keras_textattn.text.TextEncoder):
+        raise UserError(f"save_run: `encoder` must be the model's TextEncoder; got {type(encoder).__name__}")
+    if not encoder.is_adapted:
+        raise UserError("save_run: `encoder` has no vocabulary (adapt it to the training texts first)")
     if not isinstance(metrics, dict):
         raise UserError(f"save_run: `metrics` must be a dict (metrics.json); got {type(metrics).__name__}")
     label_names = checked_label_names(label_names)

@@ -891,10 +891,9 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         history["seconds"].append(time.perf_counter() - start)
         history["epoch"].append(float(epoch))
         history["loss"].append(float(np.mean(losses)))
-        check_converging(history["loss"][-1], epoch, float(rate(epoch)) if rate else
-                         float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
         history["learning_rate"].append(float(rate(epoch)) if rate else
                                         float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
+        check_converging(history["loss"][-1], epoch, history["learning_rate"][-1])
     return history
 
 

@@ -300,9 +300,8 @@ def test_save_run_refuses_parts_that_would_not_load(finished, tmp_path):
         ((model, encoder, ["a", "b", "c"], {}), "3 label names for a model of 2 outputs: ['a', 'b', 'c']"),
         ((model, encoder, "ab", {}), "got the string 'ab'"),
         ((model, other, ["a", "b"], {}), "the encoder has a vocabulary of 10 tokens, but the model embeds"),
-        ((model, TextEncoder(), ["a", "b"], {}), "`encoder` must be the model's TextEncoder, with its vocabulary; got one "
-                                                 "without a vocabulary"),
-        ((model, "encoder.keras", ["a", "b"], {}), "`encoder` must be the model's TextEncoder, with its vocabulary; got str"),
+        ((model, TextEncoder(), ["a", "b"], {}), "`encoder` has no vocabulary (adapt it to the training texts first)"),
+        ((model, "encoder.keras", ["a", "b"], {}), "`encoder` must be the model's TextEncoder; got str"),
         (("model.keras", encoder, ["a", "b"], {}), "`model` must be a Keras model; got str"),
         ((subclassed, encoder, ["a", "b"], {}), "`model` must have defined inputs and outputs"),
         ((model, encoder, ["a", "b"], None), "`metrics` must be a dict (metrics.json); got NoneType"),
