@@ -172,13 +172,20 @@ class _EpochSeconds(keras.callbacks.Callback):
             logs["seconds"] = time.perf_counter() - self._start
 
 
-def check_converging(loss, epoch, learning_rate):
-    """A `RunError` when an epoch's training `loss` is NaN or infinite: the weights have diverged,
-    and a run of them predicts NaN ("Finished", with an accuracy of chance, it was written all the same)."""
+def check_converging(model, loss, epoch, learning_rate):
+    """A `RunError` when an epoch ends with a training `loss` that is NaN or infinite, or with
+    weights that are (a loss computed on clipped probabilities can stay finite): the run has
+    diverged, and a run of such weights predicts NaN ("Finished", with an accuracy of chance, it
+    was written all the same)."""
     if not math.isfinite(loss):
-        raise RunError(f"training diverged: the loss of epoch {epoch + 1} is {loss}, so the weights are no longer "
-                       f"numbers; a lower --learning-rate (this run's: {learning_rate:g}) trains stably. Checkpoints of "
-                       "earlier epochs, if any, stay in the run folder: start again with --overwrite")
+        what = f"its loss is {loss}"
+    elif not all(np.isfinite(weight).all() for weight in model.get_weights()):
+        what = "its weights are no longer numbers"
+    else:
+        return
+    raise RunError(f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
+                   f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "
+                   "start again with --overwrite")
 
 
 class _StopOnDivergence(keras.callbacks.Callback):
@@ -189,7 +196,7 @@ class _StopOnDivergence(keras.callbacks.Callback):
         self.learning_rate = learning_rate
 
     def on_epoch_end(self, epoch, logs=None):
-        check_converging(float((logs or {}).get("loss", 0.0)), epoch, self.learning_rate)
+        check_converging(self.model, float((logs or {}).get("loss", 0.0)), epoch, self.learning_rate)
 
 
 def _jsonable(value):
@@ -691,6 +698,9 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     source_model = None
     if source_run is not None:  # the sizes, encoder and weights of the init_from run
         source_model, source_encoder, _ = load_run(arguments["init_from"])
+        if not all(np.isfinite(weight).all() for weight in source_model.get_weights()):
+            raise RunError(f"{arguments['init_from']} (--init-from) holds weights that are not numbers (a run that "
+                           "diverged): start from another run, or without one")
         preset, model_kwargs = source_run["preset"], source_run["model_kwargs"]
     else:
         preset = arguments["preset"]
@@ -893,7 +903,7 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         history["loss"].append(float(np.mean(losses)))
         history["learning_rate"].append(float(rate(epoch)) if rate else
                                         float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
-        check_converging(history["loss"][-1], epoch, history["learning_rate"][-1])
+        check_converging(model, history["loss"][-1], epoch, history["learning_rate"][-1])
     return history
 
 

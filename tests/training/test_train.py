@@ -550,6 +550,21 @@ def test_fine_tuning_needs_a_finished_run_and_a_model(shared_data, tmp_path, cap
         capsys.readouterr().err
 
 
+def test_fine_tuning_refuses_a_run_that_diverged(source_run, shared_data, tmp_path, capsys):
+    """A source run of weights that are not numbers would train NaN from the first step on (and
+    the divergence line would blame the learning rate)."""
+    from keras_textattn.run_folder import load_run
+
+    diverged = shutil.copytree(source_run, tmp_path / "diverged")
+    model = load_run(diverged)[0]
+    model.set_weights([np.full_like(weight, np.nan) for weight in model.get_weights()])
+    model.save(diverged / "model.keras")
+    assert main(["train", "--init-from", str(diverged), "--data", str(shared_data / "sst2" / "dev.csv.gz"),
+                 "--output", str(tmp_path / "run"), "--epochs", "1"]) == 2
+    assert f"{diverged} (--init-from) holds weights that are not numbers (a run that diverged)" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_fine_tuning_from_imdb_reviews_lifts_a_small_sst2_sample(shared_data, tmp_path):
     """Transfer learning on real data: scalable attention trained one epoch on half of IMDB's reviews
     and fine-tuned on 500 SST-2 sentences scores well above the same model trained on those 500 alone
@@ -775,11 +790,12 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path):
     from keras_textattn.run_folder import RunError
     from keras_textattn.training import train
     from keras_textattn.training.train import _fit_multi_worker
+    from keras_textattn.training.train import check_converging
 
     data = tmp_path / "rows.csv"
     data.write_text("label,text\n" + "".join(f"{i % 2},{'good fine' if i % 2 else 'bad dull'} text {i}\n"
                                              for i in range(300)))
-    said = "training diverged: the loss of epoch 1 is nan, so the weights are no longer numbers; a lower --learning-rate"
+    said = "training diverged in epoch 1: its loss is nan; a lower --learning-rate"
     with pytest.raises(RunError, match=re.escape(said)):
         train("scalable_attention", str(data), str(tmp_path / "run"), epochs=2, learning_rate=1e37, verbose=0,
               model_kwargs={"embedding_dim": 8, "fc_units": 8})
@@ -790,6 +806,11 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path):
     with pytest.raises(RunError, match=re.escape(said.replace("--learning-rate", "--learning-rate (this run's: 0.01)"))):
         _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
                           label_names=["a", "b"]), lambda part, size: part.batch(size), 2, 4, None, 2)
+    # Weights that are not numbers under a finite loss (cross-entropy clips the NaN probabilities they give).
+    model.set_weights([np.full_like(weight, np.nan) for weight in model.get_weights()])
+    with pytest.raises(RunError, match=re.escape("training diverged in epoch 3: its weights are no longer numbers")):
+        check_converging(model, 16.1, 2, 0.01)
+    check_converging(keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)]), 16.1, 2, 0.01)  # finite: no error
 
 
 def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_path):
