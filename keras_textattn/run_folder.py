@@ -175,17 +175,23 @@ def _check_run_parts(model, encoder, label_names, metrics):
         raise UserError(f"save_run: `metrics` must be a dict (metrics.json); got {type(metrics).__name__}")
     label_names = checked_label_names(label_names)
     try:
-        classes = model.outputs[0].shape[-1]
+        classes, embedded = _classes_and_embedded(model)
     except (AttributeError, ValueError):  # load_run reads the classes from the saved model's outputs
         raise UserError(f"save_run: `model` must have defined inputs and outputs (a functional model, as the builders "
                         f"make, or a Sequential one given its Input); {model.name!r} has none") from None
     if len(label_names) != classes:
         raise UserError(f"save_run: {len(label_names)} label names for a model of {classes} outputs: {label_names}")
-    embeddings = [layer for layer in model.layers if layer.name == "embedding"]  # every builder's token embedding
-    if embeddings and encoder.vocabulary_size() != embeddings[0].input_dim:
+    if embedded not in (None, encoder.vocabulary_size()):
         raise UserError(f"save_run: the encoder has a vocabulary of {encoder.vocabulary_size()} tokens, but the model "
-                        f"embeds {embeddings[0].input_dim}: they do not belong together")
+                        f"embeds {embedded}: they do not belong together")
     return label_names
+
+
+def _classes_and_embedded(model):
+    """The classes `model` outputs, and the tokens its token embedding (the layer every builder
+    names "embedding") takes, or None without one: what a run's labels and encoder must match."""
+    embeddings = [layer for layer in model.layers if layer.name == "embedding"]
+    return model.outputs[0].shape[-1], embeddings[0].input_dim if embeddings else None
 
 
 def class_order(names, first_names, path, first_path):
@@ -223,14 +229,12 @@ def load_run(folder):
     model = _load_keras_file(paths["model.keras"])
     encoder = load_encoder(paths["encoder.keras"])
     label_names = read_json(paths["labels.json"])
-    classes = model.outputs[0].shape[-1]
+    classes, embedded = _classes_and_embedded(model)
     if not (isinstance(label_names, list) and all(isinstance(n, str) for n in label_names)):
         raise RunError(f"{paths['labels.json']} must be a list of class names (strings); found {label_names!r:.80}")
     if len(label_names) != classes:
         raise RunError(f"{paths['labels.json']} names {len(label_names)} classes, but model.keras has {classes} outputs")
-    embeddings = [layer for layer in model.layers if layer.name == "embedding"]  # every builder's token embedding
-    vocabulary = encoder.vocabulary_size()
-    if embeddings and vocabulary != embeddings[0].input_dim:
-        raise RunError(f"{paths['encoder.keras']} has a vocabulary of {vocabulary} tokens, but model.keras embeds "
-                       f"{embeddings[0].input_dim}: the files do not belong together")
+    if embedded not in (None, encoder.vocabulary_size()):
+        raise RunError(f"{paths['encoder.keras']} has a vocabulary of {encoder.vocabulary_size()} tokens, but "
+                       f"model.keras embeds {embedded}: the files do not belong together")
     return model, encoder, label_names
