@@ -179,13 +179,18 @@ def check_converging(model, loss, epoch, learning_rate):
     was written all the same)."""
     if not math.isfinite(loss):
         what = f"its loss is {loss}"
-    elif not all(np.isfinite(weight).all() for weight in model.get_weights()):
+    elif not weights_are_numbers(model):
         what = "its weights are no longer numbers"
     else:
         return
     raise RunError(f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
                    f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "
                    "start again with --overwrite")
+
+
+def weights_are_numbers(model):
+    """Whether every weight of `model` is finite (none NaN or infinite)."""
+    return all(np.isfinite(weight).all() for weight in model.get_weights())
 
 
 class _StopOnDivergence(keras.callbacks.Callback):
@@ -698,7 +703,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     source_model = None
     if source_run is not None:  # the sizes, encoder and weights of the init_from run
         source_model, source_encoder, _ = load_run(arguments["init_from"])
-        if not all(np.isfinite(weight).all() for weight in source_model.get_weights()):
+        if not weights_are_numbers(source_model):
             raise RunError(f"{arguments['init_from']} (--init-from) holds weights that are not numbers (a run that "
                            "diverged): start from another run, or without one")
         preset, model_kwargs = source_run["preset"], source_run["model_kwargs"]
