@@ -145,9 +145,13 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             rows, _ = self.embedding_rows(layer.output_dim)
             layer.embeddings.assign(rows[: self.vocabulary_size(hp)])
             layer.trainable = not self.frozen(values)
-        learning_rate = values.get("learning_rate", 1e-3)
-        model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy", metrics=["accuracy"])
+        model.compile(keras.optimizers.Adam(self.learning_rate(hp)), "sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
         return model
+
+    def learning_rate(self, hp):
+        """The trial's Adam learning rate: searched, else the config's fixed one, else 1e-3."""
+        return {**self.config.fixed, **hp.values}.get("learning_rate", 1e-3)
 
     def check_space(self):
         """Build the model at the defaults, then with each searched hyperparameter at each end
@@ -178,7 +182,7 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         whose texts are cut to the trial's length, with the config's learning-rate schedule from
         the trial's rate."""
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []),
-                               *schedule_callbacks(self.config.lr_schedule, hp.values.get("learning_rate", 1e-3),
+                               *schedule_callbacks(self.config.lr_schedule, self.learning_rate(hp),
                                                    kwargs.get("epochs", self.config.epochs))]
         size, length = self.vocabulary_size(hp), self.sequence_length(hp)
         if size < self.encoder.vocabulary_size() or length < self.encoder.sequence_length:

@@ -264,7 +264,7 @@ def test_tuner_seed_zero_is_a_seed(tiny_config):
 
 def test_trials_train_with_the_schedule_train_would_use(tiny_config, tmp_path, capsys):
     """Scalable attention's cpu preset trains with the cosine schedule (`train`'s default for it),
-    so its trials do, from each trial's own rate; `tuner.lr_schedule` changes it, and a schedule
+    so its trials do, from each trial's own rate (searched or fixed); `tuner.lr_schedule` changes it, and a schedule
     that is not a function of the epoch (the plateau) is refused."""
     import keras_tuner
 
@@ -286,6 +286,13 @@ def test_trials_train_with_the_schedule_train_would_use(tiny_config, tmp_path, c
     history = hypermodel.fit(hp, hypermodel.build(hp), encoder(texts), labels, epochs=4, verbose=0)
     np.testing.assert_allclose(history.history["learning_rate"], 0.01 * (1 + np.cos(np.pi * np.arange(4) / 4)) / 2,
                                rtol=1e-6)
+    # A rate the config fixes is the one the schedule starts from (it started from 1e-3, ignoring it).
+    config.fixed["learning_rate"] = 0.02
+    hp = keras_tuner.HyperParameters()
+    model = hypermodel.build(hp)
+    assert float(model.optimizer.learning_rate) == pytest.approx(0.02)
+    history = hypermodel.fit(hp, model, encoder(texts), labels, epochs=2, verbose=0)
+    np.testing.assert_allclose(history.history["learning_rate"], [0.02, 0.01], rtol=1e-6)
     tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, lr_schedule: constant}"))
     assert load_config(tiny_config).lr_schedule == "constant"
     tiny_config.write_text(TINY.replace("batch_size: 64}", "batch_size: 64, lr_schedule: plateau}"))
