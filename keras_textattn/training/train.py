@@ -172,16 +172,22 @@ class _EpochSeconds(keras.callbacks.Callback):
             logs["seconds"] = time.perf_counter() - self._start
 
 
-def check_converging(model, loss, epoch, learning_rate):
-    """A `RunError` when an epoch ends with a training `loss` that is NaN or infinite, or with
-    weights that are (a loss computed on clipped probabilities can stay finite): the run has
-    diverged, and a run of such weights predicts NaN ("Finished", with an accuracy of chance, it
-    was written all the same)."""
+def divergence(model, loss):
+    """How an epoch that ended with training `loss` diverged ("its loss is nan"), or None: a loss
+    that is NaN or infinite, or weights that are (a loss computed on clipped probabilities can
+    stay finite while they are not numbers)."""
     if not math.isfinite(loss):
-        what = f"its loss is {loss}"
-    elif not weights_are_numbers(model):
-        what = "its weights are no longer numbers"
-    else:
+        return f"its loss is {loss}"
+    if not weights_are_numbers(model):
+        return "its weights are no longer numbers"
+    return None
+
+
+def check_converging(model, loss, epoch, learning_rate):
+    """A `RunError` when an epoch ends diverged (`divergence`): a run of such weights predicts NaN
+    ("Finished", with an accuracy of chance, it was written all the same)."""
+    what = divergence(model, loss)
+    if what is None:
         return
     raise RunError(f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
                    f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "

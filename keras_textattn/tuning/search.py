@@ -48,6 +48,7 @@ from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
+from keras_textattn.training.train import divergence
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
@@ -180,8 +181,8 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
         """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV and
         whose texts are cut to the trial's length, with the config's learning-rate schedule from
-        the trial's rate."""
-        kwargs["callbacks"] = [*(kwargs.get("callbacks") or []),
+        the trial's rate; a trial whose training diverges fails (`_FailDivergedTrial`)."""
+        kwargs["callbacks"] = [_FailDivergedTrial(self.learning_rate(hp)), *(kwargs.get("callbacks") or []),
                                *schedule_callbacks(self.config.lr_schedule, self.learning_rate(hp),
                                                    kwargs.get("epochs", self.config.epochs))]
         size, length = self.vocabulary_size(hp), self.sequence_length(hp)
@@ -190,6 +191,23 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
                                                                                                  labels))
                                   for batches in (x, validation_data))
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
+
+
+class _FailDivergedTrial(keras.callbacks.Callback):
+    """Fails the trial (keras-tuner's `FailedTrialError`) at the end of an epoch that diverged
+    (`divergence`), before keras-tuner scores or saves it: a model of NaN weights scores at
+    chance, and was saved as the best model when every trial had diverged."""
+
+    def __init__(self, learning_rate):
+        super().__init__()
+        self.learning_rate = learning_rate
+
+    def on_epoch_end(self, epoch, logs=None):
+        what = divergence(self.model, float((logs or {}).get("loss", 0.0)))
+        if what is not None:
+            raise keras_tuner.errors.FailedTrialError(
+                f"training diverged in epoch {epoch + 1}: {what}; a lower learning_rate (this trial's: "
+                f"{self.learning_rate:g}) trains stably")
 
 
 def _preset_arguments(config):
@@ -224,9 +242,16 @@ class _TimedTrials:
     (`epochs`, from the first: a hyperband trial continues its parent's model) to its
     metrics. They are set on every epoch of the histories, so they survive
     keras-tuner's reduction to the best epoch and reach the chief with the trial.
-    After each trial, a copy of keras-tuner's state files (`_keep_good_state`)."""
+    After each trial, a copy of keras-tuner's state files (`_keep_good_state`), and the error of
+    a trial that failed in one line."""
+
+    def search(self, *args, verbose=1, **kwargs):
+        self.verbose = verbose
+        super().search(*args, verbose=verbose, **kwargs)
 
     def on_trial_end(self, trial):
+        if trial.status == "FAILED" and self.verbose:  # in one line, after the progress bar it cut short
+            print(f"\nThis trial failed: {last_error(trial.message)}")
         super().on_trial_end(trial)
         _keep_good_state(self.project_dir)
 
@@ -240,6 +265,11 @@ class _TimedTrials:
             # Counted from epoch 0: a continued hyperband trial's history starts at its `initial_epoch`.
             history.history["epochs"] = [float(history.epoch[-1] + 1)] * epochs if epochs else []
         return histories
+
+
+def last_error(message):
+    """The error that ends a keras-tuner message holding a traceback, without its class name."""
+    return message.strip().splitlines()[-1].split(": ", 1)[-1]
 
 
 TUNER_CLASSES = {
@@ -323,6 +353,10 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
                                 epochs, seconds; best first
         best/                   the best trial's model as a run folder (`load_run`,
                                 `keras-textattn export --run`)
+
+    A trial whose training diverges (its loss, or its weights, no longer numbers) fails, saying
+    so in one line, and is never the best; three failed trials in a row (keras-tuner's limit)
+    stop the search with a `RunError`.
 
     Distributed search: start the same call in several processes with keras-tuner's
     `KERASTUNER_TUNER_ID` ("chief" for the oracle, "tuner0", ... for workers),
@@ -440,8 +474,14 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
                                       rows=(dataset.rows or {}).get("validation"))
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     with without_optimizer_state_warning():  # hyperband starts a continued trial from its parent's checkpoint
-        search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
-                      class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
+        try:
+            search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
+                          class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
+        except RuntimeError as error:  # keras-tuner's end of a search whose trials fail, with a traceback
+            if not str(error).startswith("Number of consecutive failures"):
+                raise
+            raise RunError(f"the search in {directory} stopped: {search.oracle.max_consecutive_failed_trials} trials "
+                           f"in a row failed, the last with: {last_error(str(error))}") from error
     if os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief":
         return []  # a worker: the chief writes the results
 

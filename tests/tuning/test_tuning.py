@@ -395,6 +395,29 @@ def test_values_refused_only_together_end_the_search(tmp_path):
         "(units) must be divisible by num_heads. Received: d=100, num_heads=8")
 
 
+def test_a_trial_that_diverges_fails_and_is_never_the_best(tiny_config, tmp_path, capsys):
+    """A trial whose loss turns NaN fails, saying why in one line (it was scored at chance, and
+    its model of NaN weights was saved as the best when every trial had diverged); a search
+    whose trials all diverge stops with one error, not keras-tuner's traceback."""
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "a film worth seeing,pos\nnot worth the ticket,neg\n" * 64)
+    searched = "hyperparameters:\n  learning_rate: {type: choice, values: [1.0e+37, 0.001], default: 0.001}\n"
+    tiny_config.write_text(TINY.split("hyperparameters:")[0].replace("max_trials: 3", "max_trials: 2") + searched)
+    rows = tune(tiny_config, str(data), tmp_path / "search")
+    diverged = (r"training diverged in epoch 1: its loss is (nan|inf); a lower learning_rate \(this trial's: 1e\+37\) "
+                r"trains stably")
+    assert re.search(f"^This trial failed: {diverged}$", capsys.readouterr().out, re.M)
+    assert [row["learning_rate"] for row in rows] == [0.001]
+    model, _, _ = load_run(tmp_path / "search" / "best")
+    assert all(np.isfinite(weight).all() for weight in model.get_weights())
+    tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, learning_rate: 1.0e+37}"))
+    with pytest.raises(RunError) as stopped:
+        tune(tiny_config, str(data), tmp_path / "diverging", verbose=0)
+    assert re.fullmatch(f"the search in {re.escape(str(tmp_path / 'diverging'))} stopped: 3 trials in a row failed, "
+                        f"the last with: {diverged}", str(stopped.value))
+    assert not (tmp_path / "diverging" / "best").exists()
+
+
 def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     data = str(shared_data / "trec" / "train.csv.gz")
     rows = tune(tiny_config, data, tmp_path / "search", class_weight="balanced", verbose=0)  # TREC is imbalanced
