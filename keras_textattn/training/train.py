@@ -207,7 +207,18 @@ class _StopOnDivergence(keras.callbacks.Callback):
         self.learning_rate = learning_rate
 
     def on_epoch_end(self, epoch, logs=None):
-        check_converging(self.model, float((logs or {}).get("loss", 0.0)), epoch, self.learning_rate)
+        try:
+            check_converging(self.model, float((logs or {}).get("loss", 0.0)), epoch, self.learning_rate)
+        except RunError:
+            end_progress_bar(self.params)
+            raise
+
+
+def end_progress_bar(params):
+    """End the line of Keras's progress bar (fit's `verbose=1`), which a callback that raises at
+    an epoch's end leaves unfinished, so that the error is a line of its own."""
+    if params.get("verbose") == 1:
+        print(flush=True)
 
 
 def _jsonable(value):

@@ -49,6 +49,7 @@ from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.training.train import divergence
+from keras_textattn.training.train import end_progress_bar
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
@@ -205,6 +206,7 @@ class _FailDivergedTrial(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         what = divergence(self.model, float((logs or {}).get("loss", 0.0)))
         if what is not None:
+            end_progress_bar(self.params)
             raise keras_tuner.errors.FailedTrialError(
                 f"training diverged in epoch {epoch + 1}: {what}; a lower learning_rate (this trial's: "
                 f"{self.learning_rate:g}) trains stably")
@@ -250,8 +252,8 @@ class _TimedTrials:
         super().search(*args, verbose=verbose, **kwargs)
 
     def on_trial_end(self, trial):
-        if trial.status == "FAILED" and self.verbose:  # in one line, after the progress bar it cut short
-            print(f"\nThis trial failed: {last_error(trial.message)}")
+        if trial.status == "FAILED" and self.verbose:  # in one line, after keras-tuner's traceback
+            print(f"This trial failed: {last_error(trial.message)}")
         super().on_trial_end(trial)
         _keep_good_state(self.project_dir)
 

@@ -782,7 +782,7 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch():
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
 
 
-def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path):
+def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
     """A loss of NaN (at a learning rate of 1e37) stops the run at that epoch's end with one line
     that says so, before its history row and checkpoint (it was "Finished", and `predict` said
     "nan"); the multi-worker loop checks each epoch too."""
@@ -797,8 +797,9 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path):
                                              for i in range(300)))
     said = "training diverged in epoch 1: its loss is nan; a lower --learning-rate"
     with pytest.raises(RunError, match=re.escape(said)):
-        train("scalable_attention", str(data), str(tmp_path / "run"), epochs=2, learning_rate=1e37, verbose=0,
+        train("scalable_attention", str(data), str(tmp_path / "run"), epochs=2, learning_rate=1e37, verbose=1,
               model_kwargs={"embedding_dim": 8, "fc_units": 8})
+    assert capsys.readouterr().out.endswith("\n")  # the progress bar's line ends: the error is a line of its own
     assert not (tmp_path / "run").exists()  # nothing was trained: no folder is left (as for any failure)
     rows = tf.data.Dataset.from_tensor_slices((np.full((8, 2), np.nan, "float32"), np.zeros(8, "int32")))
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
