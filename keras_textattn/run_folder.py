@@ -224,6 +224,11 @@ def load_run(folder):
     if missing and os.path.exists(os.path.join(folder, "saved_model.pb")):
         raise RunError(f"{folder} is an exported SavedModel, which keeps only the predictions; give the run folder "
                        "it was exported from")
+    if missing and os.path.exists(os.path.join(folder, "search.json")):
+        best = os.path.join(folder, "best")
+        raise RunError(f"{folder} is a search folder (keras-textattn tune); "
+                       + (f"its best model is the run folder {best}" if os.path.isdir(best) else
+                          "it holds no best model: the search has not finished, or no trial of it has"))
     if missing:
         raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
     model = _load_keras_file(paths["model.keras"])

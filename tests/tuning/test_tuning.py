@@ -416,6 +416,13 @@ def test_a_trial_that_diverges_fails_and_is_never_the_best(tiny_config, tmp_path
     assert re.fullmatch(f"the search in {re.escape(str(tmp_path / 'diverging'))} stopped: 3 trials in a row failed, "
                         f"the last with: {diverged}", str(stopped.value))
     assert not (tmp_path / "diverging" / "best").exists()
+    # A search folder given where a run folder goes says where its best model is, or that it has none.
+    with pytest.raises(RunError, match=f"^{re.escape(str(tmp_path / 'search'))} is a search folder \\(keras-textattn "
+                                       f"tune\\); its best model is the run folder {re.escape(str(tmp_path / 'search' / 'best'))}$"):
+        load_run(tmp_path / "search")
+    with pytest.raises(RunError, match="is a search folder .*; it holds no best model: the search has not finished, or "
+                                       "no trial of it has$"):
+        load_run(tmp_path / "diverging")
 
 
 def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
