@@ -593,7 +593,9 @@ def _search_space(config, tuner):
 
 
 def _check_same_search(directory, config, tuner):
-    """Refuse a directory whose search used another tuner or search space: its trials would mix with ours."""
+    """Refuse a directory whose search used another tuner or search space (its trials would mix with
+    ours), and one that holds a training run or files of a search that recorded no config (its
+    encoder.keras would be read as the search's)."""
     path = os.path.join(directory, "search.json")
     if os.path.exists(path):
         stored, space = read_json(path), _search_space(config, tuner)
@@ -605,7 +607,10 @@ def _check_same_search(directory, config, tuner):
         if changed:
             raise RunError(f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
                            "use another --directory, or the config and options it was started with")
-    elif os.path.isdir(os.path.join(directory, config.model)):
+    elif any(os.path.exists(os.path.join(directory, name)) for name in ("run.json", "model.keras")):
+        raise RunError(f"{directory} is a run folder (keras-textattn train): a search would read its encoder.keras "
+                       "as its own; give a new folder, or an earlier search's, as --directory")
+    elif any(os.path.exists(os.path.join(directory, name)) for name in (config.model, "encoder.keras")):
         raise RunError(f"{directory} holds a search without a record of its config (search.json); "
                        "use another --directory")
 

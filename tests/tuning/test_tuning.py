@@ -425,6 +425,28 @@ def test_a_trial_that_diverges_fails_and_is_never_the_best(tiny_config, tmp_path
         load_run(tmp_path / "diverging")
 
 
+def test_a_run_folder_or_an_unrecorded_search_is_not_a_search_directory(tiny_config, tmp_path):
+    """A training run's folder given as --directory is refused before anything is written (the
+    search read the run's encoder.keras, adapted with other settings, as its own, and mixed its
+    files into the run's), as is a folder holding an encoder.keras that no search.json records."""
+    data = tmp_path / "reviews.csv"
+    data.write_text("text,label\n" + "a film worth seeing,pos\nnot worth the ticket,neg\n" * 8)
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("run.json", "model.keras", "encoder.keras", "labels.json", "metrics.json"):
+        (run / name).write_text("{}")
+    with pytest.raises(RunError, match=f"^{re.escape(str(run))} is a run folder \\(keras-textattn train\\): a search "
+                                       "would read its encoder.keras as its own; give a new folder, or an earlier "
+                                       "search's, as --directory$"):
+        tune(tiny_config, str(data), run, verbose=0)
+    assert sorted(os.listdir(run)) == ["encoder.keras", "labels.json", "metrics.json", "model.keras", "run.json"]
+    for name in ("run.json", "model.keras", "labels.json", "metrics.json"):
+        (run / name).unlink()
+    with pytest.raises(RunError, match="holds a search without a record of its config"):
+        tune(tiny_config, str(data), run, verbose=0)
+    assert os.listdir(run) == ["encoder.keras"]
+
+
 def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
     data = str(shared_data / "trec" / "train.csv.gz")
     rows = tune(tiny_config, data, tmp_path / "search", class_weight="balanced", verbose=0)  # TREC is imbalanced
