@@ -352,7 +352,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         <model>/                keras-tuner's state: rerunning the same call resumes the
                                 search and skips finished trials
         trials.csv, trials.md   one row per finished trial: hyperparameters, score,
-                                epochs, seconds; best first
+                                epochs, seconds; best first; then any failed trial,
+                                with why (`failed`)
         best/                   the best trial's model as a run folder (`load_run`,
                                 `keras-textattn export --run`)
 
@@ -490,7 +491,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     rows = trials_table(search, config)
     if not rows:
         raise RunError(f"no trial of the search in {directory} finished; see the trial errors above")
-    _write_tables(directory, rows)
+    _write_tables(directory, rows + failed_trials(search, config))
     with without_optimizer_state_warning():  # the best trial's checkpoint holds its optimizer's state
         best_model = search.get_best_models(1)[0]
     best_hp = search.get_best_hyperparameters(1)[0]
@@ -626,40 +627,53 @@ def trials_table(search, config):
     """Finished trials as dicts, best first: trial, hyperparameters, score, epochs (those its model
     trained, a hyperband trial's parents' included), seconds; for hyperband, the trial whose
     weights it continued (`continues`)."""
-    hyperband = isinstance(search, TUNER_CLASSES["hyperband"])
     rows = []
     for trial in search.oracle.trials.values():
         if trial.status != "COMPLETED" or trial.score is None:
             continue
-        row = {"trial": trial.trial_id}
-        row.update({name: trial.hyperparameters.values.get(name) for name in config.hyperparameters})
         timing = {name: trial.metrics.get_last_value(name) if trial.metrics.exists(name) else None
                   for name in ("epochs", "seconds")}
-        row.update(score=float(trial.score), epochs=timing["epochs"] and int(timing["epochs"]), seconds=timing["seconds"])
-        if hyperband:
-            row["continues"] = trial.hyperparameters.values.get("tuner/trial_id")
-        rows.append(row)
+        rows.append(_trial_row(search, config, trial, score=float(trial.score),
+                               epochs=timing["epochs"] and int(timing["epochs"]), seconds=timing["seconds"]))
     rows.sort(key=lambda r: -r["score"] if config.direction == "max" else r["score"])
     return rows
 
 
+def failed_trials(search, config):
+    """Trials that failed (a diverged training, say), as rows of `trials_table` without a score,
+    and why in `failed`."""
+    return [_trial_row(search, config, trial, score=None, epochs=None, seconds=None,
+                       failed=last_error(trial.message or ""))
+            for trial in search.oracle.trials.values() if trial.status == "FAILED"]
+
+
+def _trial_row(search, config, trial, **results):
+    """A row of the trials table: trial, hyperparameters, `results`; for hyperband, `continues`."""
+    row = {"trial": trial.trial_id, **{name: trial.hyperparameters.values.get(name) for name in config.hyperparameters}}
+    row.update(results)
+    if isinstance(search, TUNER_CLASSES["hyperband"]):
+        row["continues"] = trial.hyperparameters.values.get("tuner/trial_id")
+    return row
+
+
 def _write_tables(directory, rows):
-    columns = list(rows[0])
+    """trials.csv and trials.md: the rows' columns, and `failed` when a row has it."""
+    columns = list(rows[0]) + (["failed"] if any("failed" in row for row in rows) else [])
 
     def cell(value):
         if isinstance(value, float):
             return f"{value:.4g}"
-        return "" if value is None else str(value)
+        return "" if value is None else str(value).replace("|", "\\|")
 
     def write_csv(temporary):
         with open(temporary, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, columns)
+            writer = csv.DictWriter(handle, columns, restval="")
             writer.writeheader()
             writer.writerows(rows)
 
     write_atomically(os.path.join(directory, "trials.csv"), write_csv)
     lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
-    lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
     write_text(os.path.join(directory, "trials.md"), "\n".join(lines) + "\n")
 
 

@@ -1,3 +1,4 @@
+import csv
 import dataclasses
 import json
 import os
@@ -408,6 +409,13 @@ def test_a_trial_that_diverges_fails_and_is_never_the_best(tiny_config, tmp_path
                 r"trains stably")
     assert re.search(f"^This trial failed: {diverged}$", capsys.readouterr().out, re.M)
     assert [row["learning_rate"] for row in rows] == [0.001]
+    # The tables keep the failed trial, after the finished ones, with why and no score.
+    with open(tmp_path / "search" / "trials.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [(row["learning_rate"], row["score"] == "") for row in table] == [("0.001", False), ("1e+37", True)]
+    assert table[0]["failed"] == "" and re.fullmatch(diverged, table[1]["failed"])
+    assert re.search(rf"^\| \d \| 1e\+37 \|  \|  \|  \| {diverged} \|$",
+                     (tmp_path / "search" / "trials.md").read_text(), re.M)
     model, _, _ = load_run(tmp_path / "search" / "best")
     assert all(np.isfinite(weight).all() for weight in model.get_weights())
     tiny_config.write_text(TINY.replace("fixed: {embedding_dim: 16}", "fixed: {embedding_dim: 16, learning_rate: 1.0e+37}"))
