@@ -282,12 +282,16 @@ TUNER_CLASSES = {
 
 
 def _state_files(project):
-    return glob.glob(os.path.join(project, "oracle.json")) + glob.glob(os.path.join(project, "tuner*.json"))
+    """keras-tuner's state files, the oracle's last."""
+    return sorted(glob.glob(os.path.join(project, "tuner*.json"))) + glob.glob(os.path.join(project, "oracle.json"))
 
 
 def _keep_good_state(project):
     """Copy keras-tuner's state files (written in place, so a kill can leave one cut short)
-    to `<file>.good`, atomically."""
+    to `<file>.good`, atomically, the oracle's last: oracle.json.good, what `_repair_cut_writes`
+    goes by, then comes with the tuner's file, without which keras-tuner does not reload the
+    oracle (a kill between the two copies left oracle.json.good alone, and the rerun repeated
+    the finished trials)."""
     for path in _state_files(project):
         with open(path, encoding="utf-8") as handle:
             write_text(path + ".good", handle.read())

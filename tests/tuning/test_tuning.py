@@ -658,6 +658,20 @@ def test_killed_search_resumes_without_repeating_finished_trials(tiny_config, sh
     assert len((directory / "trials.csv").read_text().splitlines()) == 4  # 3 trials in all
 
 
+def test_the_oracles_good_copy_is_written_last(tmp_path, monkeypatch):
+    """oracle.json.good, by which a rerun knows a trial finished, is copied after the tuner's state
+    file: a kill between the two copies (the oracle's was first) left a search whose rerun did not
+    reload the oracle and repeated the finished trials (keras-tuner reloads only with the tuner's)."""
+    from keras_textattn.tuning import search
+
+    for name in ("oracle.json", "tuner0.json"):
+        (tmp_path / name).write_text("{}")
+    copied = []
+    monkeypatch.setattr(search, "write_text", lambda path, text: copied.append(os.path.basename(path)))
+    search._keep_good_state(str(tmp_path))
+    assert copied == ["tuner0.json.good", "oracle.json.good"]
+
+
 def _free_port():
     with socket.socket() as handle:
         handle.bind(("127.0.0.1", 0))
