@@ -5,6 +5,7 @@ What a run folder holds, and how it is read: `keras_textattn.run_folder`.
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import json
 import math
@@ -187,11 +188,14 @@ def check_converging(model, loss, epoch, learning_rate):
     """A `RunError` when an epoch ends diverged (`divergence`): a run of such weights predicts NaN
     ("Finished", with an accuracy of chance, it was written all the same)."""
     what = divergence(model, loss)
-    if what is None:
-        return
-    raise RunError(f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
-                   f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "
-                   "start again with --overwrite")
+    if what is not None:
+        raise _diverged_run(epoch, what, learning_rate)
+
+
+def _diverged_run(epoch, what, learning_rate):
+    return RunError(f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
+                    f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "
+                    "start again with --overwrite")
 
 
 def weights_are_numbers(model):
@@ -199,26 +203,23 @@ def weights_are_numbers(model):
     return all(np.isfinite(weight).all() for weight in model.get_weights())
 
 
-class _StopOnDivergence(keras.callbacks.Callback):
-    """`check_converging` at each epoch's end (before its history row and checkpoint are written)."""
+class StopOnDivergence(keras.callbacks.Callback):
+    """Raises `error(epoch, what)` at the end of an epoch that diverged (`divergence`), before its
+    history row and checkpoint are written (and, in a search, before keras-tuner scores it); a
+    progress bar's line (fit's `verbose=1`), which the raise leaves unfinished, is ended first,
+    so that the error is a line of its own."""
 
-    def __init__(self, learning_rate):
+    def __init__(self, error):
         super().__init__()
-        self.learning_rate = learning_rate
+        self.error = error
 
     def on_epoch_end(self, epoch, logs=None):
-        try:
-            check_converging(self.model, float((logs or {}).get("loss", 0.0)), epoch, self.learning_rate)
-        except RunError:
-            end_progress_bar(self.params)
-            raise
-
-
-def end_progress_bar(params):
-    """End the line of Keras's progress bar (fit's `verbose=1`), which a callback that raises at
-    an epoch's end leaves unfinished, so that the error is a line of its own."""
-    if params.get("verbose") == 1:
-        print(flush=True)
+        what = divergence(self.model, float((logs or {}).get("loss", 0.0)))
+        if what is None:
+            return
+        if self.params.get("verbose") == 1:
+            print(flush=True)
+        raise self.error(epoch, what)
 
 
 def _jsonable(value):
@@ -799,7 +800,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             interrupt = _DeferredInterrupt()
             callbacks = [
                 _EpochSeconds(),
-                _StopOnDivergence(arguments["learning_rate"]),
+                StopOnDivergence(functools.partial(_diverged_run, learning_rate=arguments["learning_rate"])),
                 # Before the history row (they log each epoch's learning rate) and the checkpoint (its state).
                 *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, backup),
                 keras.callbacks.CSVLogger(history_path, append=True),

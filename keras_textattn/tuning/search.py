@@ -48,8 +48,7 @@ from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
-from keras_textattn.training.train import divergence
-from keras_textattn.training.train import end_progress_bar
+from keras_textattn.training.train import StopOnDivergence
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
@@ -182,8 +181,9 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
         """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV and
         whose texts are cut to the trial's length, with the config's learning-rate schedule from
-        the trial's rate; a trial whose training diverges fails (`_FailDivergedTrial`)."""
-        kwargs["callbacks"] = [_FailDivergedTrial(self.learning_rate(hp)), *(kwargs.get("callbacks") or []),
+        the trial's rate; a trial whose training diverges fails (`_failed_trial`)."""
+        diverged = StopOnDivergence(functools.partial(_failed_trial, learning_rate=self.learning_rate(hp)))
+        kwargs["callbacks"] = [diverged, *(kwargs.get("callbacks") or []),
                                *schedule_callbacks(self.config.lr_schedule, self.learning_rate(hp),
                                                    kwargs.get("epochs", self.config.epochs))]
         size, length = self.vocabulary_size(hp), self.sequence_length(hp)
@@ -194,22 +194,11 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
 
 
-class _FailDivergedTrial(keras.callbacks.Callback):
-    """Fails the trial (keras-tuner's `FailedTrialError`) at the end of an epoch that diverged
-    (`divergence`), before keras-tuner scores or saves it: a model of NaN weights scores at
+def _failed_trial(epoch, what, learning_rate):
+    """keras-tuner's `FailedTrialError` for a trial that diverged: a model of NaN weights scores at
     chance, and was saved as the best model when every trial had diverged."""
-
-    def __init__(self, learning_rate):
-        super().__init__()
-        self.learning_rate = learning_rate
-
-    def on_epoch_end(self, epoch, logs=None):
-        what = divergence(self.model, float((logs or {}).get("loss", 0.0)))
-        if what is not None:
-            end_progress_bar(self.params)
-            raise keras_tuner.errors.FailedTrialError(
-                f"training diverged in epoch {epoch + 1}: {what}; a lower learning_rate (this trial's: "
-                f"{self.learning_rate:g}) trains stably")
+    return keras_tuner.errors.FailedTrialError(f"training diverged in epoch {epoch + 1}: {what}; a lower learning_rate "
+                                               f"(this trial's: {learning_rate:g}) trains stably")
 
 
 def _preset_arguments(config):
