@@ -182,10 +182,10 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV and
         whose texts are cut to the trial's length, with the config's learning-rate schedule from
         the trial's rate; a trial whose training diverges fails (`_failed_trial`)."""
-        diverged = StopOnDivergence(functools.partial(_failed_trial, learning_rate=self.learning_rate(hp)))
-        kwargs["callbacks"] = [diverged, *(kwargs.get("callbacks") or []),
-                               *schedule_callbacks(self.config.lr_schedule, self.learning_rate(hp),
-                                                   kwargs.get("epochs", self.config.epochs))]
+        rate = self.learning_rate(hp)
+        kwargs["callbacks"] = [StopOnDivergence(functools.partial(_failed_trial, learning_rate=rate)),
+                               *(kwargs.get("callbacks") or []),
+                               *schedule_callbacks(self.config.lr_schedule, rate, kwargs.get("epochs", self.config.epochs))]
         size, length = self.vocabulary_size(hp), self.sequence_length(hp)
         if size < self.encoder.vocabulary_size() or length < self.encoder.sequence_length:
             x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size, length),
