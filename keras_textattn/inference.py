@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _plots
+from keras_textattn._scores import macro_f1
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
@@ -261,6 +262,8 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
 
     Writes `output/`: `metrics.json` (the runs scored, accuracy, macro and weighted F1,
     per-class precision, recall, F1 and support, the confusion matrix; scikit-learn's metrics;
+    a class with no rows in `data` that is never predicted has no precision, recall or F1 (null;
+    "–" in report.md) and is left out of macro F1;
     for an ensemble also each run's accuracy and macro F1 alone, `members`), `confusion.png`
     (a heatmap), and `report.md` (the same as tables, and the `mistakes` most confident
     mistakes: text, true label, predicted label, probability). An existing `output` is
@@ -290,21 +293,26 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     classes = list(range(len(names)))
     precision, recall, f1, support = sk.precision_recall_fscore_support(truth, predicted, labels=classes, zero_division=0)
     confusion = sk.confusion_matrix(truth, predicted, labels=classes)
+    scored = set(np.union1d(truth, predicted).tolist())  # the other classes have no rows and no predictions
+
+    def class_scores(c, *values):
+        return dict(zip(("precision", "recall", "f1"), (float(v) if c in scored else None for v in values)))
+
     result = {
         "runs": [os.path.abspath(member) for member in as_paths(run)],
         "rows": len(texts),
         "accuracy": float(sk.accuracy_score(truth, predicted)),
-        "macro_f1": float(sk.f1_score(truth, predicted, labels=classes, average="macro", zero_division=0)),
+        "macro_f1": macro_f1(truth, predicted),
         "weighted_f1": float(sk.f1_score(truth, predicted, labels=classes, average="weighted", zero_division=0)),
-        "per_class": {name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(s)}
-                      for name, p, r, f, s in zip(names, precision, recall, f1, support)},
+        "per_class": {name: {**class_scores(c, p, r, f), "support": int(s)}
+                      for c, name, p, r, f, s in zip(classes, names, precision, recall, f1, support)},
         "label_names": names,
         "confusion_matrix": confusion.tolist(),
     }
     if len(members) > 1:  # an ensemble: what each run scores alone, to see what averaging them adds
         result["members"] = [
             {"run": path, "accuracy": float(sk.accuracy_score(truth, member.argmax(-1))),
-             "macro_f1": float(sk.f1_score(truth, member.argmax(-1), labels=classes, average="macro", zero_division=0))}
+             "macro_f1": macro_f1(truth, member.argmax(-1))}
             for path, member in zip(result["runs"], members)]
     wrong = np.flatnonzero(predicted != truth)
     worst = wrong[np.argsort(-probabilities[wrong, predicted[wrong]], kind="stable")][:mistakes]
@@ -351,7 +359,8 @@ def _report(result, mistakes, run, data):
                   for member in result["members"]]
         lines += [""]
     lines += ["| class | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {_markdown_cell(name)} | {m['precision']:.4f} | {m['recall']:.4f} | {m['f1']:.4f} | {m['support']} |"
+    lines += [f"| {_markdown_cell(name)} | " + " | ".join("–" if m[key] is None else f"{m[key]:.4f}" for key in
+                                                        ("precision", "recall", "f1")) + f" | {m['support']} |"
               for name, m in result["per_class"].items()]
     lines += ["", "Confusion matrix (rows: true label, columns: predicted):", "",
               "| true \\ predicted | " + " | ".join(map(_markdown_cell, names)) + " |",

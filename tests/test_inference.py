@@ -278,6 +278,27 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
         inference.evaluate(lama_run, str(data), str(tmp_path / "other"), mistakes=-1)
 
 
+def test_evaluate_scores_only_the_classes_a_file_has(lama_run, test_rows, tmp_path):
+    """A file of the rows the model puts in two of AG News's four classes, labelled with its own
+    predictions: accuracy and macro F1 1.0; the other two classes have no precision, recall or
+    F1 (null in metrics.json, "–" in report.md), not 0."""
+    texts, _ = test_rows
+    model, encoder, names = load_run(lama_run)
+    predicted = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0)).argmax(-1)
+    two = np.bincount(predicted, minlength=len(names)).argsort()[-2:]
+    kept = [(names[label], text) for label, text in zip(predicted, texts) if label in two]
+    data = tmp_path / "two.csv"
+    _write_csv(data, ["label", "text"], kept)
+    result = inference.evaluate(lama_run, str(data), str(tmp_path / "report"))
+    assert (result["accuracy"], result["macro_f1"], result["weighted_f1"]) == (1.0, 1.0, 1.0)
+    absent = [name for index, name in enumerate(names) if index not in two]
+    assert all(result["per_class"][name] == {"precision": None, "recall": None, "f1": None, "support": 0}
+               for name in absent)
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert all(f"| {name} | – | – | – | 0 |" in report for name in absent)
+    assert all(f"| {names[index]} | 1.0000 | 1.0000 | 1.0000 |" in report for index in two)
+
+
 def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):
     """Two confusion matrices that differ only in a Chinese class name differ in pixels (with
     DejaVu Sans alone both names were the same boxes) and only in the names' places."""

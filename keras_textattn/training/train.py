@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._scores import macro_f1
 from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
@@ -827,10 +828,10 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             best.set_model(classifier)
             best.restore_best()
 
-    accuracy, macro_f1 = {}, {}
+    accuracy, f1 = {}, {}
     for split, count in rows.items():
         batches = make_batches(dataset[split], encoder, batch_size, rows=count, cache=False)
-        accuracy[split], macro_f1[split] = _scores(classifier, dataset[split], batches, dataset.num_classes)
+        accuracy[split], f1[split] = _scores(classifier, dataset[split], batches)
     seconds = history.get("seconds", [])
     metrics = {
         "model": model,
@@ -839,7 +840,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         "data": source if isinstance(source, str) else {k: str(v.path) for k, v in source.items()},
         "label_names": dataset.label_names,
         "accuracy": accuracy,
-        "macro_f1": macro_f1,
+        "macro_f1": f1,
         "rows": rows,
         "skipped": dataset.skipped,
         "class_weight": class_weight,
@@ -966,15 +967,12 @@ def _even_first_batch(batches, rows, batch_size, strategy, split):
     return batches.flat_map(two_batches)
 
 
-def _scores(classifier, rows, batches, num_classes):
-    """Accuracy and macro F1 (scikit-learn's) of `classifier` on `batches`, the unshuffled
+def _scores(classifier, rows, batches):
+    """Accuracy and macro F1 (`macro_f1`) of `classifier` on `batches`, the unshuffled
     batches of the `(text, label)` `rows`."""
-    from sklearn.metrics import f1_score
-
     truth = np.fromiter(rows.map(lambda _, label: label).as_numpy_iterator(), dtype=np.int64)
     predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
-    f1 = f1_score(truth, predicted, labels=list(range(num_classes)), average="macro", zero_division=0)
-    return float(np.mean(truth == predicted)), float(f1)
+    return float(np.mean(truth == predicted)), macro_f1(truth, predicted)
 
 
 def check_preset(preset):
