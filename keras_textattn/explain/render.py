@@ -19,6 +19,7 @@ from keras_textattn.explain.attention_maps import as_explanations
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
 MAX_PIXELS = 10000  # a side of `to_png`'s image (10,000 x 10,000 is 400 MB of pixels)
 UNIFORM = 0.3  # the opacity of every word of a row whose weights are all equal
+UNREAD_SHOWN = 300  # characters of a stretch the model did not read shown before it is cut (`_unread`)
 WORD, SENTENCE = "220, 50, 32", "32, 90, 220"  # RGB of the shading
 
 
@@ -39,17 +40,27 @@ def shades(weights):
     return LIGHTEST + (DARKEST - LIGHTEST) * (weights - low) / (high - low)
 
 
+def _unread(stretch):
+    """A stretch of text between (or around) the words read, escaped; past `UNREAD_SHOWN`
+    characters, cut, greyed, with a note of how many more there are. A 4 MB text, of which the encoder
+    reads the first words, made a 4 MB page (and 4 MB more for each head's line)."""
+    if len(stretch) <= UNREAD_SHOWN:
+        return html.escape(stretch)
+    return (f'<span class="p">{html.escape(stretch[:UNREAD_SHOWN])} … {len(stretch) - UNREAD_SHOWN:,} more '
+            "characters the model did not read</span> ")
+
+
 def _highlighted(text, spans, weights, colour):
     """`text` with each span's background shaded by `shades(weights)`; hover shows the weight."""
     parts, cursor = [], 0
     for span, weight, alpha in zip(spans, weights, shades(weights)):
-        parts.append(html.escape(text[cursor : span["start"]]))
+        parts.append(_unread(text[cursor : span["start"]]))
         parts.append(
             f'<span class="w" style="background: rgba({colour}, {alpha:.3f})" title="{float(weight):.4f}">'
             f"{html.escape(text[span['start']:span['end']])}</span>"
         )
         cursor = span["end"]
-    parts.append(html.escape(text[cursor:]))
+    parts.append(_unread(text[cursor:]))
     return "".join(parts)
 
 
@@ -74,7 +85,8 @@ def to_html(explanations, title="Attention"):
     prediction, then each attention map's words shaded by weight (`shades`: darkest for the
     row's largest weight, lightest for its smallest; the range is printed under the map's
     name, and a word's weight shows on hover). A map with several heads or queries shows their
-    mean first and folds the heads away. For HCAN, the sentences are shaded the same way.
+    mean first and folds the heads away. For HCAN, the sentences are shaded the same way. Text
+    the model did not read (past its sequence length) is cut after `UNREAD_SHOWN` characters.
     `explanations`: `explain()`'s list, or one `Explanation`."""
     if not isinstance(title, str):
         raise UserError(f"title must be a string; got {type(title).__name__}")

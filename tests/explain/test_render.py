@@ -1,5 +1,6 @@
 """The attention page as a person sees it: rendered by headless Chromium, read from its pixels."""
 
+import dataclasses
 import html.parser
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from keras_textattn.explain import to_png
 from keras_textattn.explain import top_tokens
 from keras_textattn.explain.render import DARKEST
 from keras_textattn.explain.render import LIGHTEST
+from keras_textattn.explain.render import UNREAD_SHOWN
 from keras_textattn.explain.render import WORD
 from keras_textattn.explain.render import shades
 
@@ -142,3 +144,24 @@ def test_chinese_tokens_are_drawn_in_the_png_not_boxes(cjk_font, tmp_path):
     rows, columns = np.nonzero(changed)
     assert changed.sum() > 20, changed.sum()
     assert rows.min() > 300 * 0.7  # only in the token labels under the heatmap
+
+
+@needs_chromium
+def test_text_the_model_did_not_read_is_cut(tmp_path):
+    """A 4 MB text of which the model read four words: the page stays small, and under the
+    words read a browser shows a short excerpt and a note, not screens of unread text. Before,
+    the whole text was on the page; its words filled the screen."""
+    tail = " and then" * 450_000
+    explanation = _explanation([[0.1, 0.2, 0.3, 0.4]], text="stocks fell after earnings" + tail)
+    page = to_html(explanation)
+    assert len(page) < 5000 and f"… {len(tail) - UNREAD_SHOWN:,} more characters the model did not read" in page
+    # An unread stretch between words read (HCAN: a sentence's words past its length) is cut the same way.
+    text = "stocks fell" + tail + " after earnings"
+    read = [{"token": word, "start": text.index(word), "end": text.index(word) + len(word)}
+            for word in ("stocks", "fell", "after", "earnings")]
+    middle = to_html(dataclasses.replace(explanation, text=text, tokens=read))
+    assert len(middle) < 5000 and f"… {len(tail) + 1 - UNREAD_SHOWN:,} more" in middle  # the space before "after"
+    assert middle.index("more characters") < middle.index(">after</span>")
+    image = _rendered(page, tmp_path, size=(900, 900))
+    ink = image.min(axis=-1) < 128  # glyphs of black (and #555) text
+    assert ink[:450].mean() > 0.003 and ink[450:].mean() < 0.001  # the page ends in the top half
