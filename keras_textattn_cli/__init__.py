@@ -638,7 +638,9 @@ def _explain(args):
         texts += itertools.islice((text for file in files for _, batch in text_batches(file, 256) for text in batch),
                                   args.limit)
     if not texts:
-        raise UserError("give texts to explain, or --data FILE")
+        raise UserError(f"{args.data}: no data rows" if args.data else  # as evaluate says; not "give texts"
+                        "standard input held no texts (one per line)" if args.texts == ["-"] else
+                        "give texts to explain, or --data FILE")
     explanations = explain(args.run, texts)  # one run: it refuses a repeated --run
     shown = explanations[: args.show]
     print("predicted label (its probability): the 5 most attended tokens (mean over heads) <- the text's start")

@@ -1,4 +1,5 @@
 import html.parser
+import io
 import os
 import re
 import struct
@@ -232,7 +233,7 @@ def test_explain_checks_its_files_and_numbers_before_the_work(lama_run, tmp_path
     assert not (tmp_path / "map.txt").exists()
 
 
-def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, capsys):
+def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, tmp_path, monkeypatch, capsys):
     """The headerless AG News test file (class, title, description), read with the flags every
     file-reading subcommand shares; the printed lines say what they show, and how many."""
     code = main(["explain", "--run", str(lama_run), "--data", str(shared_data / "ag_news" / "test.csv.gz"),
@@ -242,6 +243,13 @@ def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, capsys
     assert lines[0].startswith("predicted label (its probability): the 5 most attended tokens")
     assert len(lines) == 5 and lines[-1].startswith("(3 of 30 texts shown")
     assert lines[1].split(" (")[0] in {"World", "Sports", "Business", "Sci/Tech"}
+    # A file of a header alone, and empty standard input, say so (both said "give texts to explain").
+    (tmp_path / "header.csv").write_text("text\n")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    for arguments, message in ((["--data", str(tmp_path / "header.csv")], f"{tmp_path / 'header.csv'}: no data rows"),
+                               (["-"], "standard input held no texts (one per line)")):
+        assert main(["explain", "--run", str(lama_run), *arguments]) == 2
+        assert capsys.readouterr().err.strip() == f"keras-textattn: error: {message}"
 
 
 def test_explain_takes_a_run_or_a_keras_model():
