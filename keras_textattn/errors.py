@@ -1,4 +1,6 @@
-"""The one exception type for a user's mistakes."""
+"""The one exception type for a user's mistakes, and the checks that raise it."""
+
+import re
 
 import numpy as np
 
@@ -49,12 +51,29 @@ def check_seed(seed):
         raise UserError(f"seed must be a whole number from 0 to {SEEDS - 1}; got {seed!r}")
 
 
+def valid_unicode(text):
+    """`text` (a str) with its lone surrogates made U+FFFD, as the encoder reads bytes that are
+    not UTF-8. Python keeps such bytes of command-line arguments as U+DC80-U+DCFF: decoded as the
+    bytes they stand for; other lone surrogates (JSON's "\\ud800") replaced. TensorFlow refused
+    either ("Error converting unicode string")."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
 def check_texts(texts):
     """`texts` as a list: one string (str or bytes) is one text, a list, tuple, NumPy array or
-    other iterable of them is many. Anything else, or an item that is not a string (None, a
-    number), is a `UserError` naming it, not TensorFlow's error from inside the model call."""
+    other iterable of them is many; strs are `valid_unicode`. Anything else, or an item that is
+    not a string (None, a number), is a `UserError` naming it, not TensorFlow's error from
+    inside the model call."""
     if isinstance(texts, (str, bytes)):
-        return [texts]
+        texts = [texts]
     try:
         texts = list(texts)
     except TypeError:
@@ -62,7 +81,7 @@ def check_texts(texts):
     for index, text in enumerate(texts):
         if not isinstance(text, (str, bytes)):
             raise UserError(f"texts must be strings; item {index} is {text!r:.60} ({type(text).__name__})")
-    return texts
+    return [valid_unicode(text) if isinstance(text, str) else text for text in texts]
 
 
 def check_answered(probabilities, texts, who):

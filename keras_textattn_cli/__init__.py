@@ -524,9 +524,14 @@ def _text_column(args, default="text"):
     return args.text_column[0] if len(args.text_column) == 1 else args.text_column
 
 
-def _stdin_lines():
-    """Lines of standard input without their line ends, read as they come; bytes that are not
-    UTF-8 become U+FFFD (as the encoder reads them)."""
+def _given_texts(args):
+    """The texts given on the command line, or with `-` the lines of standard input without their
+    line ends, read as they come; bytes that are not UTF-8 become U+FFFD (as the encoder reads them)."""
+    from keras_textattn.errors import valid_unicode
+
+    if args.texts != ["-"]:
+        yield from map(valid_unicode, args.texts)
+        return
     for line in sys.stdin.buffer:
         yield line.decode("utf-8", errors="replace").rstrip("\r\n")
 
@@ -557,7 +562,7 @@ def _predict(args):
     if args.texts:
         check_batch_size(args.batch_size)
         classifier = inference.Classifier(args.run)
-        texts = _stdin_lines() if args.texts == ["-"] else iter(args.texts)
+        texts = _given_texts(args)
         while batch := list(itertools.islice(texts, args.batch_size)):
             for text, row in zip(batch, classifier.predict(batch, top_k=args.top_k, batch_size=args.batch_size)):
                 top = ", ".join(f"{label} {p:.3f}" for label, p in row["top"])
@@ -631,7 +636,7 @@ def _explain(args):
         check_output_file(path, args.overwrite)
     if args.png:
         image_format(args.png)
-    texts = list(_stdin_lines()) if args.texts == ["-"] else list(args.texts)
+    texts = list(_given_texts(args))
     if args.data:
         files = each_file(LocalFile(args.data, text_column=_text_column(args), header=not args.no_header,
                                     delimiter=args.delimiter))

@@ -1,4 +1,5 @@
-"""Arguments that are True or False refuse anything else, before any work.
+"""The shared checks: texts as TensorFlow takes them; arguments that are True or False refuse
+anything else, before any work.
 
 A string such as "False" or "no" is truthy: before `check_flag`, `overwrite="no"` replaced a
 finished run, `header="no"` read the first row as column names and `TextEncoder(lowercase="no")`
@@ -10,6 +11,17 @@ import pytest
 
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_flag
+from keras_textattn.errors import check_texts
+from keras_textattn.errors import valid_unicode
+
+
+def test_lone_surrogates_become_what_the_encoder_reads():
+    """Bytes that are not UTF-8 in a command-line argument (U+DC80-U+DCFF, as Python keeps them)
+    read as those bytes read from a file; JSON's lone "\\ud800" is U+FFFD; text is kept as it is."""
+    assert valid_unicode(b"caf\xe9 \xe2\x82!".decode("utf-8", "surrogateescape")) == "caf\ufffd \ufffd!"
+    assert valid_unicode("a \ud800 \udcff b") == "a \ufffd \ufffd b"
+    assert valid_unicode("naïve 😀") == "naïve 😀"
+    assert check_texts("x \ud800") == ["x \ufffd"] and check_texts([b"\xff", "y"]) == [b"\xff", "y"]
 
 
 def test_check_flag_takes_python_and_numpy_bools():

@@ -214,6 +214,14 @@ def test_predict_cli_reads_standard_input_in_batches(lama_run, monkeypatch, caps
     assert main(["predict", "--run", str(lama_run), *texts]) == 0
     assert from_stdin == capsys.readouterr().out.splitlines()
     assert len(from_stdin) == 4 and from_stdin[0].startswith("Business ") and "\ufffd" in from_stdin[1]
+    # The same bytes as arguments: Python keeps them as lone surrogates (U+DCFF), which TensorFlow
+    # refused ("Error converting unicode string") and the line printed as '\udcff'.
+    assert main(["predict", "--run", str(lama_run), *map(os.fsdecode, lines)]) == 0
+    assert from_stdin == capsys.readouterr().out.splitlines()
+    # The Python API reads any lone surrogate (JSON's "\ud800" too) as U+FFFD.
+    classifier = inference.Classifier(lama_run)
+    np.testing.assert_array_equal(classifier.probabilities(["the cup \udcff", "the cup \ud800"]),
+                                  classifier.probabilities(["the cup \ufffd"] * 2))
 
 
 def test_a_killed_predict_leaves_no_output(lama_run, test_rows, tmp_path):

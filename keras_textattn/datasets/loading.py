@@ -29,6 +29,7 @@ import tensorflow_datasets as tfds
 from keras_textattn import _backend
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_flag
+from keras_textattn.errors import valid_unicode
 
 # Raise csv's field limit so that a 1 MB text is read, not refused.
 csv.field_size_limit(64 * 1024 * 1024)
@@ -790,7 +791,7 @@ def json_text(row, key):
     value = row[key]
     if isinstance(value, (dict, list)) or value is None:
         raise ValueError(f"key {key!r}: expected a string or a number, found {json.dumps(value)[:40]}")
-    return value if isinstance(value, str) else json.dumps(value)
+    return valid_unicode(value) if isinstance(value, str) else json.dumps(value)  # "\ud800": U+FFFD
 
 
 def feature_text(features, name):

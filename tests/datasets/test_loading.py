@@ -431,6 +431,11 @@ def test_invalid_utf8_and_empty_texts_are_read(tmp_path):
                                          r"read \(a Latin-1 or Windows-1252 file\? convert it: iconv"):
         data = load_dataset(str(path), splits=("train",))  # read on, but not silently (a whole file may be Latin-1)
     assert _rows(data["train"]) == [("caf\ufffd", 1), ("", 0), ("   ", 1)]
+    # JSON's escape of a lone surrogate (a tweet cut inside an emoji) is U+FFFD too; it was
+    # "row 1: 'utf-8' codec can't encode character '\ud800'" in train and a traceback in predict.
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"label": 1, "text": "caf\\ud800"}\n{"label": 0, "text": "tea"}\n')
+    assert _rows(load_dataset(str(path), splits=("train",))["train"]) == [("caf\ufffd", 1), ("tea", 0)]
 
 
 # ------------------------------------------------------------------ pipeline
