@@ -307,8 +307,16 @@ class TextEncoder(keras.layers.Layer):
         for batch in data.prefetch(tf.data.AUTOTUNE):
             tokens, frequency = np.unique(words(batch).numpy(), return_counts=True)
             counts.update(dict(zip(tokens.tolist(), frequency.tolist())))
-        kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency and token != OOV_TOKEN.encode()]
+        counts.pop(OOV_TOKEN.encode(), None)
+        kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency]
         kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
+        if not kept:  # the vocabulary would be empty
+            if not counts:
+                raise ValueError("TextEncoder.adapt: the texts hold no tokens (each is empty or blank); "
+                                 "no vocabulary can be learned from them")
+            token, most = max(counts.items(), key=lambda item: item[1])
+            raise ValueError(f"TextEncoder.adapt: no token of the texts occurs min_frequency={self.min_frequency} "
+                             f"times; the most frequent, {token.decode('utf-8', 'replace')!r}, occurs {most}")
         if self.max_tokens is not None:
             kept = kept[: self.max_tokens - 2]
         self._use_vocabulary([token.decode("utf-8") for token, _ in kept])

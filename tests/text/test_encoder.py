@@ -65,6 +65,13 @@ def test_max_tokens_and_min_frequency():
     assert encoder.get_vocabulary() == ["", "[UNK]", ".", "a"]
     encoder = _adapted(min_frequency=2)
     assert encoder.get_vocabulary() == ["", "[UNK]", ".", "a", "bad", "great"]
+    # No vocabulary says why: it was "the vocabulary is empty; adapt on texts that contain tokens"
+    # for a min_frequency no token reaches too (and a traceback from train).
+    with pytest.raises(ValueError, match=r"^TextEncoder.adapt: the texts hold no tokens \(each is empty or blank\)"):
+        TextEncoder().adapt(["", "  ", "\n"])
+    with pytest.raises(ValueError, match=r"^TextEncoder.adapt: no token of the texts occurs min_frequency=9 times; "
+                                         r"the most frequent, '\.', occurs 4$"):
+        _adapted(min_frequency=9)
 
 
 def test_adapt_takes_datasets_of_pairs():

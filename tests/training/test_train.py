@@ -232,6 +232,18 @@ def test_single_class_dataset_is_refused(tmp_path, capsys):
     assert "at least 2 classes" in capsys.readouterr().err
 
 
+def test_texts_of_no_words_are_one_line(tmp_path, capsys):
+    """Blank texts, or a --min-frequency no word reaches, leave no vocabulary: one line, no run
+    folder (it was TextEncoder's ValueError with a traceback)."""
+    path = tmp_path / "data.csv"
+    for extra, reason in (([], "the texts hold no tokens"), (["--min-frequency", "1000"], "no token of the texts occurs")):
+        path.write_text("label,text\n" + ("pos,  \nneg,\n" if not extra else "pos,good film\nneg,bad film\n") * 20)
+        assert main(["train", *SMALL_SCALABLE, "--data", str(path), "--output", str(tmp_path / "run"), *extra]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and error[0].startswith(f"keras-textattn: error: TextEncoder.adapt: {reason}"), error
+        assert not (tmp_path / "run").exists()
+
+
 def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
     output = str(tmp_path / "run")
     args = ["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", output,

@@ -348,6 +348,18 @@ def test_cli_reports_a_bad_config_in_one_line(tiny_config, tmp_path, capsys):
     assert not (tmp_path / "t").exists()
 
 
+def test_texts_of_no_words_end_the_search_in_one_line(tiny_config, tmp_path, capsys):
+    """No vocabulary to learn (blank texts) is one line and records nothing (it was TextEncoder's
+    ValueError with a traceback)."""
+    data = tmp_path / "blank.csv"
+    data.write_text("label,text\n" + "pos,  \nneg,\n" * 20)
+    assert main(["tune", "--config", str(tiny_config), "--data", str(data), "--directory", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "keras-textattn: error: TextEncoder.adapt: the texts hold no tokens (each is empty or blank); no vocabulary "
+        "can be learned from them"]
+    assert os.listdir(tmp_path / "t") == []
+
+
 def test_a_range_the_model_refuses_is_one_line_before_any_trial(tiny_config, shared_data, tmp_path, capsys):
     """A range that reaches a value the model refuses (LAMA with 0 heads, only at the range's end)
     ends `tune` in one line before training, naming it, and records nothing: the mended config
