@@ -680,15 +680,17 @@ def train(
 @contextlib.contextmanager
 def _out_of_memory_said(model):
     """TensorFlow's out-of-memory error while building or training (say `--sequence-length 100000`
-    for dual-axial, whose feature-axial weights are length x length) as one line saying what needs
-    less; the run folder is left as any failure leaves it."""
+    for dual-axial, whose feature-axial weights are length x length, or `--set embedding_dim=10**8`,
+    whose embedding is vocabulary x 10**8) as one line saying what needs less; the run folder is
+    left as any failure leaves it."""
     try:
         yield
     except tf.errors.ResourceExhaustedError as error:
         # In a traced step the allocation is on a later line, after "Graph execution error:".
         allocation = next((line for line in str(error).splitlines() if line.startswith("OOM when allocating")), None)
         raise RunError(f"{model} ran out of memory ({allocation or tf_reason(error)}); a shorter sequence length "
-                       "(--sequence-length; HCAN: --max-sentences too) or a smaller --batch-size needs less") from None
+                       "(--sequence-length; HCAN: --max-sentences too), a smaller --batch-size, or smaller weights "
+                       "(--set embedding_dim=..., --max-tokens) need less") from None
 
 
 @contextlib.contextmanager

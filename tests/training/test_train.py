@@ -137,7 +137,10 @@ def test_out_of_memory_in_a_traced_step_names_the_allocation():
                " [Op:__inference_multi_step_on_iterator_14140]")
     with pytest.raises(RunError, match=re.escape("hcan ran out of memory (OOM when allocating tensor with shape"
                                                  "[81,4,40000,40000] and type float on /job:localhost/replica:0/"
-                                                 "task:0/device:CPU:0 by allocator mklcpu); a shorter")):
+                                                 "task:0/device:CPU:0 by allocator mklcpu); a shorter sequence "
+                                                 "length (--sequence-length; HCAN: --max-sentences too), a smaller "
+                                                 "--batch-size, or smaller weights (--set embedding_dim=..., "
+                                                 "--max-tokens) need less")):
         with _out_of_memory_said("hcan"):
             raise tf.errors.ResourceExhaustedError(None, None, message)
 
