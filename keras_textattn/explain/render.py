@@ -154,10 +154,14 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
     with _plots.drawing() as plt:
         figure = plt.figure(figsize=(width / 100, height / 100), dpi=100)
         axes = figure.add_axes([0.2, 0.3, 0.78, 0.6])
-        matrix = np.stack(rows) if rows and tokens else np.zeros((1, 1))
-        axes.imshow(matrix, aspect="auto", cmap="Reds")
-        axes.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
-        axes.set_yticks(range(len(labels)), labels, fontsize=8)
+        if rows and tokens:
+            axes.imshow(np.stack(rows), aspect="auto", cmap="Reds")
+            axes.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+            axes.set_yticks(range(len(labels)), labels, fontsize=8)
+        else:  # an empty text: a note, not a stripe of one cell beside labels of rows that are not there
+            axes.set_axis_off()
+            axes.text(0.5, 0.5, "no words to show: the model read none in this text", ha="center", va="center",
+                      transform=axes.transAxes, fontsize=12)
         axes.set_title(f"predicted: {explanation.label}", fontsize=10)
         write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=100, format=file_format))
         plt.close(figure)

@@ -165,3 +165,14 @@ def test_text_the_model_did_not_read_is_cut(tmp_path):
     image = _rendered(page, tmp_path, size=(900, 900))
     ink = image.min(axis=-1) < 128  # glyphs of black (and #555) text
     assert ink[:450].mean() > 0.003 and ink[450:].mean() < 0.001  # the page ends in the top half
+
+
+def test_a_text_without_words_draws_a_note_not_an_empty_heatmap(tmp_path):
+    """An empty text has no tokens: the PNG says so in words. It drew a one-cell heatmap stretched
+    beside the labels of four heads, a pale stripe by the first head's row and nothing by the others."""
+    to_png(_explanation(np.zeros((4, 0)), text=""), tmp_path / "empty.png")
+    pixels = (matplotlib.image.imread(tmp_path / "empty.png")[..., :3] * 255).round()
+    tinted = (pixels[..., 0] > 240) & (pixels[..., 2] < 245) & (pixels[..., 0] - pixels[..., 2] > 8)  # Reds' palest
+    assert not tinted.any()
+    middle = pixels[150:250, 240:1180].min(axis=-1) < 100  # the note's letters, in the middle of the plot
+    assert 0.005 < middle.mean() < 0.2
