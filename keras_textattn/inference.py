@@ -20,7 +20,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _plots
-from keras_textattn._scores import macro_f1
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
@@ -28,6 +27,7 @@ from keras_textattn._files import check_output_file
 from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
+from keras_textattn._scores import macro_f1
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import LocalFile
 from keras_textattn.datasets.loading import read_labelled_texts

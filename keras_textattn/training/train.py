@@ -20,10 +20,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
-from keras_textattn._scores import macro_f1
 from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
+from keras_textattn._scores import macro_f1
 from keras_textattn.datasets import ADAPT_ROWS
 from keras_textattn.datasets import check_class_weight
 from keras_textattn.datasets import LocalFile
@@ -680,8 +680,8 @@ def train(
 @contextlib.contextmanager
 def _out_of_memory_said(model):
     """TensorFlow's out-of-memory error while building or training (say `--sequence-length 100000`
-    for dual-axial, whose feature-axial weights are length x length, or `--set embedding_dim=10**8`,
-    whose embedding is vocabulary x 10**8) as one line saying what needs less; the run folder is
+    for dual-axial, whose feature-axial weights are length x length, or `--set embedding_dim=100000000`,
+    whose embedding is vocabulary x 10^8) as one line saying what needs less; the run folder is
     left as any failure leaves it."""
     try:
         yield
