@@ -262,7 +262,11 @@ def _word2vec(encoder, batches, dimension, seed, min_count, epochs, window):
             epochs = int(np.clip(np.ceil(10_000_000 / tokens), 5, 50))
         model = Word2Vec(vector_size=dimension, window=window, min_count=min_count, epochs=epochs, seed=seed,
                          workers=1, hashfxn=_stable_hash)
-        model.build_vocab(corpus_file=corpus)
+        try:  # the vectors are words x dimension floats, twice (a typo such as 3000000 for 300 asks for TBs)
+            model.build_vocab(corpus_file=corpus)
+        except MemoryError as error:
+            raise VectorsError(f"word2vec ran out of memory ({error}); a smaller dimension (the models' embedding "
+                               "size) or a higher min_count needs less") from None
         if not model.wv.key_to_index:
             raise VectorsError(f"word2vec found no word that occurs at least {min_count} times (min_count) "
                                f"in these {tokens} tokens")

@@ -233,6 +233,9 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
     ({"data": "empty.csv"}, "texts with words"),
     ({"dimension": 0}, "dimension must be a positive int"),
     ({"min_count": 10 ** 6}, "no word that occurs at least 1000000 times"),
+    # Petabytes, more than any address space, so that no machine starts filling them: it was numpy's
+    # MemoryError with a traceback.
+    ({"dimension": 10 ** 14}, r"word2vec ran out of memory \(Unable to allocate .* shape \(\d+, 100000000000000\)"),
     ({"output": "no/such/folder/v.vec"}, "does not exist"),
     ({"seed": 2 ** 32}, "seed must be a whole number from 0 to 4294967295; got 4294967296"),
 ])
