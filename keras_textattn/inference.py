@@ -367,10 +367,14 @@ def _report(result, mistakes, run, data):
               "| --- |" + " ---: |" * len(names)]
     lines += [f"| {_markdown_cell(name)} | " + " | ".join(map(str, row)) + " |"
               for name, row in zip(names, result["confusion_matrix"])]
-    lines += ["", f"The {len(mistakes)} most confident mistakes:", "",
-              "| probability | true | predicted | text |", "| ---: | --- | --- | --- |"]
-    lines += [f"| {m['probability']:.4f} | {_markdown_cell(m['true'])} | {_markdown_cell(m['predicted'])} | "
-              f"{_markdown_cell(m['text'][:300])} |" for m in mistakes]
+    wrong = result["rows"] - int(np.trace(result["confusion_matrix"]))
+    if not wrong:  # not a table of no rows (nor with --mistakes 0, which asks for none)
+        lines += ["", "No mistakes: every row is labelled right."]
+    elif mistakes:
+        lines += ["", f"The {len(mistakes)} most confident of the {wrong:,} mistakes:", "",
+                  "| probability | true | predicted | text |", "| ---: | --- | --- | --- |"]
+        lines += [f"| {m['probability']:.4f} | {_markdown_cell(m['true'])} | {_markdown_cell(m['predicted'])} | "
+                  f"{_markdown_cell(m['text'][:300])} |" for m in mistakes]
     return "\n".join(lines) + "\n"
 
 

@@ -264,7 +264,8 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
     files = sorted(os.listdir(tmp_path / "report"))
     assert files == ["confusion.png", "metrics.json", "report.md"]
     report = (tmp_path / "report" / "report.md").read_text()
-    assert f"Accuracy **{result['accuracy']:.4f}**" in report and "most confident mistakes" in report
+    assert f"Accuracy **{result['accuracy']:.4f}**" in report
+    assert f"The 20 most confident of the {np.sum(predicted != truth):,} mistakes:" in report
     assert "members" not in result and "The runs alone" not in report  # one run: no per-run table
     with open(tmp_path / "report" / "metrics.json") as handle:
         mistakes = json.load(handle)["confident_mistakes"]
@@ -284,6 +285,8 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
     assert os.listdir(tmp_path / "mine") == ["notes.md"]
     with pytest.raises(UserError, match="mistakes must be a whole number of at least 0; got -1"):
         inference.evaluate(lama_run, str(data), str(tmp_path / "other"), mistakes=-1)
+    inference.evaluate(lama_run, str(data), str(tmp_path / "none"), label_offset=1, mistakes=0)
+    assert "mistakes" not in (tmp_path / "none" / "report.md").read_text()  # asked for none: no empty table
 
 
 def test_evaluate_scores_only_the_classes_a_file_has(lama_run, test_rows, tmp_path):
@@ -305,6 +308,7 @@ def test_evaluate_scores_only_the_classes_a_file_has(lama_run, test_rows, tmp_pa
     report = (tmp_path / "report" / "report.md").read_text()
     assert all(f"| {name} | – | – | – | 0 |" in report for name in absent)
     assert all(f"| {names[index]} | 1.0000 | 1.0000 | 1.0000 |" in report for index in two)
+    assert report.endswith("\nNo mistakes: every row is labelled right.\n")  # not "The 0 most confident" and a bare table
 
 
 def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):
