@@ -15,6 +15,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_textattn import _backend
+from keras_textattn.errors import UserError
 from keras_textattn.errors import check_flag
 
 from keras_textattn.vocabulary import OOV_ID
@@ -310,13 +311,13 @@ class TextEncoder(keras.layers.Layer):
         counts.pop(OOV_TOKEN.encode(), None)
         kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency]
         kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
-        if not kept:  # the vocabulary would be empty
+        if not kept:  # no vocabulary: a mistake in the data (a UserError, one line from train and tune)
             if not counts:
-                raise ValueError("TextEncoder.adapt: the texts hold no tokens (each is empty or blank); "
-                                 "no vocabulary can be learned from them")
+                raise UserError("TextEncoder.adapt: the texts hold no tokens (each is empty or blank); "
+                                "no vocabulary can be learned from them")
             token, most = max(counts.items(), key=lambda item: item[1])
-            raise ValueError(f"TextEncoder.adapt: no token of the texts occurs min_frequency={self.min_frequency} "
-                             f"times; the most frequent, {token.decode('utf-8', 'replace')!r}, occurs {most}")
+            raise UserError(f"TextEncoder.adapt: no token of the texts occurs min_frequency={self.min_frequency} "
+                            f"times; the most frequent, {token.decode('utf-8', 'replace')!r}, occurs {most}")
         if self.max_tokens is not None:
             kept = kept[: self.max_tokens - 2]
         self._use_vocabulary([token.decode("utf-8") for token, _ in kept])

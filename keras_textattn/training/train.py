@@ -749,10 +749,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             encoder = TextEncoder(**{**options, **chosen})
         except ValueError as error:
             raise RunError(str(error)) from None
-        try:
-            encoder.adapt(sample_rows(dataset["train"], arguments["adapt_rows"], rows["train"], seed=arguments["seed"]))
-        except ValueError as error:  # no vocabulary: texts of no words, or a min_frequency none reaches
-            raise RunError(str(error)) from None
+        encoder.adapt(sample_rows(dataset["train"], arguments["adapt_rows"], rows["train"], seed=arguments["seed"]))
         if arguments["vectors_vocabulary"]:
             encoder.extend_vocabulary(vectors_words(arguments["embeddings"], arguments["vectors_vocabulary"]))
         if chief:

@@ -449,10 +449,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose, in_config=True)
         encoder = TextEncoder(**{**options, **chosen})
         rows = dataset.rows["train"] if dataset.rows else None
-        try:
-            encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
-        except ValueError as error:  # no vocabulary: texts of no words, or a min_frequency none reaches
-            raise RunError(str(error)) from None
+        encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
         if vectors_vocabulary:
             encoder.extend_vocabulary(vectors_words(config.embeddings["source"], vectors_vocabulary))
     hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
