@@ -163,6 +163,14 @@ def check_output_file(path, overwrite, folder=False):
     refuse_existing(path, overwrite)
 
 
+def refuse_writing_over(path, reads):
+    """A `UserError` where `path`, a file to write, is one of the files `reads` that the command
+    reads: with --overwrite, `predict --data x.csv --output x.csv` replaced the texts with their labels."""
+    for read in reads:
+        if os.path.exists(path) and os.path.exists(read) and os.path.samefile(path, read):
+            raise UserError(f"{os.path.abspath(path)} is a file this command reads (--data); give another path to write")
+
+
 def refuse_existing(path, overwrite):
     """`FileExistsError` if `path` exists and `overwrite` is False."""
     if os.path.exists(path) and not overwrite:

@@ -23,6 +23,7 @@ from keras_textattn import _plots
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import locked
+from keras_textattn._files import refuse_writing_over
 from keras_textattn._files import check_output_file
 from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
@@ -203,6 +204,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     classifier = Classifier(run)
     top_k = _check_top_k(top_k, len(classifier.label_names))
     files = each_file(LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter))
+    refuse_writing_over(output, [file.path for file in files])
     count = 0
 
     def write(temporary):

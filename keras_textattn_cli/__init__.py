@@ -610,6 +610,7 @@ def _evaluate(args):
 
 def _explain(args):
     from keras_textattn._files import check_output_file
+    from keras_textattn._files import refuse_writing_over
     from keras_textattn._files import write_text
     from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.datasets.loading import text_batches
@@ -640,6 +641,8 @@ def _explain(args):
     if args.data:
         files = each_file(LocalFile(args.data, text_column=_text_column(args), header=not args.no_header,
                                     delimiter=args.delimiter))
+        for path in written:
+            refuse_writing_over(path, [file.path for file in files])
         texts += itertools.islice((text for file in files for _, batch in text_batches(file, 256) for text in batch),
                                   args.limit)
     if not texts:

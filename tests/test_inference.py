@@ -186,6 +186,9 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
          "--output is for --data FILE, which is not given (texts given here are printed; > FILE keeps them)"),
         (["-", "--text-column", "body", "--no-header"], "--text-column, --no-header are for --data FILE"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.txt")], "must end in .csv or .jsonl"),
+        # With --overwrite the predictions replaced the texts they were made from.
+        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "t.csv"), "--overwrite"],
+         f"{tmp_path / 't.csv'} is a file this command reads (--data); give another path to write"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--batch-size", "0"],
          "batch-size must be a positive whole number; got 0"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--top-k", "0"],
@@ -201,6 +204,7 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
         error = capsys.readouterr().err.strip().splitlines()
         assert len(error) == 1 and message in error[0], error
         assert not os.path.exists(tmp_path / "o.csv")
+    assert (tmp_path / "t.csv").read_text() == "text\na\n"
 
 
 def test_predict_cli_reads_standard_input_in_batches(lama_run, monkeypatch, capsys):

@@ -328,6 +328,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
         `{"path", "words", "dimension", "tokens", "epochs"}`.
     """
     from keras_textattn._files import check_output_file
+    from keras_textattn._files import refuse_writing_over
     from keras_textattn._files import write_atomically
     from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.datasets.loading import line_batches
@@ -354,6 +355,7 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     for path in paths:
         if not os.path.isfile(path):
             raise VectorsError(f"no such file: {os.fspath(path)!r}")
+    refuse_writing_over(output, paths)
     if lines:
         batches = (texts for path in paths for texts in line_batches(os.fspath(path), 256))
     else:

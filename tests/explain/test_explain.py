@@ -243,6 +243,13 @@ def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, tmp_pa
     assert lines[0].startswith("predicted label (its probability): the 5 most attended tokens")
     assert len(lines) == 5 and lines[-1].startswith("(3 of 30 texts shown")
     assert lines[1].split(" (")[0] in {"World", "Sports", "Business", "Sci/Tech"}
+    # A file to write that is the file read is refused (with --overwrite it replaced the texts).
+    (tmp_path / "read.csv").write_text("text\nstocks fell\n")
+    assert main(["explain", "--run", str(lama_run), "--data", str(tmp_path / "read.csv"), "--html",
+                 str(tmp_path / "read.csv"), "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip() == (f"keras-textattn: error: {tmp_path / 'read.csv'} is a file this command "
+                                               "reads (--data); give another path to write")
+    assert (tmp_path / "read.csv").read_text() == "text\nstocks fell\n"
     # A file of a header alone, and empty standard input, say so (both said "give texts to explain").
     (tmp_path / "header.csv").write_text("text\n")
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))

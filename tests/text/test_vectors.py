@@ -237,16 +237,17 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
     # MemoryError with a traceback.
     ({"dimension": 10 ** 14}, r"word2vec ran out of memory \(Unable to allocate .* shape \(\d+, 100000000000000\)"),
     ({"output": "no/such/folder/v.vec"}, "does not exist"),
+    ({"output": "texts.csv", "overwrite": True}, "texts.csv is a file this command reads"),  # it replaced the texts
     ({"seed": 2 ** 32}, "seed must be a whole number from 0 to 4294967295; got 4294967296"),
 ])
 def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
-    """Bad input is a one-line `UserError` (a `VectorsError` but for the seed) and no file (nor a
-    temporary one) is left."""
+    """Bad input is a one-line `UserError` (a `VectorsError` but for the seed and the output that is
+    the input) and no file (nor a temporary one) is left."""
     _write(tmp_path / "texts.csv", "text\n" + '"a good film, a dull plot"\n' * 20)
     _write(tmp_path / "empty.csv", "text\n" + '""\n' * 3)
     arguments = {"data": "texts.csv", "output": "v.vec", "dimension": 8, **arguments}
     arguments["data"], arguments["output"] = str(tmp_path / arguments["data"]), str(tmp_path / arguments["output"])
-    with pytest.raises(VectorsError if "seed" not in arguments else UserError, match=message):
+    with pytest.raises(UserError if {"seed", "overwrite"} & set(arguments) else VectorsError, match=message):
         write_word2vec(arguments.pop("data"), arguments.pop("output"), arguments.pop("dimension"), **arguments)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "texts.csv"]
 
