@@ -1,0 +1,44 @@
+"""The command line's own parsing: what it does to arguments before any command runs."""
+
+import pytest
+
+from keras_textattn_cli import _parser, main
+
+TILDE_PATHS = [
+    ["train", "--model", "lama", "--data=~/d.csv", "--output=~/run", "--test-data=~/t.csv", "--validation-data=~/v.csv",
+     "--data-dir=~/tfds", "--embeddings=~/v.vec", "--init-from=~/old"],
+    ["vectors", "--data=~/d.csv", "--data=~/e.csv", "--output=~/v.vec", "--dimension", "4"],
+    ["export", "--run=~/run", "--format", "tflite", "--output=~/export"],
+    ["tune", "--config=~/c.yaml", "--data=~/d.csv", "--directory=~/search", "--embeddings=~/v.vec",
+     "--test-data=~/t.csv", "--validation-data=~/v.csv", "--data-dir=~/tfds"],
+    ["predict", "--run=~/run", "--run=~/other", "--data=~/d.csv", "--output=~/p.csv"],
+    ["evaluate", "--run=~/run", "--data=~/d.csv", "--output=~/report"],
+    ["explain", "--run=~/run", "--data=~/d.csv", "--html=~/a.html", "--png=~/a.png", "--top-tokens-csv=~/t.csv",
+     "--top-tokens-md=~/t.md"],
+]
+
+
+@pytest.mark.parametrize("argv", TILDE_PATHS, ids=[argv[0] for argv in TILDE_PATHS])
+def test_a_path_given_with_a_tilde_is_under_home(argv, tmp_path, monkeypatch):
+    """`--output=~/runs` reaches the program as written (a shell expands `~` only at the start of
+    a word): every path flag expands it, where a folder named `~` was made in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    args = vars(_parser().parse_args(argv))
+    values = [value for values in args.values() for value in (values if isinstance(values, list) else [values])
+              if isinstance(value, str)]
+    given = sum(argument.count("=~/") for argument in argv)
+    assert sum(value.startswith(f"{tmp_path}/") for value in values) == given
+    assert not [value for value in values if "~" in value]
+
+
+def test_vectors_written_to_a_tilde_path_land_under_home(tmp_path, monkeypatch):
+    """End to end: the vectors of `--data=~/texts.csv` are written to `--output=~/v.vec` in the home
+    folder, and nothing is made in the working directory."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    (home / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    assert main(["vectors", "--data=~/texts.csv", "--output=~/v.vec", "--dimension", "4"]) == 0
+    assert (home / "v.vec").read_text(encoding="utf-8").startswith("6 4\n")
+    assert not list(work.iterdir())
