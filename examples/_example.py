@@ -16,6 +16,7 @@ import sys
 
 from keras_textattn_cli import DTYPE_POLICIES
 from keras_textattn_cli import cpu_devices_refusal
+from keras_textattn_cli import path_argument
 from keras_textattn_cli import progress_verbosity
 
 # `tune()`'s data arguments, taken from what an example passes `train()`.
@@ -26,16 +27,18 @@ ENCODER_LENGTHS = ("sequence_length", "max_sentences")
 
 def parse_args(description, default_output):
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", help="a local CSV file (header label,text) instead of downloading the TFDS dataset")
-    parser.add_argument("--test-data", help="a local test file (same format as --data unless the example says otherwise)")
-    parser.add_argument("--output", default=default_output, help="the run folder")
+    parser.add_argument("--data", type=path_argument,
+                        help="a local CSV file (header label,text) instead of downloading the TFDS dataset")
+    parser.add_argument("--test-data", type=path_argument,
+                        help="a local test file (same format as --data unless the example says otherwise)")
+    parser.add_argument("--output", type=path_argument, default=default_output, help="the run folder")
     parser.add_argument("--epochs", type=int, help="default: the example's (also each search trial's, when given)")
     parser.add_argument("--batch-size", type=int, help="global (default: the paper's; 32 where it gives none)")
     parser.add_argument("--small", action="store_true", help="CPU-sized model (--preset cpu) and texts")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)")
-    parser.add_argument("--tune", metavar="CONFIG", help="search hyperparameters first with this tuner config "
-                        "(a YAML file, or a model name for its shipped one, e.g. lama) in OUTPUT-search/, then train "
-                        "with the best")
+    parser.add_argument("--tune", type=path_argument, metavar="CONFIG",
+                        help="search hyperparameters first with this tuner config (a YAML file, or a model name for "
+                             "its shipped one, e.g. lama) in OUTPUT-search/, then train with the best")
     parser.add_argument("--tune-trials", type=int, help="search trials (default: the config's)")
     parser.add_argument("--distribute", choices=["none", "mirrored", "multi-worker", "ray"], default="none",
                         help="the tf.distribute strategy of the training, or ray: --workers processes started by "
@@ -45,8 +48,9 @@ def parse_args(description, default_output):
                         help="with --distribute mirrored: split the CPU into N devices (mirrored without GPUs)")
     parser.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
                         help="mixed precision for GPUs and TPUs (default: float32)")
-    parser.add_argument("--export", metavar="DIR", help="then export the run: DIR/saved_model (TF Serving) and "
-                        "DIR/tflite (LiteRT), each verified against the Keras model")
+    parser.add_argument("--export", type=path_argument, metavar="DIR",
+                        help="then export the run: DIR/saved_model (TF Serving) and DIR/tflite (LiteRT), each verified "
+                             "against the Keras model")
     return parser.parse_args()
 
 

