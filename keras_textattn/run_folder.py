@@ -216,14 +216,18 @@ def load_run(folder):
     Any mismatch or damaged file raises a `RunError` naming the file.
     """
     folder = os.fspath(folder)
-    if os.path.isfile(folder):
-        raise RunError(f"{folder} is a file, not a run folder; give the run folder (the folder that holds "
-                       f"model.keras: {os.path.dirname(folder) or '.'}?)")
     paths = {name: os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")}
+    if os.path.isfile(folder):
+        parent = os.path.dirname(folder) or "."  # the run folder when `folder` is one of its files
+        raise RunError(f"{folder} is a file, not a run folder; give the run folder"
+                       + (f" (the folder that holds {os.path.basename(folder)}: {parent}?)"
+                          if os.path.basename(folder) in paths else ""))
     missing = [name for name, path in paths.items() if not os.path.exists(path)]
-    if missing and os.path.exists(os.path.join(folder, "saved_model.pb")):
-        raise RunError(f"{folder} is an exported SavedModel, which keeps only the predictions; give the run folder "
-                       "it was exported from")
+    exported = {"saved_model.pb": "SavedModel", "model.tflite": "TFLite model"}
+    for name, kind in exported.items():
+        if missing and os.path.exists(os.path.join(folder, name)):
+            raise RunError(f"{folder} is an exported {kind}, which keeps only the predictions; give the run folder "
+                           "it was exported from")
     if missing and os.path.exists(os.path.join(folder, "search.json")):
         best = os.path.join(folder, "best")
         raise RunError(f"{folder} is a search folder (keras-textattn tune); "

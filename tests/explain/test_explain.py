@@ -190,6 +190,11 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
     assert "is an exported SavedModel, which keeps only the predictions; give the run folder it was exported from" \
         in capsys.readouterr().err
+    (tmp_path / "exported" / "saved_model.pb").unlink()  # a TFLite folder neither: it was "missing model.keras, ..."
+    (tmp_path / "exported" / "model.tflite").write_bytes(b"")
+    assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
+    assert "is an exported TFLite model, which keeps only the predictions; give the run folder it was exported from" \
+        in capsys.readouterr().err
 
 
 def test_explain_checks_its_files_and_numbers_before_the_work(lama_run, tmp_path, monkeypatch, capsys):

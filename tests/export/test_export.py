@@ -409,6 +409,9 @@ def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
     assert main(["export", "--run", model_file, "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
     assert (f"{model_file} is a file, not a run folder; give the run folder (the folder that holds model.keras: "
             f"{lama_run}?)") in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("x")  # another file: no folder to suggest (it suggested "(...: .?)")
+    assert main(["export", "--run", str(tmp_path / "notes.txt"), "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"{tmp_path / 'notes.txt'} is a file, not a run folder; give the run folder")
     assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--quantization", "dynamic",
                  "--output", str(tmp_path / "z")]) == 2
     assert "--quantization applies to --format tflite only" in capsys.readouterr().err
