@@ -10,6 +10,7 @@ TensorFlow backend (the text encoder and the data pipeline are TensorFlow ops), 
 
 import argparse
 import contextlib
+import errno
 import functools
 import importlib.metadata
 import itertools
@@ -434,8 +435,28 @@ def main(argv=None):
     except (UserError, OSError) as error:
         # A user's mistake (see keras_textattn.errors), or a file system's refusal (a missing or
         # existing path, no permission, a full disk): one line. Anything else is a bug: its traceback shows.
-        print(f"keras-textattn: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        print(f"keras-textattn: error: {_error_line(error, args)}", file=sys.stderr)
         return 2
+
+
+# After a full disk: what to do once there is space again.
+NO_SPACE_THEN = {"train": "run the same command again: it resumes from the last checkpoint, if any",
+                 "tune": "run the same command again: the search resumes"}
+# The flags naming what a command writes, for a full disk's message when the error names no file.
+WRITTEN = ("output", "directory", "html", "png", "top_tokens_csv", "top_tokens_md")
+
+
+def _error_line(error, args):
+    """The one line printed for a `UserError` or `OSError`: its message's first line, or for a
+    full disk (ENOSPC; h5py's message runs over lines of buffer addresses) where and what next."""
+    if not (isinstance(error, OSError) and error.errno == errno.ENOSPC):
+        return str(error).splitlines()[0]
+    written = error.filename or next((getattr(args, flag) for flag in WRITTEN if getattr(args, flag, None)), ".")
+    folder = os.path.abspath(os.fsdecode(written))
+    while not os.path.isdir(folder):  # a temporary file or folder is gone by now
+        folder = os.path.dirname(folder)
+    then = NO_SPACE_THEN.get(args.command, "run the command again (nothing half-written was left)")
+    return f"no space left on the device that holds {folder}: free some space there, then {then}"
 
 
 def progress_verbosity(quiet=False):

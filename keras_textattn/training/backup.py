@@ -12,12 +12,16 @@ an epoch's end when it saves every N steps, and an empty metadata file stopped e
 resume.
 """
 
+import errno
 import json
+import math
 import os
 import re
+import shutil
 import warnings
 
 import keras
+import numpy as np
 
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
@@ -34,6 +38,17 @@ def _checkpoints(folder):
         return []
     found = [(int(m[1]), int(m[2]), os.path.join(folder, name)) for name in os.listdir(folder) if (m := _NAME.match(name))]
     return sorted(found, reverse=True)
+
+
+def save_weights(model, path):
+    """`model.save_weights(path)`, written atomically; a folder with less free space than the
+    file needs is an `OSError` ENOSPC before HDF5 starts. (HDF5 failing mid-write on a full
+    disk leaves a file that it cannot close, and Python segfaults as it exits: h5py#914.)"""
+    variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
+    needed = sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize + 4096 for v in variables) + 65536  # + HDF5's headers
+    if shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free < needed:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    write_atomically(path, model.save_weights)
 
 
 class RunBackup(keras.callbacks.Callback):
@@ -60,7 +75,7 @@ class RunBackup(keras.callbacks.Callback):
     def save(self, epoch, batch):
         os.makedirs(self.folder, exist_ok=True)
         path = os.path.join(self.folder, f"epoch-{epoch:04d}-batch-{batch:06d}.weights.h5")
-        write_atomically(path, lambda temporary: self.model.save_weights(temporary))
+        save_weights(self.model, path)
         for *_, old in _checkpoints(self.folder)[KEEP:]:
             os.remove(old)
 
@@ -136,7 +151,7 @@ class BestEpoch(keras.callbacks.Callback):
             raise RunError(f"early stopping needs a validation {self.key[4:]}; the run has no validation data")
         os.makedirs(self.folder, exist_ok=True)
         if self.best is None or self.sign * value < self.sign * self.best[self.key]:
-            write_atomically(self.weights_path, lambda temporary: self.model.save_weights(temporary))
+            save_weights(self.model, self.weights_path)
             self.best = {"epoch": epoch, self.key: float(value), "stopped": False}
         elif epoch - self.best["epoch"] >= self.patience:
             self.best["stopped"] = True

@@ -1,3 +1,4 @@
+import errno
 import json
 import os
 import re
@@ -398,6 +399,22 @@ def test_existing_target_refused_and_interrupted_export_leaves_nothing(lama_run,
     assert (earlier / "model.tflite").stat().st_size == report["size_bytes"]
     assert sorted(os.listdir(earlier)) == sorted(TFLITE_ENTRIES)
     assert not any(name.startswith(".old-") for name in os.listdir(tmp_path))
+
+
+@pytest.mark.parametrize("format_", ["saved_model", "tflite"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(lama_run, small_disk, capsys, format_):
+    """Exporting to a disk without room is Python's `OSError` ENOSPC (TensorFlow's writers raised a
+    `ResourceExhaustedError` from inside its ops, a traceback on the command line), one line
+    there, and no half-written folder."""
+    disk, _ = small_disk
+    with pytest.raises(OSError) as raised:
+        getattr(export, format_)(lama_run, disk / "exported")
+    assert raised.value.errno == errno.ENOSPC
+    assert main(["export", "--run", str(lama_run), "--format", format_, "--output", str(disk / "exported")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"keras-textattn: error: no space left on the device that holds {disk}: free some space there, then run the "
+        "command again (nothing half-written was left)"]
+    assert os.listdir(disk) == []
 
 
 def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
