@@ -40,15 +40,34 @@ def _checkpoints(folder):
     return sorted(found, reverse=True)
 
 
-def save_weights(model, path):
-    """`model.save_weights(path)`, written atomically; a folder with less free space than the
-    file needs is an `OSError` ENOSPC before HDF5 starts. (HDF5 failing mid-write on a full
-    disk leaves a file that it cannot close, and Python segfaults as it exits: h5py#914.)"""
+def check_room_for_weights(model, path):
+    """An `OSError` ENOSPC when the folder of `path` has less free space than `model.save_weights`
+    needs there. HDF5 failing mid-write on a full disk leaves a file that it cannot close, and
+    Python segfaults as it exits (h5py#914): a full disk must be found before HDF5 starts."""
     variables = [*model.weights, *(model.optimizer.variables if model.optimizer else [])]
     needed = sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize + 4096 for v in variables) + 65536  # + HDF5's headers
     if shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free < needed:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
+def save_weights(model, path):
+    """`model.save_weights(path)`, written atomically, after `check_room_for_weights`."""
+    check_room_for_weights(model, path)
     write_atomically(path, model.save_weights)
+
+
+class RoomForCheckpoints(keras.callbacks.Callback):
+    """At each epoch's end, `check_room_for_weights` for the weights files that later callbacks
+    (keras-tuner's best-epoch checkpoint) write there: `paths`."""
+
+    def __init__(self, paths):
+        super().__init__()
+        self.paths = list(paths)
+
+    def on_epoch_end(self, epoch, logs=None):
+        for path in self.paths:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            check_room_for_weights(self.model, path)
 
 
 class RunBackup(keras.callbacks.Callback):

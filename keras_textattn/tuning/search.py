@@ -2,6 +2,7 @@
 
 import csv
 import dataclasses
+import errno
 import functools
 import glob
 import inspect
@@ -44,6 +45,7 @@ from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.run_folder import without_optimizer_state_warning
+from keras_textattn.training.backup import RoomForCheckpoints
 from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
@@ -60,6 +62,11 @@ class SearchSpaceError(UserError, keras_tuner.errors.FatalValueError):
     """Hyperparameter values the model cannot be built with: one line on the command line (a
     `UserError`), and the end of the search (keras-tuner's `FatalError`), where any other error
     would fail the trial and the search go on to the next, until three in a row had failed."""
+
+
+class DiskFullError(OSError, keras_tuner.errors.FatalError):
+    """A full disk (ENOSPC) in a trial: it ends the search, where keras-tuner would fail every
+    trial after it in turn."""
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -181,10 +188,14 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     def fit(self, hp, model, x, *args, validation_data=None, **kwargs):
         """`model.fit`, on batches whose token ids beyond the trial's vocabulary read as OOV and
         whose texts are cut to the trial's length, with the config's learning-rate schedule from
-        the trial's rate; a trial whose training diverges fails (`_failed_trial`)."""
+        the trial's rate; a trial whose training diverges fails (`_failed_trial`), and one whose best-epoch
+        checkpoint would not fit on the disk stops first (`RoomForCheckpoints`)."""
         rate = self.learning_rate(hp)
+        callbacks = kwargs.get("callbacks") or []
+        # keras-tuner's checkpoint of the trial's best epoch (`SaveBestEpoch`) names its file `filepath`.
+        checkpoints = [c.filepath for c in callbacks if str(getattr(c, "filepath", "")).endswith(".weights.h5")]
         kwargs["callbacks"] = [StopOnDivergence(functools.partial(_failed_trial, learning_rate=rate)),
-                               *(kwargs.get("callbacks") or []),
+                               RoomForCheckpoints(checkpoints), *callbacks,
                                *schedule_callbacks(self.config.lr_schedule, rate, kwargs.get("epochs", self.config.epochs))]
         size, length = self.vocabulary_size(hp), self.sequence_length(hp)
         if size < self.encoder.vocabulary_size() or length < self.encoder.sequence_length:
@@ -234,7 +245,7 @@ class _TimedTrials:
     metrics. They are set on every epoch of the histories, so they survive
     keras-tuner's reduction to the best epoch and reach the chief with the trial.
     After each trial, a copy of keras-tuner's state files (`_keep_good_state`), and the error of
-    a trial that failed in one line."""
+    a trial that failed in one line; a full disk ends the search (`DiskFullError`)."""
 
     def search(self, *args, verbose=1, **kwargs):
         self.verbose = verbose
@@ -248,7 +259,12 @@ class _TimedTrials:
 
     def run_trial(self, trial, *args, **kwargs):
         start = time.perf_counter()
-        histories = super().run_trial(trial, *args, **kwargs)
+        try:
+            histories = super().run_trial(trial, *args, **kwargs)
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+            raise DiskFullError(error.errno, error.strerror, error.filename) from None
         seconds = time.perf_counter() - start
         for history in histories:
             epochs = len(history.epoch)

@@ -670,6 +670,24 @@ def test_killed_search_resumes_without_repeating_finished_trials(tiny_config, sh
     assert len((directory / "trials.csv").read_text().splitlines()) == 4  # 3 trials in all
 
 
+def test_a_full_disk_ends_the_search_in_one_line_and_the_same_command_resumes(tiny_config, shared_data, small_disk):
+    """A trial's checkpoint that does not fit ends the search (exit 2, one line saying where and
+    what next), where keras-tuner failed every trial in turn and HDF5's half-written file made
+    Python segfault as it exited; with room again, the same command finishes the search."""
+    disk, resize = small_disk
+    command = _cli("tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
+                   "--directory", disk / "search", "--quiet")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"keras-textattn: error: no space left on the device that holds {disk / 'search' / 'scalable_attention' / 'trial_0'}"
+        ": free some space there, then run the same command again: the search resumes")
+    resize("8m")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len((disk / "search" / "trials.csv").read_text().splitlines()) == 4  # 3 trials in all
+
+
 def test_the_oracles_good_copy_is_written_last(tmp_path, monkeypatch):
     """oracle.json.good, by which a rerun knows a trial finished, is copied after the tuner's state
     file: a kill between the two copies (the oracle's was first) left a search whose rerun did not
