@@ -2,6 +2,7 @@ import importlib.util
 import os
 import pathlib
 import subprocess
+import tempfile
 
 import keras
 import pytest
@@ -23,8 +24,9 @@ TRAINED_RUNS = ("lama_run", "hcan_run")
 def pytest_collection_modifyitems(config, items):
     """Tests that read the real datasets skip, saying why, where they are absent, as do tests
     that check Chinese text in PNG pixels (fixture `cjk_font`) where no CJK font is installed and
-    tests of the GloVe package (fixture `glove_package`) where it is not installed; tests of a
-    trained run join its group."""
+    tests of the GloVe package (fixture `glove_package`) where it is not installed, and tests that
+    fill a disk (fixture `small_disk`) where no tmpfs can be mounted; tests of a trained run join
+    its group."""
     for item in items:
         runs = [run for run in TRAINED_RUNS if run in item.fixturenames]
         if runs:
@@ -44,6 +46,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "glove_package" in item.fixturenames:
             item.add_marker(no_glove)
+    filled = [item for item in items if "small_disk" in item.fixturenames]
+    if filled:
+        refusal = tmpfs_refusal()
+        no_tmpfs = pytest.mark.skipif(refusal is not None, reason=f"cannot mount a small tmpfs to fill (needs root): {refusal}")
+        for item in filled:
+            item.add_marker(no_tmpfs)
     drawn = [item for item in items if "cjk_font" in item.fixturenames]
     if drawn:
         from keras_textattn._plots import fonts
@@ -84,24 +92,32 @@ def glove_package():
     return pathlib.Path(ROOT)
 
 
+def _mount_tmpfs(folder, *options):
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+
+
+def tmpfs_refusal():
+    """Why a small tmpfs cannot be mounted here (it needs root; CI runs as root), or None."""
+    with tempfile.TemporaryDirectory() as folder:
+        mounted = _mount_tmpfs(folder, "size=64k")
+        if mounted.returncode:
+            return mounted.stderr.strip() or f"mount exited {mounted.returncode}"
+        subprocess.run(["umount", folder], check=True)
+    return None
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """`(folder, resize)`: a file system of its own (tmpfs, 256 KiB) to fill, and `resize(size)`
-    that grows it (a size as mount takes it, "4m"). Mounting needs root (CI runs as root);
-    elsewhere the test skips, saying so."""
+    that grows it (a size as mount takes it, "4m"). Where none can be mounted, the test is
+    skipped at collection, saying why (`pytest_collection_modifyitems`)."""
     folder = tmp_path / "disk"
     folder.mkdir()
-
-    def mount(*options):
-        return subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(folder)],
-                              capture_output=True, text=True)
-
-    mounted = mount("size=256k")
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {mounted.stderr.strip()}")
+    assert _mount_tmpfs(folder, "size=256k").returncode == 0
 
     def resize(size):
-        assert mount("remount", f"size={size}").returncode == 0
+        assert _mount_tmpfs(folder, "remount", f"size={size}").returncode == 0
 
     yield folder, resize
     subprocess.run(["umount", "--lazy", str(folder)], check=True)
