@@ -109,17 +109,17 @@ def tmpfs_refusal():
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """`(folder, resize)`: a file system of its own (tmpfs, 256 KiB) to fill, and `resize(size)`
-    that grows it (a size as mount takes it, "4m"). Where none can be mounted, the test is
-    skipped at collection, saying why (`pytest_collection_modifyitems`)."""
+    """`(folder, remount)`: a file system of its own (tmpfs, 256 KiB) to fill, and `remount(option)`
+    that changes it as mount's options do ("size=4m" grows it, "ro" makes it read-only). Where
+    none can be mounted, the test is skipped at collection, saying why (`pytest_collection_modifyitems`)."""
     folder = tmp_path / "disk"
     folder.mkdir()
     assert _mount_tmpfs(folder, "size=256k").returncode == 0
 
-    def resize(size):
-        assert _mount_tmpfs(folder, "remount", f"size={size}").returncode == 0
+    def remount(option):
+        assert _mount_tmpfs(folder, "remount", option).returncode == 0
 
-    yield folder, resize
+    yield folder, remount
     subprocess.run(["umount", "--lazy", str(folder)], check=True)
 
 

@@ -57,3 +57,13 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, small_disk, capsys)
         f"keras-textattn: error: no space left on the device that holds {disk}: free some space there, then run the "
         "command again (nothing half-written was left)")
     assert os.listdir(disk) == []
+
+
+def test_a_read_only_disk_is_one_line_naming_the_folder(tmp_path, small_disk, capsys):
+    """EROFS named the lock file that found it (`[Errno 30] Read-only file system: '.../.run.lock'`)."""
+    disk, remount = small_disk
+    remount("ro")
+    (tmp_path / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    assert main(["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "4"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"keras-textattn: error: {disk} is on a read-only file system: write the output somewhere else")

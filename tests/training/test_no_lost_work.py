@@ -165,8 +165,8 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
     """On a disk with room for one checkpoint, training stops at the second in one line (exit 2)
     that says where and what next; with room again, the same command resumes after the first.
     HDF5 failing mid-checkpoint used to leave a file it could not close: a segfault at exit."""
-    disk, resize = small_disk
-    resize("800k")  # the run's files and one checkpoint (~600 KB), not two
+    disk, remount = small_disk
+    remount("size=800k")  # the run's files and one checkpoint (~600 KB), not two
     output = disk / "run"
     args = [*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", "2"]
     result = _run(args)
@@ -175,7 +175,7 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
         f"keras-textattn: error: no space left on the device that holds {output / 'backup'}: free some space there, "
         "then run the same command again: it resumes from the last checkpoint, if any")
     assert os.listdir(output / "backup") == ["epoch-0001-batch-000000.weights.h5"]  # no temporary file left
-    resize("4m")
+    remount("size=4m")
     result = _run(args)
     assert result.returncode == 0, result.stderr[-2000:]
     assert _metrics(output)["resumed_from_epoch"] == 1

@@ -674,7 +674,7 @@ def test_a_full_disk_ends_the_search_in_one_line_and_the_same_command_resumes(ti
     """A trial's checkpoint that does not fit ends the search (exit 2, one line saying where and
     what next), where keras-tuner failed every trial in turn and HDF5's half-written file made
     Python segfault as it exited; with room again, the same command finishes the search."""
-    disk, resize = small_disk
+    disk, remount = small_disk
     command = _cli("tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
                    "--directory", disk / "search", "--quiet")
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -682,7 +682,7 @@ def test_a_full_disk_ends_the_search_in_one_line_and_the_same_command_resumes(ti
     assert result.stderr.strip().splitlines()[-1] == (
         f"keras-textattn: error: no space left on the device that holds {disk / 'search' / 'scalable_attention' / 'trial_0'}"
         ": free some space there, then run the same command again: the search resumes")
-    resize("8m")
+    remount("size=8m")
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len((disk / "search" / "trials.csv").read_text().splitlines()) == 4  # 3 trials in all
