@@ -20,6 +20,11 @@ TILDE_PATHS = [
 ]
 
 
+def _texts(folder):
+    """`folder/texts.csv`: 20 rows of one text of six words, for `vectors`."""
+    (folder / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+
+
 @pytest.mark.parametrize("argv", TILDE_PATHS, ids=[argv[0] for argv in TILDE_PATHS])
 def test_a_path_given_with_a_tilde_is_under_home(argv, tmp_path, monkeypatch):
     """`--output=~/runs` reaches the program as written (a shell expands `~` only at the start of
@@ -38,7 +43,7 @@ def test_vectors_written_to_a_tilde_path_land_under_home(tmp_path, monkeypatch):
     folder, and nothing is made in the working directory."""
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir(), work.mkdir()
-    (home / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    _texts(home)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
     assert main(["vectors", "--data=~/texts.csv", "--output=~/v.vec", "--dimension", "4"]) == 0
@@ -50,7 +55,7 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, small_disk, capsys)
     """Python's `OSError` ENOSPC names no file here (the vectors are written to a temporary file):
     the line names the folder of --output, and no file is left."""
     disk, _ = small_disk
-    (tmp_path / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    _texts(tmp_path)
     command = ["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "20000"]
     assert main(command) == 2  # 6 words of 20,000 numbers: about 1 MB
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
@@ -63,7 +68,7 @@ def test_a_read_only_disk_is_one_line_naming_the_folder(tmp_path, small_disk, ca
     """EROFS named the lock file that found it (`[Errno 30] Read-only file system: '.../.run.lock'`)."""
     disk, remount = small_disk
     remount("ro")
-    (tmp_path / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    _texts(tmp_path)
     assert main(["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "4"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"keras-textattn: error: {disk} is on a read-only file system: write the output somewhere else")
