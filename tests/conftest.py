@@ -4,8 +4,19 @@ import pathlib
 import subprocess
 import tempfile
 
-import keras
-import pytest
+# The layer tests compare float32 outputs with NumPy's at 1e-5. On an NVIDIA GPU, JAX, TensorFlow
+# and PyTorch multiply float32 matrices in TF32 by default, which differs by up to about 1e-2
+# (README, "Backends"): the tests ask for float32 arithmetic, here and in the processes they start.
+os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
+
+import keras  # noqa: E402
+import pytest  # noqa: E402
+
+if keras.backend.backend() == "jax":  # JAX may have read its settings before this file
+    import jax
+
+    jax.config.update("jax_default_matmul_precision", "highest")
 
 
 def shared_data_dir():
