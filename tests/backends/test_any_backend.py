@@ -98,6 +98,20 @@ def test_tensorflow_only_parts_say_so_on_another_backend():
     assert all("needs the TensorFlow backend" in message and repr(backend) in message for message in messages)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None and keras.backend.backend() == "tensorflow",
+                    reason="JAX not installed (CI installs it; see .ci/run)")
+def test_layers_and_models_need_no_tensorflow(tmp_path):
+    """A JAX or PyTorch user without TensorFlow imports the package, builds every paper model and
+    saves and loads it (this run's backend, or JAX in the TensorFlow run)."""
+    backend = "jax" if keras.backend.backend() == "tensorflow" else keras.backend.backend()
+    script = os.path.join(os.path.dirname(__file__), "_without_tensorflow.py")
+    result = subprocess.run([sys.executable, script, str(tmp_path), json.dumps(PAPER_MODELS)],
+                            env=dict(os.environ, KERAS_BACKEND=backend), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert sorted(os.listdir(tmp_path)) == sorted(f"{name}.keras" for name in PAPER_MODELS)
+
+
 @NOT_ALL_BACKENDS
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the chain starts on TensorFlow; run once, in the TensorFlow run")
 def test_keras_files_round_trip_across_all_backends(tmp_path):
