@@ -29,8 +29,7 @@ sys.meta_path.insert(0, NoTensorFlow())
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-import keras_textattn  # noqa: E402, F401
-import keras_textattn.layers  # noqa: E402, F401
+import keras_textattn.layers  # noqa: E402, F401  (the package, then its layers)
 from keras_textattn.models import build_model  # noqa: E402
 
 folder = sys.argv[1]
