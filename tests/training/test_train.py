@@ -581,7 +581,7 @@ def test_fine_tuning_refuses_a_run_that_diverged(source_run, shared_data, tmp_pa
 
 
 def test_fine_tuning_from_imdb_reviews_lifts_a_small_sst2_sample(shared_data, tmp_path):
-    """Transfer learning on real data: scalable attention trained one epoch on half of IMDB's reviews
+    """Transfer learning on real data: scalable attention trained one epoch on a third of IMDB's reviews
     and fine-tuned on 500 SST-2 sentences scores well above the same model trained on those 500 alone
     (SST-2's dev set; BENCHMARKS.md has the full-data figures)."""
     from keras_textattn.training import train
@@ -591,14 +591,15 @@ def test_fine_tuning_from_imdb_reviews_lifts_a_small_sst2_sample(shared_data, tm
     with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8") as handle:
         header, *reviews = handle.readlines()
     imdb = tmp_path / "imdb.csv"
-    imdb.write_text("".join([header, *reviews[::2]]), encoding="utf-8")  # every other: both labels (sorted by label)
+    imdb.write_text("".join([header, *reviews[::3]]), encoding="utf-8")  # every third: both labels (sorted by label)
     source = train("scalable_attention", str(imdb), str(tmp_path / "imdb"), sequence_length=64, epochs=1, verbose=0)
     alone = train("scalable_attention", str(sample), str(tmp_path / "alone"), validation_data=dev, verbose=0)
     tuned = train(data=str(sample), output=str(tmp_path / "tuned"), init_from=str(tmp_path / "imdb"),
                   validation_data=dev, verbose=0)
-    assert source["accuracy"]["validation"] > 0.75
-    # Measured: 0.733 against 0.612 (the IMDB run alone: 0.772 on its held-out reviews).
-    assert tuned["accuracy"]["validation"] > max(0.70, alone["accuracy"]["validation"] + 0.08), (tuned, alone)
+    assert source["accuracy"]["validation"] > 0.70
+    # Measured: 0.706 against 0.612 (the IMDB run alone: 0.731 on its held-out reviews; from half of
+    # them: 0.733 against 0.612, and 0.772).
+    assert tuned["accuracy"]["validation"] > max(0.68, alone["accuracy"]["validation"] + 0.07), (tuned, alone)
 
 
 # -------------------------------------------------------------------- resume
