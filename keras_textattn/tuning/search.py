@@ -451,7 +451,6 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
                                             vectors_vocabulary)
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
-    os.makedirs(directory, exist_ok=True)
     _check_same_search(directory, config, tuner)
 
     encoder_path = os.path.join(directory, "encoder.keras")
@@ -470,6 +469,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
             encoder.extend_vocabulary(vectors_words(config.embeddings["source"], vectors_vocabulary))
     hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
     hypermodel.check_space()  # before the directory records this search: a mended config may start it
+    os.makedirs(directory, exist_ok=True)  # only now: a search refused before it starts leaves no folder behind
     _record_search(directory, config, tuner)
     if new_encoder:
         save_encoder(encoder_path, encoder)
