@@ -26,6 +26,7 @@ from keras_textattn._files import write_text
 from keras_textattn._scores import macro_f1
 from keras_textattn.datasets import ADAPT_ROWS
 from keras_textattn.datasets import check_class_weight
+from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
@@ -776,11 +777,14 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                             cache=cache)
 
     train_batches = train_batches_of(dataset["train"], batch_size, rows["train"])
-    validation_batches = make_batches(dataset["validation"], encoder, batch_size, rows=rows["validation"], cache=cache)
+    predict_batch_size = inference_batch_size(batch_size)  # validation and the scores below: no gradients
+    validation_batches = make_batches(dataset["validation"], encoder, predict_batch_size, rows=rows["validation"],
+                                      cache=cache)
     if distribute == "mirrored":
-        train_batches, validation_batches = (_even_first_batch(batches, rows[split], batch_size, strategy, split)
-                                             for batches, split in ((train_batches, "train"),
-                                                                    (validation_batches, "validation")))
+        train_batches, validation_batches = (_even_first_batch(batches, rows[split], size, strategy, split)
+                                             for batches, split, size in ((train_batches, "train", batch_size),
+                                                                          (validation_batches, "validation",
+                                                                           predict_batch_size)))
     history_path = os.path.join(output, "history.csv")
     backup = os.path.join(output, "backup")
     monitor = arguments["early_stopping_monitor"] or "loss"
@@ -832,7 +836,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
 
     accuracy, f1 = {}, {}
     for split, count in rows.items():
-        batches = make_batches(dataset[split], encoder, batch_size, rows=count, cache=False)
+        batches = make_batches(dataset[split], encoder, predict_batch_size, rows=count, cache=False)
         accuracy[split], f1[split] = _scores(classifier, dataset[split], batches)
     seconds = history.get("seconds", [])
     metrics = {
@@ -972,7 +976,8 @@ def _even_first_batch(batches, rows, batch_size, strategy, split):
 def _scores(classifier, rows, batches):
     """Accuracy and macro F1 (`macro_f1`) of `classifier` on `batches`, the unshuffled
     batches of the `(text, label)` `rows`."""
-    truth = np.fromiter(rows.map(lambda _, label: label).as_numpy_iterator(), dtype=np.int64)
+    labels = rows.map(lambda _, label: label).batch(65_536)  # in blocks: row by row took a second per 10,000
+    truth = np.concatenate([np.zeros(0, np.int64), *labels.as_numpy_iterator()]).astype(np.int64)
     predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
     return float(np.mean(truth == predicted)), macro_f1(truth, predicted)
 

@@ -22,6 +22,7 @@ from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets import ADAPT_ROWS
 from keras_textattn.datasets import check_class_weight
+from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
@@ -482,7 +483,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
                                  cache=cache, rows=(dataset.rows or {}).get("train"))
-    validation_batches = make_batches(dataset["validation"], encoder, config.batch_size, cache=cache,
+    validation_batches = make_batches(dataset["validation"], encoder, inference_batch_size(config.batch_size), cache=cache,
                                       rows=(dataset.rows or {}).get("validation"))
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     with without_optimizer_state_warning():  # hyperband starts a continued trial from its parent's checkpoint
@@ -510,7 +511,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     best = {**_preset_arguments(config), **searched}
     accuracy = {}
     for split in dataset.splits:
-        batches = make_batches(dataset[split], encoder, config.batch_size, cache=False, rows=(dataset.rows or {}).get(split))
+        batches = make_batches(dataset[split], encoder, inference_batch_size(config.batch_size), cache=False,
+                               rows=(dataset.rows or {}).get(split))
         results = best_model.evaluate(batches, verbose=0, return_dict=True)
         accuracy[split] = float(results["accuracy"])
     metrics = {"model": config.model, "preset": config.preset, "model_kwargs": _builder_arguments(best),

@@ -15,6 +15,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_textattn.datasets import DataError
+from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
@@ -457,6 +458,14 @@ def test_make_batches_shapes_shuffle_and_buckets(shared_data):
     fixed.adapt(data["train"].take(500))
     (ids, bigrams), labels = next(iter(make_batches(data["train"], fixed, 8)))
     assert ids.shape == bigrams.shape == (8, 16)
+
+
+def test_inference_batches_are_multiples_of_the_training_batch():
+    """Validation and a run's final scores predict in larger batches: a multiple of the training
+    batch (which splits evenly over a mirrored strategy's replicas, so this one does too), up to
+    256 rows and 8x the training batch; never smaller than it."""
+    sizes = (1, 8, 32, 33, 100, 256, 300)
+    assert [inference_batch_size(size) for size in sizes] == [8, 64, 256, 231, 200, 256, 300]
 
 
 def test_data_of_a_type_not_read_is_one_line(tmp_path):
