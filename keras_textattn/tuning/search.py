@@ -52,6 +52,7 @@ from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.training.train import StopOnDivergence
+from keras_textattn.training.train import accuracy_metric
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
@@ -155,7 +156,7 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             layer.embeddings.assign(rows[: self.vocabulary_size(hp)])
             layer.trainable = not self.frozen(values)
         model.compile(keras.optimizers.Adam(self.learning_rate(hp)), "sparse_categorical_crossentropy",
-                      metrics=["accuracy"])
+                      metrics=[accuracy_metric()])
         return model
 
     def learning_rate(self, hp):
@@ -203,6 +204,8 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size, length),
                                                                                                  labels))
                                   for batches in (x, validation_data))
+        if not model.optimizer.built:  # as train() builds it: the training step is then traced once, not twice
+            model.optimizer.build(model.trainable_variables)  # (after keras-tuner loaded a hyperband parent's weights)
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
 
 
