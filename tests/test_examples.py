@@ -81,7 +81,7 @@ def test_an_examples_search_uses_the_embeddings_its_run_trains_with():
         "embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}
 
 
-def test_an_examples_mistake_is_one_line(tmp_path):
+def test_an_examples_mistake_is_one_line(tmp_path, monkeypatch, capsys):
     """A user's mistake (here a missing file; offline, an unreachable TFDS dataset) ends an example
     with one line and status 2, as `keras-textattn` does, not a traceback, and leaves no run folder."""
     script = next(p for p in EXAMPLES if p.stem == "lama_imdb")
@@ -91,17 +91,23 @@ def test_an_examples_mistake_is_one_line(tmp_path):
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.splitlines()[-1] == f"lama_imdb.py: error: Data file not found: '{missing}'"
     assert "Traceback" not in result.stderr and not output.exists()
-    # --epochs 0 is train's mistake too (the example's own number of epochs replaced it silently).
-    result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output),
-                             "--epochs", "0"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2 and result.stderr.splitlines()[-1] == "lama_imdb.py: error: epochs must be a positive number; got 0"
-    # A CPU split needs a strategy to use it, and a positive count (0 was read as none; -2 failed in TensorFlow).
-    for devices, message in ((["--cpu-devices", "2"], "--cpu-devices splits the CPU for --distribute mirrored"),
-                             (["--cpu-devices", "-2", "--distribute", "mirrored"],
-                              "cpu-devices must be a positive whole number; got -2")):
-        result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output),
-                                 *devices], capture_output=True, text=True, timeout=300)
-        assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(f"lama_imdb.py: error: {message}")
+    # The flag mistakes below are run in this process (the status and the line are the same; a
+    # process of its own costs a TensorFlow import each). --epochs 0 is train's mistake too (the
+    # example's own number of epochs replaced it silently). A CPU split needs a strategy to use it,
+    # and a positive count (0 was read as none; -2 failed in TensorFlow).
+    import runpy
+
+    monkeypatch.syspath_prepend(str(script.parent))  # as Python runs a script: its folder first (its `_example`)
+    for flags, message in ((["--epochs", "0"], "epochs must be a positive number; got 0"),
+                           (["--cpu-devices", "2"], "--cpu-devices splits the CPU for --distribute mirrored"),
+                           (["--cpu-devices", "-2", "--distribute", "mirrored"],
+                            "cpu-devices must be a positive whole number; got -2")):
+        monkeypatch.setattr(sys, "argv", [str(script), "--small", "--data", str(missing), "--output", str(output), *flags])
+        with pytest.raises(SystemExit) as exit_:
+            runpy.run_path(str(script), run_name="__main__")
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].startswith(f"lama_imdb.py: error: {message}")
+        assert not output.exists()
 
 
 def test_an_examples_flags_are_checked_before_the_search_and_training(tmp_path, monkeypatch, capsys):
