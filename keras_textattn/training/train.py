@@ -470,7 +470,8 @@ def train(
         early_stopping_monitor: "loss" (None: the validation loss) or "accuracy" (the validation
             accuracy: on small sentence data the loss turns up epochs before the accuracy
             stops improving; BENCHMARKS.md, SST-2).
-        batch_size: global; None: the paper's (preset "paper"), else 32.
+        batch_size: global; None: the paper's (preset "paper"), else 32. Validation and the
+            final scores predict in larger batches (`datasets.inference_batch_size`: 256 for 32).
         optimizer: "adam" (None) or "sgd" (momentum 0.9, the LAMA paper's); learning_rate:
             None is the paper's, else 1e-3 for Adam and 0.01 for SGD; weight_decay: Keras's
             decoupled decay (each step shrinks the weights by rate x decay; None: the paper's,
