@@ -486,7 +486,8 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     cache = not dataset.streamed
     train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
                                  cache=cache, rows=(dataset.rows or {}).get("train"))
-    validation_batches = make_batches(dataset["validation"], encoder, inference_batch_size(config.batch_size), cache=cache,
+    predict_batch_size = inference_batch_size(config.batch_size)  # validation and the best model's scores
+    validation_batches = make_batches(dataset["validation"], encoder, predict_batch_size, cache=cache,
                                       rows=(dataset.rows or {}).get("validation"))
     class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     with without_optimizer_state_warning():  # hyperband starts a continued trial from its parent's checkpoint
@@ -514,8 +515,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     best = {**_preset_arguments(config), **searched}
     accuracy = {}
     for split in dataset.splits:
-        batches = make_batches(dataset[split], encoder, inference_batch_size(config.batch_size), cache=False,
-                               rows=(dataset.rows or {}).get(split))
+        batches = make_batches(dataset[split], encoder, predict_batch_size, cache=False, rows=(dataset.rows or {}).get(split))
         results = best_model.evaluate(batches, verbose=0, return_dict=True)
         accuracy[split] = float(results["accuracy"])
     metrics = {"model": config.model, "preset": config.preset, "model_kwargs": _builder_arguments(best),
