@@ -155,17 +155,20 @@ class ClientTokenizer:
             ids[index] = self.ids.get(token, OOV_ID)
         return ids
 
-    def _bigram_ids(self, tokens, length):
-        """The hashed bigrams of a row's tokens (its words past `length` included: the last
-        kept word pairs with the next one), `length` ids."""
+    def _bigram_ids(self, rows, length):
+        """The hashed bigrams of each row's tokens (its words past `length` included: the last
+        kept word pairs with the next one), `length` ids a row; one TensorFlow call for all rows."""
         import tensorflow as tf
 
         if self.bigrams_of == "vocabulary":
-            tokens = [token if token in self.ids else self.unknown for token in tokens]
-        pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:])][:length]
-        bigrams = np.zeros(length, np.int32)
-        if pairs:
-            bigrams[: len(pairs)] = tf.strings.to_hash_bucket_fast(pairs, self.config["bigram_buckets"]).numpy() + 1
+            rows = [[token if token in self.ids else self.unknown for token in tokens] for tokens in rows]
+        pairs = [[f"{a} {b}" for a, b in zip(tokens, tokens[1:])][:length] for tokens in rows]
+        bigrams = np.zeros((len(rows), length), np.int32)
+        flat = [pair for row in pairs for pair in row]
+        if flat:
+            hashed = iter(tf.strings.to_hash_bucket_fast(flat, self.config["bigram_buckets"]).numpy() + 1)
+            for row, row_pairs in enumerate(pairs):
+                bigrams[row, : len(row_pairs)] = [next(hashed) for _ in row_pairs]
         return bigrams
 
     def encode(self, text):
@@ -186,13 +189,12 @@ class ClientTokenizer:
                 rows = list(itertools.islice(filter(None, read), config["max_sentences"]))
             shape = (config["max_sentences"], width)
         else:
-            rows, shape = [self.tokens(text, limit=width + 1)], (width,)
+            rows, shape = [self.tokens(text, limit=width + 1)], (1, width)
         inputs = {"token_ids": np.full(shape, PAD_ID, np.int32)}
+        for row, tokens in enumerate(rows):
+            inputs["token_ids"][row] = self._ids(tokens, width)
         if config["bigram_buckets"]:
             inputs["bigram_ids"] = np.zeros(shape, np.int32)
-        for row, tokens in enumerate(rows):
-            index = row if config["hierarchical"] else slice(None)
-            inputs["token_ids"][index] = self._ids(tokens, width)
-            if config["bigram_buckets"]:
-                inputs["bigram_ids"][index] = self._bigram_ids(tokens, width)
-        return {name: ids[None] for name, ids in inputs.items()}
+            inputs["bigram_ids"][: len(rows)] = self._bigram_ids(rows, width)
+        # A batch of one: (1, width), or (1, sentences, width) for a hierarchical model.
+        return {name: ids[None] if config["hierarchical"] else ids for name, ids in inputs.items()}
