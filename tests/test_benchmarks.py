@@ -1,7 +1,6 @@
 """Each benchmark script runs in its smallest mode, so the scripts never rot (CI runs this)."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -23,36 +22,58 @@ def benchmark_function(module, name):
         sys.path.remove(str(BENCHMARKS))
 
 
+def run_script(script, *arguments):
+    """`(exit status, stdout, stderr)` of the benchmark script's `main(arguments)`, run in this
+    process as `python benchmarks/SCRIPT ARGUMENTS` would run it (a process of its own would spend
+    seconds importing TensorFlow again). Call it from a test that takes `capsys`."""
+    import contextlib
+    import io
+
+    main = benchmark_function(script.removesuffix(".py"), "main")
+    argv, sys.argv = sys.argv, [str(BENCHMARKS / script)]  # argparse names the script in its errors
+    sys.path.insert(0, str(BENCHMARKS))  # for the modules a script imports as it runs
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main([str(argument) for argument in arguments])
+    except SystemExit as exit_:
+        status = exit_.code
+    finally:
+        sys.argv = argv
+        sys.path.remove(str(BENCHMARKS))
+    if isinstance(status, str):  # sys.exit("message"): Python prints it and exits with 1
+        err.write(status + "\n")
+        status = 1
+    return status or 0, out.getvalue(), err.getvalue()
+
+
 def run_quick(script, results, shared_data, *options):
-    """`(command, finished process)` of a benchmark script's `--quick` mode writing to `results`."""
-    command = [sys.executable, str(BENCHMARKS / script), "--quick", "--results", str(results),
-               "--data-dir", str(shared_data), *options]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return command, run
+    """`(arguments, stdout)` of a benchmark script's `--quick` mode writing to `results`."""
+    arguments = ["--quick", "--results", results, "--data-dir", shared_data, *options]
+    status, out, err = run_script(script, *arguments)
+    assert status == 0, err[-3000:]
+    return arguments, out
 
 
 def test_accuracy_quick(shared_data, tmp_path):
     results = tmp_path / "accuracy.jsonl"
-    command, run = run_quick("accuracy.py", results, shared_data)
+    arguments, out = run_quick("accuracy.py", results, shared_data)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert {r["model"] for r in rows} == {"scalable_attention", "fasttext", "tfidf_lr"}
     assert all(r["dataset"] == "trec" and 1 / 6 < r["accuracy"] <= 1 for r in rows)
-    assert "| trec | tfidf_lr |" in run.stdout
+    assert "| trec | tfidf_lr |" in out
     # A second run finds everything done and only reports (the resume path).
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and len(results.read_text().splitlines()) == len(rows)
+    assert run_script("accuracy.py", *arguments)[0] == 0 and len(results.read_text().splitlines()) == len(rows)
     # The time-to-accuracy plot, looked at as a picture: drawn (not blank), with a point per row; a row
     # trained on a sample of the training rows (`--train-rows`) is left out, however accurate.
     with results.open("a") as handle:
         handle.write(json.dumps({"dataset": "trec", "model": "tfidf_lr@n1000", "seed": 0, "accuracy": 0.999,
                                  "train_seconds": 1.0, "parameters": 1, "train_rows": 1000}) + "\n")
     plot = tmp_path / "trec.png"
-    drawn = subprocess.run([*command, "--datasets", "trec", "--plot", str(plot)], capture_output=True, text=True,
-                           timeout=300)
-    assert drawn.returncode == 0, drawn.stderr[-3000:]
+    status, out, err = run_script("accuracy.py", *arguments, "--datasets", "trec", "--plot", plot)
+    assert status == 0, err[-3000:]
     reached = {r["model"] for r in rows if r["accuracy"] >= next(r["accuracy"] for r in rows if r["model"] == "fasttext")}
-    assert drawn.stdout.strip().endswith(", ".join(sorted(reached - {"fasttext"})) or "none")
+    assert out.strip().endswith(", ".join(sorted(reached - {"fasttext"})) or "none")
     import matplotlib.image
 
     pixels = matplotlib.image.imread(plot)[..., :3]
@@ -68,10 +89,9 @@ def test_paired_quick(shared_data):
     and the discordant counts account for the gap between the two models (n x gap = b - c)."""
     import re
 
-    run = subprocess.run([sys.executable, str(BENCHMARKS / "paired.py"), "--quick", "--data-dir", str(shared_data)],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    first, second = run.stdout.strip().splitlines()
+    status, out, err = run_script("paired.py", "--quick", "--data-dir", shared_data)
+    assert status == 0, err[-3000:]
+    first, second = out.strip().splitlines()
     linear, rows = re.fullmatch(r"trec: TF-IDF \+ LR ([\d.]+) on ([\d,]+) test rows", first).groups()
     rows = rows.replace(",", "")  # "7,600" on AG News
     ours, own, gap, only_ours, only_linear, p = re.fullmatch(
@@ -94,14 +114,13 @@ def test_ensemble_quick(shared_data):
     (row,) = ensemble_rows({0: [right_on_0_and_2, right_on_1_and_2]}, labels, np.array([True, False, True, True]))
     assert row["members"] == [0.5, 0.5] and row["accuracy"] == 0.75  # the mean is right on rows 0, 1 and 2
     assert (row["only_ours"], row["only_linear"]) == (1, 1)
-    run = subprocess.run([sys.executable, str(BENCHMARKS / "ensemble.py"), "--quick", "--data-dir", str(shared_data)],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    trained = dict(re.findall(r"^trec +(\S+) +seed 0: accuracy ([\d.]+),", run.stdout, re.M))
-    linear = float(re.search(r"^trec: TF-IDF \+ LR ([\d.]+) on 500 test rows", run.stdout, re.M).group(1))
+    status, out, err = run_script("ensemble.py", "--quick", "--data-dir", shared_data)
+    assert status == 0, err[-3000:]
+    trained = dict(re.findall(r"^trec +(\S+) +seed 0: accuracy ([\d.]+),", out, re.M))
+    linear = float(re.search(r"^trec: TF-IDF \+ LR ([\d.]+) on 500 test rows", out, re.M).group(1))
     first, second, ours, gap, only_ours, only_linear = re.search(
         r"^seed 0: members ([\d.]+) / ([\d.]+), ensemble ([\d.]+) \(([-+][\d.]+)\); right where TF-IDF \+ LR is wrong: "
-        r"(\d+), the other way: (\d+)", run.stdout, re.M).groups()
+        r"(\d+), the other way: (\d+)", out, re.M).groups()
     assert [first, second] == [trained["scalable_attention@e1"], trained["kim_cnn@e1"]]
     assert float(gap) == round(float(ours) - linear, 4) and int(only_ours) - int(only_linear) == round(float(gap) * 500)
 
@@ -117,15 +136,14 @@ def test_ensemble_on_folds_quick(shared_data):
                                         "b": np.array([[0.4, 0.6], [0.1, 0.9], [0.45, 0.55], [0.3, 0.7]])}})
     assert table.splitlines()[2:] == ["| a + b | 0.7500 ± 0.0000 | 0.7500 |", "| a | 0.5000 ± 0.0000 | 0.5000 |",
                                       "| b | 0.5000 ± 0.0000 | 0.5000 |"]
-    run = subprocess.run([sys.executable, str(BENCHMARKS / "ensemble.py"), "--quick", "--folds", "2", "--data-dir",
-                          str(shared_data)], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    folds = re.findall(r"^seed 0 fold (\d)/2 (\S+): accuracy ([\d.]+) on (\d+) rows", run.stdout, re.M)
+    status, out, err = run_script("ensemble.py", "--quick", "--folds", "2", "--data-dir", shared_data)
+    assert status == 0, err[-3000:]
+    folds = re.findall(r"^seed 0 fold (\d)/2 (\S+): accuracy ([\d.]+) on (\d+) rows", out, re.M)
     assert sorted((k, m) for k, m, _, _ in folds) == [("1", "kim_cnn"), ("1", "scalable_attention"),
                                                        ("2", "kim_cnn"), ("2", "scalable_attention")]
     assert sum(int(n) for k, m, _, n in folds if m == "kim_cnn") == 5452  # TREC's training questions, each once
-    assert re.search(r"^trec: held out, 2 folds of the 5,452 training rows; TF-IDF \+ LR 0\.[89]\d+", run.stdout, re.M)
-    table = dict(re.findall(r"^\| (\S+(?: \+ \S+)*) \| ([\d.]+) ±", run.stdout, re.M))
+    assert re.search(r"^trec: held out, 2 folds of the 5,452 training rows; TF-IDF \+ LR 0\.[89]\d+", out, re.M)
+    table = dict(re.findall(r"^\| (\S+(?: \+ \S+)*) \| ([\d.]+) ±", out, re.M))
     assert set(table) == {"scalable_attention", "kim_cnn", "scalable_attention + kim_cnn"}
     for member in ("scalable_attention", "kim_cnn"):
         pooled = sum(float(a) * int(n) for _, m, a, n in folds if m == member) / 5452
@@ -150,7 +168,7 @@ def test_cross_validation_quick(shared_data, tmp_path):
     assert sorted(np.bincount(fold)) == [40, 40, 40] and all(np.sum((fold == k) & (labels == "b")) == 10 for k in range(3))
     assert (fold != fold_of_each_row(labels, 3, 1)).any() and (fold == fold_of_each_row(labels, 3, 0)).all()
     results = tmp_path / "cross_validation.jsonl"
-    command, run = run_quick("cross_validation.py", results, shared_data)
+    arguments, out = run_quick("cross_validation.py", results, shared_data)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["model"], r["fold"]) for r in rows] == [(model, k) for model in ("scalable_attention+defaults", "tfidf_lr")
                                                        for k in (0, 1)]
@@ -159,14 +177,13 @@ def test_cross_validation_quick(shared_data, tmp_path):
         assert sum(r["validation_rows"] for r in folds) == 5452  # TREC's training questions, each validated once
         assert all(1 / 6 < r["validation_accuracy"] <= 1 for r in folds)
         pooled = sum(r["validation_accuracy"] * r["validation_rows"] for r in folds) / 5452
-        assert f"| trec | {model} | 2 | {pooled:.4f} ± 0.0000 | {pooled:.4f} | 1 |" in run.stdout
+        assert f"| trec | {model} | 2 | {pooled:.4f} ± 0.0000 | {pooled:.4f} | 1 |" in out
     # TF-IDF + LR's fold 0, recomputed here from the fold assignment: the same rows, the same figure.
     texts, labels = benchmark_function("cross_validation", "training_rows")(shared_data, "trec")
     held_out = fold_of_each_row(labels, 2, 0) == 0
     tfidf = benchmark_function("accuracy", "tfidf_classifier")(list(texts[~held_out]), labels[~held_out], 0)
     assert np.mean(tfidf.predict(list(texts[held_out])) == labels[held_out]) == rows[2]["validation_accuracy"]
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and len(results.read_text().splitlines()) == 4
+    assert run_script("cross_validation.py", *arguments)[0] == 0 and len(results.read_text().splitlines()) == 4
 
 
 def test_throughput_quick(shared_data, tmp_path):
@@ -194,32 +211,30 @@ def test_throughput_quick(shared_data, tmp_path):
 
 
 def test_adversarial_cost_quick(shared_data):
-    run = subprocess.run([sys.executable, str(BENCHMARKS / "adversarial_cost.py"), "--quick", "--data-dir", str(shared_data)],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    (row,) = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    status, out, err = run_script("adversarial_cost.py", "--quick", "--data-dir", shared_data)
+    assert status == 0, err[-3000:]
+    (row,) = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert row["model"] == "lama" and row["texts"] == 128 and row["plain"] > 0
     assert row["ratio"] == pytest.approx(row["adversarial"] / row["plain"])
 
 
 def test_presets_quick():
-    run = subprocess.run([sys.executable, str(BENCHMARKS / "presets.py"), "--quick"], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    status, out, err = run_script("presets.py", "--quick")
+    assert status == 0, err[-3000:]
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     assert [row[0].strip() for row in rows[1:]] == ["scalable_attention", "kim_cnn"]
     for row in rows[1:]:
         paper_parameters, cpu_parameters = (int(cell.replace(",", "")) for cell in row[1:3])
         assert cpu_parameters < paper_parameters and float(row[5].strip(" x")) > 0
 
 
-def test_full_length_quick(shared_data):
+def test_full_length_quick(shared_data, monkeypatch):
     """Both steps on TREC: the ids file (every training and test text, word2vec vectors) and a trained row."""
-    run = subprocess.run([sys.executable, str(BENCHMARKS / "full_length.py"), "--quick"], capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "KERAS_TEXTATTN_DATA": str(shared_data)})
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "trec.npz: 5452 / 500 texts of 32 ids" in run.stdout
-    row = json.loads(run.stdout.strip().splitlines()[-1])
+    monkeypatch.setenv("KERAS_TEXTATTN_DATA", str(shared_data))
+    status, out, err = run_script("full_length.py", "--quick")
+    assert status == 0, err[-3000:]
+    assert "trec.npz: 5452 / 500 texts of 32 ids" in out
+    row = json.loads(out.strip().splitlines()[-1])
     assert row["model"] == "scalable_attention+paper_w2v@32" and row["loss_on"] == "logits"
     assert 1 / 6 < row["accuracy"] <= 1 and row["epochs_trained"] == 1
 
@@ -234,14 +249,14 @@ def test_validation_split_quick(shared_data, tmp_path):
     assert held_out("random", 0, labels, ids).sum() == 20 and (held_out("random", 0, labels, ids) != block).any()
     assert sorted(ids[held_out("id_block", 1, labels, ids, blocks=5) & (labels == 0)]) == list(range(20, 40))
     results = tmp_path / "validation_split.jsonl"
-    _, run = run_quick("validation_split.py", results, shared_data, "--hide-test")
+    _, out = run_quick("validation_split.py", results, shared_data, "--hide-test")
     similarity, *rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert similarity["similarity"]["consecutive"] > 2 * similarity["similarity"]["random"]
     assert [(row["model"], row["carve"]) for row in rows] == [("tfidf_lr@quick", "random"), ("tfidf_lr@quick", "id_block")]
     assert all(0.7 < row["validation"] <= 1 and 0.7 < row["test"] <= 1 for row in rows)
     # --hide-test: the test figures are recorded, and printed nowhere (run lines and table)
-    assert "held out" in run.stdout and "| tfidf_lr@quick | id_block |" in run.stdout
-    assert "test" not in run.stdout
+    assert "held out" in out and "| tfidf_lr@quick | id_block |" in out
+    assert "test" not in out
     table = benchmark_function("validation_split", "report")(rows)
     assert "| test accuracy |" in table and f"| {rows[1]['test']:.3f} ± 0.000 |" in table
 
@@ -271,25 +286,27 @@ def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_p
     `--hide-test`: the run prints the held-out figure, not the test one (recorded all the same),
     and `--report --hide-test` is the table of held-out figures; plain rows refuse it too."""
     results = tmp_path / "accuracy.jsonl"
-    script = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results)]
-    plain = [*script, "--datasets", "sst2", "--seeds", "0", "--data-dir", str(shared_data)]
-    run = subprocess.run([*plain, "--official-validation", "--models", "scalable_attention+unweighted", "--hide-test"],
-                         check=True, capture_output=True, text=True)
+    script = ["--results", results]
+    plain = [*script, "--datasets", "sst2", "--seeds", "0", "--data-dir", shared_data]
+    status, out, err = run_script("accuracy.py", *plain, "--official-validation", "--models",
+                                  "scalable_attention+unweighted", "--hide-test")
+    assert status == 0, err[-3000:]
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert row["model"] == "scalable_attention+unweighted@dev" and 0.6 < row["accuracy"] <= 1
     assert abs(row["validation_accuracy"] * 872 - round(row["validation_accuracy"] * 872)) < 1e-6
     held_out, test = f"{row['validation_accuracy']:.4f}", f"{row['accuracy']:.4f}"
-    assert held_out != test and f"held-out accuracy {held_out}" in run.stdout
-    assert test not in run.stdout
-    assert f"| sst2 | scalable_attention+unweighted@dev | {row['validation_accuracy']:.3f} | 1 |" in run.stdout
-    report = subprocess.run([*script, "--report"], check=True, capture_output=True, text=True).stdout
+    assert held_out != test and f"held-out accuracy {held_out}" in out
+    assert test not in out
+    assert f"| sst2 | scalable_attention+unweighted@dev | {row['validation_accuracy']:.3f} | 1 |" in out
+    status, report, _ = run_script("accuracy.py", *script, "--report")
+    assert status == 0
     assert f"| sst2 | scalable_attention+unweighted@dev | {row['accuracy']:.3f} | 1 |" in report
     for models, option, message in ((["scalable_attention"], "--official-validation", "--official-validation is for"),
                                     (["scalable_attention+unweighted", "tfidf_lr"], "--hide-test",
                                      "--hide-test is for the rows run through train() ('+' rows), the ones that hold "
                                      "data out; not tfidf_lr")):
-        refused = subprocess.run([*plain, "--models", *models, option], capture_output=True, text=True)
-        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        status, _, err = run_script("accuracy.py", *plain, "--models", *models, option)
+        assert status == 2 and message in err, err
 
 
 def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
@@ -317,14 +334,13 @@ def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
         sample(whole, 5452, 0)
 
     results = tmp_path / "accuracy.jsonl"
-    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "trec",
-               "--seeds", "0", "--data-dir", str(shared_data), "--train-rows", "1000"]
-    subprocess.run([*command, "--models", "tfidf_lr"], check=True, capture_output=True, text=True, timeout=300)
+    command = ["--results", results, "--datasets", "trec", "--seeds", "0", "--data-dir", shared_data, "--train-rows", 1000]
+    assert run_script("accuracy.py", *command, "--models", "tfidf_lr")[0] == 0
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert (row["model"], row["train_rows"]) == ("tfidf_lr@n1000", len(sampled_texts))
     assert row["accuracy"] == tfidf_classifier(sampled_texts, sampled_labels, 0).score(test_texts, test_labels)
-    refused = subprocess.run([*command, "--models", "scalable_attention+defaults"], capture_output=True, text=True)
-    assert refused.returncode == 2 and "--train-rows is for the plain Keras models, fastText and TF-IDF" in refused.stderr
+    status, _, err = run_script("accuracy.py", *command, "--models", "scalable_attention+defaults")
+    assert status == 2 and "--train-rows is for the plain Keras models, fastText and TF-IDF" in err
 
 
 @pytest.mark.parametrize("row, message", [
@@ -338,12 +354,10 @@ def test_other_corpora_reading_the_datasets_own_files_are_refused(shared_data, t
     on IMDB's training reviews: fine for SST-2's rows, refused for IMDB's own (before any training;
     nothing recorded)."""
     results = tmp_path / "accuracy.jsonl"
-    refused = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(results), "--datasets", "imdb",
-         "--models", row, "--seeds", "0", "--data-dir", str(shared_data)],
-        capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 1
-    assert refused.stderr.strip().endswith(message)
+    status, _, err = run_script("accuracy.py", "--results", results, "--datasets", "imdb", "--models", row, "--seeds", 0,
+                                "--data-dir", shared_data)
+    assert status == 1
+    assert err.strip().endswith(message)
     assert not results.exists() or not results.read_text().strip()
 
 
@@ -357,8 +371,7 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
     assert row_suffix(split_long_sentences=True) == "@split_long_sentences"
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine", adversarial=0.05) == "@768@v2000@b200000@cosine@adv0.05"
-    command = [sys.executable, str(BENCHMARKS / "accuracy.py"), "--results", str(tmp_path / "accuracy.jsonl"),
-               "--datasets", "trec", "--seeds", "0", "--data-dir", str(shared_data)]
+    command = ["--results", tmp_path / "accuracy.jsonl", "--datasets", "trec", "--seeds", "0", "--data-dir", shared_data]
     for models, option, message in (
             (["scalable_attention"], ["--lr-schedule", "plateau"], "--lr-schedule is for the plain Keras models"),
             (["fasttext"], ["--lr-schedule", "cosine"], "--lr-schedule is for the plain Keras models"),
@@ -367,8 +380,8 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
             (["scalable_attention", "tfidf_lr"], ["--save-probabilities", str(tmp_path)],
              "--save-probabilities is for the plain Keras models"),
             (["lama+defaults"], ["--adversarial", "0.05"], "--adversarial is for the plain Keras models")):
-        refused = subprocess.run(command + ["--models", *models, *option], capture_output=True, text=True, timeout=120)
-        assert refused.returncode == 2 and message in refused.stderr
+        status, _, err = run_script("accuracy.py", *command, "--models", *models, *option)
+        assert status == 2 and message in err
     assert not (tmp_path / "accuracy.jsonl").exists()
 
 
@@ -379,8 +392,7 @@ def test_scripts_check_their_seeds():
     assert seed_number("0") == 0 and seed_number(str(2**32 - 1)) == 2**32 - 1
     for script, step in (("accuracy.py", []), ("cross_validation.py", []), ("ensemble.py", []), ("paired.py", []),
                          ("full_length.py", ["fit", "ids.npz"])):
-        run = subprocess.run([sys.executable, str(BENCHMARKS / script), *step, "--seeds", "1", "-1"],
-                             capture_output=True, text=True, timeout=120)
-        assert run.returncode == 2 and run.stderr.splitlines()[-1] == (
+        status, _, err = run_script(script, *step, "--seeds", "1", "-1")
+        assert status == 2 and err.splitlines()[-1] == (
             f"{' '.join([script, *step[:1]])}: error: argument --seeds: a seed is a whole number from 0 to 4294967295; "
             "got '-1'")
