@@ -138,7 +138,7 @@ def test_export_never_writes_over_its_run(run_copy, tmp_path, capsys, where):
     ],
     ids=["kill-after-fit", "ctrl-c-next-epoch"],
 )
-def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, epochs, sig):
+def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, capsys, epochs, sig):
     output = tmp_path / "run"
     args = [*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", str(epochs),
             "--checkpoint-every", "1000", "--batch-size", "64"]  # 26 batches an epoch
@@ -151,8 +151,7 @@ def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, epochs, 
         )
     assert not (output / "metrics.json").exists()
     (output / ".tmp-x8q2model.keras").write_bytes(b"PK")  # as a kill inside save_run leaves
-    result = _run(args)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert main(["train", *args]) == 0, capsys.readouterr().err[-2000:]
     metrics = _metrics(output)
     assert metrics["resumed_from_epoch"] == 1
     assert metrics["history"]["epoch"] == [float(e) for e in range(epochs)]  # no epoch trained twice
@@ -161,7 +160,7 @@ def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, epochs, 
                                           "model.keras", "run.json", "vocabulary.txt"]
 
 
-def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(shared_data, small_disk):
+def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(shared_data, small_disk, capsys):
     """On a disk with room for one checkpoint, training stops at the second in one line (exit 2)
     that says where and what next; with room again, the same command resumes after the first.
     HDF5 failing mid-checkpoint used to leave a file it could not close: a segfault at exit."""
@@ -176,8 +175,7 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
         "then run the same command again: it resumes from the last checkpoint, if any")
     assert os.listdir(output / "backup") == ["epoch-0001-batch-000000.weights.h5"]  # no temporary file left
     remount("size=4m")
-    result = _run(args)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert main(["train", *args]) == 0, capsys.readouterr().err[-2000:]
     assert _metrics(output)["resumed_from_epoch"] == 1
 
 
