@@ -422,44 +422,35 @@ def _first_rows(shared_data, dataset, tmp_path, rows=300):
     return data, lines
 
 
-def test_hcan_splits_long_sentences_when_asked(shared_data, tmp_path, capsys):
+def test_hcan_splits_long_sentences_and_reads_hashed_bigrams_when_asked(shared_data, tmp_path, capsys):
     """R8's texts have no sentence ends: with --split-long-sentences the rows chosen (and the
-    saved encoder) read them whole, a text of more than 64 words taking several rows."""
+    saved encoder) read them whole, a text of more than 64 words taking several rows. With
+    `--bigram-buckets` as well, the saved encoder gives bigram ids of the token ids' shape, the
+    model has the bigram table, and the run folder and its TFLite export (whose client computes
+    the rows and the bigrams in Python) predict raw text as the model does."""
+    from keras_textattn import export
+    from keras_textattn.inference import Classifier
     from keras_textattn.run_folder import load_run
     from keras_textattn.text import TextEncoder
 
     data, lines = _first_rows(shared_data, "r8", tmp_path)
     output = tmp_path / "run"
     assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
-                 "--max-tokens", "2000", "--split-long-sentences"]) == 0
+                 "--max-tokens", "2000", "--split-long-sentences", "--bigram-buckets", "5000"]) == 0
     printed = capsys.readouterr().out
     metrics = _metrics(output)
     rows = metrics["encoder"]["max_sentences"]
     assert metrics["encoder"]["split_long_sentences"] and metrics["encoder"]["sequence_length"] == 64 and rows > 2
     assert f"sequence_length 64, max_sentences {rows}" in printed
     assert json.loads((output / "run.json").read_text())["split_long_sentences"] is True
-    _, encoder, _ = load_run(output)
+    model, encoder, _ = load_run(output)
     texts = [line.split(",", 1)[1] for line in lines[1:]]
     counts = TextEncoder().count_tokens(texts)
     text, words = next((t, int(c)) for t, c in zip(texts, counts) if 64 < c <= 64 * rows)  # longer than a row
-    assert int((keras.ops.convert_to_numpy(encoder([text])) > 0).sum()) == words
+    assert int((keras.ops.convert_to_numpy(encoder([text])[0]) > 0).sum()) == words
 
-
-def test_hcan_reads_hashed_bigrams_when_asked(shared_data, tmp_path):
-    """`--bigram-buckets` for HCAN: the saved encoder gives bigram ids of the token ids' shape, the
-    model has the bigram table, and the run folder and its TFLite export (whose client computes the
-    bigrams in Python) predict raw text as the model does."""
-    from keras_textattn import export
-    from keras_textattn.inference import Classifier
-    from keras_textattn.run_folder import load_run
-
-    data, lines = _first_rows(shared_data, "sst2", tmp_path)
-    output = tmp_path / "run"
-    assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
-                 "--bigram-buckets", "5000", "--quiet"]) == 0
-    assert _metrics(output)["encoder"]["bigram_buckets"] == 5000
-    model, encoder, _ = load_run(output)
-    texts = [line.split(",", 1)[1] for line in lines[1:4]]
+    assert metrics["encoder"]["bigram_buckets"] == 5000
+    texts = [text, *texts[:3]]
     ids, bigrams = (keras.ops.convert_to_numpy(x) for x in encoder(texts))
     assert ids.shape == bigrams.shape and ((bigrams > 0) <= (ids > 0)).all() and (bigrams > 0).any()
     assert model.get_layer("bigram_embedding").input_dim == 5001
