@@ -166,9 +166,9 @@ class ClientTokenizer:
         bigrams = np.zeros((len(rows), length), np.int32)
         flat = [pair for row in pairs for pair in row]
         if flat:
-            hashed = iter(tf.strings.to_hash_bucket_fast(flat, self.config["bigram_buckets"]).numpy() + 1)
-            for row, row_pairs in enumerate(pairs):
-                bigrams[row, : len(row_pairs)] = [next(hashed) for _ in row_pairs]
+            hashed = tf.strings.to_hash_bucket_fast(flat, self.config["bigram_buckets"]).numpy() + 1
+            for row, values in enumerate(np.split(hashed, np.cumsum([len(row) for row in pairs])[:-1])):
+                bigrams[row, : len(values)] = values
         return bigrams
 
     def encode(self, text):

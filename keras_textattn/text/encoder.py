@@ -308,8 +308,8 @@ class TextEncoder(keras.layers.Layer):
             tokens, _, frequency = tf.unique_with_counts(self.tokenize(texts).flat_values)
             return tokens, frequency
 
-        # Batches are tokenised and counted on parallel calls (IMDB's 25,000 reviews: 24 s one batch
-        # after another on 2 cores, 11 s), then summed here.
+        # Batches are tokenised and counted on parallel calls, then summed here (IMDB's 25,000
+        # reviews on 2 cores: 11 s; 27 s one batch after another; BENCHMARKS.md).
         counts = collections.Counter()
         for tokens, frequency in data.map(batch_counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE):
             counts.update(dict(zip(tokens.numpy().tolist(), frequency.numpy().tolist())))
