@@ -25,7 +25,7 @@ def benchmark_function(module, name):
 def run_script(script, *arguments):
     """`(exit status, stdout, stderr)` of the benchmark script's `main(arguments)`, run in this
     process as `python benchmarks/SCRIPT ARGUMENTS` would run it (a process of its own would spend
-    seconds importing TensorFlow again). Call it from a test that takes `capsys`."""
+    seconds importing TensorFlow again)."""
     import contextlib
     import io
 
