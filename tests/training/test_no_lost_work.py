@@ -37,6 +37,7 @@ from .test_train import _command
 from .test_train import _kill_when
 from .test_train import _metrics
 from .test_train import _run
+from .test_train import _run_here
 
 pytestmark = pytest.mark.xdist_group("no_lost_work")  # one worker trains the shared finished run
 
@@ -151,7 +152,8 @@ def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, capsys, 
         )
     assert not (output / "metrics.json").exists()
     (output / ".tmp-x8q2model.keras").write_bytes(b"PK")  # as a kill inside save_run leaves
-    assert main(["train", *args]) == 0, capsys.readouterr().err[-2000:]
+    status, err = _run_here(args, capsys)
+    assert status == 0, err[-2000:]
     metrics = _metrics(output)
     assert metrics["resumed_from_epoch"] == 1
     assert metrics["history"]["epoch"] == [float(e) for e in range(epochs)]  # no epoch trained twice
@@ -175,7 +177,8 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
         "then run the same command again: it resumes from the last checkpoint, if any")
     assert os.listdir(output / "backup") == ["epoch-0001-batch-000000.weights.h5"]  # no temporary file left
     remount("size=4m")
-    assert main(["train", *args]) == 0, capsys.readouterr().err[-2000:]
+    status, err = _run_here(args, capsys)
+    assert status == 0, err[-2000:]
     assert _metrics(output)["resumed_from_epoch"] == 1
 
 
