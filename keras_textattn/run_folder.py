@@ -122,8 +122,9 @@ def save_encoder(path, encoder):
 @contextlib.contextmanager
 def without_optimizer_state_warning():
     """Silence Keras's "Skipping variable loading for optimizer" while loading trained weights into
-    a model whose optimizer has not run yet (a mixed_float16 run's loss-scale optimizer, a keras-tuner
-    trial's checkpoint): the optimizer state is not needed to predict, evaluate or export."""
+    a model whose optimizer does not match the saved one (a keras-tuner trial's checkpoint; a
+    mixed_float16 run saved before `compile_classifier` named its loss-scale optimizer): the optimizer
+    state is not needed to predict, evaluate or export."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
         yield

@@ -762,8 +762,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                             arguments["dtype_policy"])
         embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
         initialised_from = _initialise_from(classifier, source_model, arguments["init_from"], verbose)
-        classifier.compile(optimizer=_optimizer(arguments), loss="sparse_categorical_crossentropy",
-                           metrics=[accuracy_metric()])
+        compile_classifier(classifier, _optimizer(arguments))
         # Built here, not by Keras inside the first trace of the training step: a traced function
         # that creates variables is traced a second time (HCAN on 300 SST-2 sentences: 22.7 s ->
         # 16.2 s with `accuracy_metric`).
@@ -802,7 +801,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         trained = classifier
         classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, {}, arguments["dtype_policy"])
         classifier.set_weights(trained.get_weights())
-        classifier.compile(loss="sparse_categorical_crossentropy", metrics=[accuracy_metric()])
+        compile_classifier(classifier, _optimizer(arguments))  # the run's optimizer in model.keras's config
     else:
         resumed_from_epoch = restore(classifier, backup) if resume else 0
         _keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
@@ -973,6 +972,18 @@ def _even_first_batch(batches, rows, batch_size, strategy, split):
         return tf.data.Dataset.from_tensors(parts[0]).concatenate(tf.data.Dataset.from_tensors(parts[1]))
 
     return batches.flat_map(two_batches)
+
+
+def compile_classifier(model, optimizer):
+    """Compile `model` for integer labels with `optimizer` and `accuracy_metric`, the optimizer
+    wrapped in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
+    wraps it too, but the saved compile config then names the bare optimizer, and
+    `keras.models.load_model` rebuilds a functional model under the loader's global dtype policy
+    (its config keeps none): the model came back with the bare optimizer (no loss scaling when
+    trained further) and its saved optimizer state was skipped, with Keras's warning."""
+    if model.dtype_policy.name == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale_optimizer")
+    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=[accuracy_metric()])
 
 
 def accuracy_metric():

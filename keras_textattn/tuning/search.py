@@ -52,7 +52,7 @@ from keras_textattn.training.train import check_embeddings
 from keras_textattn.training.train import check_preset
 from keras_textattn.training.train import choose_lengths_saying_so
 from keras_textattn.training.train import StopOnDivergence
-from keras_textattn.training.train import accuracy_metric
+from keras_textattn.training.train import compile_classifier
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
@@ -155,8 +155,7 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             rows, _ = self.embedding_rows(layer.output_dim)
             layer.embeddings.assign(rows[: self.vocabulary_size(hp)])
             layer.trainable = not self.frozen(values)
-        model.compile(keras.optimizers.Adam(self.learning_rate(hp)), "sparse_categorical_crossentropy",
-                      metrics=[accuracy_metric()])
+        compile_classifier(model, keras.optimizers.Adam(self.learning_rate(hp)))
         return model
 
     def learning_rate(self, hp):

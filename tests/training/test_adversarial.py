@@ -9,6 +9,7 @@ from keras_textattn.models import build_model
 from keras_textattn.run_folder import load_run
 from keras_textattn.training import train
 from keras_textattn.training import use_adversarial_training
+from keras_textattn.training.train import compile_classifier
 from keras_textattn.training.adversarial import _adversarial_direction
 from tests.small_models import SMALL
 
@@ -117,13 +118,14 @@ def test_every_builder_trains_adversarially_and_keeps_its_saved_form(name, tmp_p
     ids = np.random.default_rng(0).integers(1, 30, (8, 2, 5) if hierarchical else (8, 10))
     ids[:, -1] = 0  # padding
     inputs = ids if hierarchical else (ids, ids % 8)
-    model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
+    compile_classifier(model, keras.optimizers.Adam(1e-2))  # as train() compiles
     use_adversarial_training(model, 0.05)
     history = model.fit(inputs, np.arange(8) % 2, batch_size=4, epochs=1, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     model.save(tmp_path / "model.keras")
     loaded = keras.models.load_model(tmp_path / "model.keras")
     np.testing.assert_allclose(loaded.predict(inputs, verbose=0), model.predict(inputs, verbose=0), atol=1e-6)
+    assert int(loaded.optimizer.iterations) == int(model.optimizer.iterations) > 0  # its state loaded too
 
 
 def test_train_records_it_and_refuses_a_bad_epsilon(shared_data, tmp_path):

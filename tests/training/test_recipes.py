@@ -4,6 +4,7 @@ gradient clipping, hashed bigrams for any model, and the "paper" preset that set
 import csv
 import gzip
 import json
+import math
 import os
 import re
 
@@ -340,8 +341,9 @@ def test_early_stopping_on_accuracy_keeps_the_most_accurate_epoch(tmp_path):
 
 def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwarn):
     """`--dtype-policy mixed_float16` (GPU training): the model computes in float16 with float32
-    weights (Keras scales the loss), learns, leaves Keras's global policy as it was, and the run
-    folder predicts (without Keras's warning that the loss-scale optimizer does not load back)
+    weights (Keras scales the loss), learns, leaves Keras's global policy as it was; its model.keras
+    loads under the float32 global policy with its loss-scale optimizer and that optimizer's state
+    (without Keras's warning that the optimizer does not load back), and the run folder predicts
     and converts to TFLite (computing in float32)."""
     from keras_textattn import export
     from keras_textattn.inference import predict
@@ -356,6 +358,10 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
     model = load_run(tmp_path / "run")[0]
     attention = model.get_layer("attention")
     assert attention.compute_dtype == "float16" and all(w.dtype == "float32" for w in attention.weights)
+    reloaded = keras.models.load_model(tmp_path / "run" / "model.keras")  # as a user training it further would
+    assert isinstance(reloaded.optimizer, keras.optimizers.LossScaleOptimizer)
+    steps = 2 * math.ceil(metrics["rows"]["train"] / metrics["batch_size"])  # two epochs' batches (those that
+    assert 0 < int(reloaded.optimizer.iterations) <= steps  # overflowed in float16 are skipped); 0 if not loaded
     assert [row["label"] for row in predict(tmp_path / "run", ["a masterpiece , moving and funny .",
                                                                 "dull , tedious and badly acted ."])] == ["1", "0"]
     assert not [w for w in recwarn if "optimizer" in str(w.message)]
