@@ -115,7 +115,7 @@ def _attention_probe(model):
     calls = [_call_arguments(model, layer, config) for layer in layers]
     flat_calls = [keras.tree.flatten(call) for call in calls]
     tensors = [item for flat in flat_calls for item in flat if isinstance(item, keras.KerasTensor)]
-    probe = keras.Model(model.inputs, [model.outputs[0], *tensors])
+    probe = keras.Model(model.input, [model.outputs[0], *tensors])  # called as `model` is
 
     def probabilities_and_maps(ids):
         probabilities, *values = probe(ids, training=False)

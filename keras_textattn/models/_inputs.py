@@ -107,4 +107,4 @@ def logits_model(model):
     sizes on JAX stayed at chance for 2 of 3 seeds (BENCHMARKS.md). Training the logits
     model updates `model`, which keeps serving probabilities.
     """
-    return keras.Model(model.inputs, model.get_layer("logits").output, name=f"{model.name}_logits")
+    return keras.Model(model.input, model.get_layer("logits").output, name=f"{model.name}_logits")  # called as `model` is
