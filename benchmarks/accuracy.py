@@ -462,9 +462,10 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
               callbacks=schedule_callbacks(lr_schedule, 1e-3, epochs, folder=None),
               shuffle=False)  # make_batches shuffles; Keras ignores (and warns about) shuffle for a tf.data input
     seconds = time.perf_counter() - start
-    _, accuracy = model.evaluate(make_batches(dataset["test"], encoder, 256), verbose=0)
+    test_batches = make_batches(dataset["test"], encoder, 256, rows=(dataset.rows or {}).get("test"))
+    _, accuracy = model.evaluate(test_batches, verbose=0)
     if probabilities_path:
-        np.save(probabilities_path, model.predict(make_batches(dataset["test"], encoder, 256), verbose=0))
+        np.save(probabilities_path, model.predict(test_batches, verbose=0))
     return {"accuracy": float(accuracy), "train_seconds": seconds, "parameters": int(model.count_params())}
 
 

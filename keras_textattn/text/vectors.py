@@ -208,7 +208,8 @@ def read_vectors(path, vocabulary):
         if word in wanted and word not in vectors:
             where = f"{path}, {'vector' if path.endswith(('.bin', '.bin.gz')) else 'line'} {number}"
             try:
-                vectors[word] = np.asarray(numbers, dtype="float32")
+                with np.errstate(over="ignore"):  # 1e39 becomes inf, named just below
+                    vectors[word] = np.asarray(numbers, dtype="float32")
             except ValueError:
                 raise VectorsError(f"{where}: not a number among {numbers[:3]}...") from None
             if not np.isfinite(vectors[word]).all():  # a NaN row makes the loss NaN whenever a text holds the word

@@ -837,8 +837,9 @@ def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, t
     assert starts[8][0].shape[1] == 8 and np.array_equal(starts[8][1], starts[16][1])  # min count 5 for both
     start, covered = starts[best["embedding_dim"]]
     trained = load_run(tmp_path / "search" / "best")[0].get_layer("embedding").get_weights()[0]
+    start, trained = start[covered], trained[covered]  # the rows of words without a vector may be zeros
     cosine = np.sum(start * trained, axis=1) / np.linalg.norm(start, axis=1) / np.linalg.norm(trained, axis=1)
-    assert np.median(cosine[covered]) > (0.999 if best["freeze_embeddings"] else 0.5)
+    assert np.median(cosine) > (0.999 if best["freeze_embeddings"] else 0.5)
 
 
 @pytest.mark.parametrize("change, options, message", [
