@@ -8,6 +8,8 @@ dataset; CSPAN (sec. 3.1) from GloVe 6B 300-d. `embedding_matrix` turns the vect
 the rows of an `Embedding` for `TextEncoder` ids.
 """
 
+import collections
+import concurrent.futures
 import gzip
 import importlib
 import os
@@ -233,12 +235,25 @@ def _write_tokenized(encoder, batches, path):
         return tf.strings.reduce_join(tokens, axis=-1, separator=" "), tokens.row_lengths()
 
     join = tf.function(join, input_signature=[tf.TensorSpec([None], tf.string)])
-    count = 0
-    with open(path, "wb") as handle:
-        for batch in batches:
-            lines, lengths = join(tf.convert_to_tensor(batch, dtype=tf.string))
+    # Batches are read here, in order, and tokenised on threads, one per CPU this process may use
+    # (TensorFlow's ops release the GIL): IMDB's 25,000 reviews on 2 cores, 15.5 s one batch after
+    # another, 6.4-7.4 s so. A batch that cannot be read raises here, as itself.
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    count, pending = 0, collections.deque()
+    with open(path, "wb") as handle, concurrent.futures.ThreadPoolExecutor(workers) as pool:
+
+        def write_oldest():
+            nonlocal count
+            lines, lengths = pending.popleft().result()
             count += int(tf.reduce_sum(lengths))
             handle.write(b"\n".join(lines.numpy()) + b"\n")
+
+        for batch in batches:
+            pending.append(pool.submit(join, tf.convert_to_tensor(batch, dtype=tf.string)))
+            if len(pending) > 2 * workers:
+                write_oldest()
+        while pending:
+            write_oldest()
     return count
 
 

@@ -231,6 +231,7 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
 @pytest.mark.parametrize("arguments, message", [
     ({"data": "missing.csv"}, "no such file"),
     ({"data": "empty.csv"}, "texts with words"),
+    ({"data": "broken.jsonl"}, r"broken.jsonl, row 601: not valid JSON"),  # the third batch, read as two are tokenised
     ({"dimension": 0}, "dimension must be a positive int"),
     ({"min_count": 10 ** 6}, "no word that occurs at least 1000000 times"),
     # Petabytes, more than any address space, so that no machine starts filling them: it was numpy's
@@ -241,15 +242,17 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
     ({"seed": 2 ** 32}, "seed must be a whole number from 0 to 4294967295; got 4294967296"),
 ])
 def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
-    """Bad input is a one-line `UserError` (a `VectorsError` but for the seed and the output that is
-    the input) and no file (nor a temporary one) is left."""
+    """Bad input is a one-line `UserError` (a `VectorsError` but for the seed, the output that is
+    the input and a file's bad row, the reader's `DataError`) and no file (nor a temporary one) is left."""
     _write(tmp_path / "texts.csv", "text\n" + '"a good film, a dull plot"\n' * 20)
     _write(tmp_path / "empty.csv", "text\n" + '""\n' * 3)
+    _write(tmp_path / "broken.jsonl", '{"text": "a good film"}\n' * 600 + '{"text": oops\n')
     arguments = {"data": "texts.csv", "output": "v.vec", "dimension": 8, **arguments}
+    vectors_error = not {"seed", "overwrite"} & set(arguments) and arguments["data"] != "broken.jsonl"
     arguments["data"], arguments["output"] = str(tmp_path / arguments["data"]), str(tmp_path / arguments["output"])
-    with pytest.raises(UserError if {"seed", "overwrite"} & set(arguments) else VectorsError, match=message):
+    with pytest.raises(VectorsError if vectors_error else UserError, match=message):
         write_word2vec(arguments.pop("data"), arguments.pop("output"), arguments.pop("dimension"), **arguments)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.csv", "texts.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.jsonl", "empty.csv", "texts.csv"]
 
 
 @pytest.mark.parametrize("data", [3, [], [""], ["a.csv", 4]])
