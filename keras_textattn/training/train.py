@@ -801,7 +801,11 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         trained = classifier
         classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, {}, arguments["dtype_policy"])
         classifier.set_weights(trained.get_weights())
-        compile_classifier(classifier, _optimizer(arguments))  # the run's optimizer in model.keras's config
+        # The run's optimizer and its trained state, so that model.keras trains on as a one-device run's does.
+        compile_classifier(classifier, _optimizer(arguments))
+        classifier.optimizer.build(classifier.trainable_variables)
+        for variable, value in zip(classifier.optimizer.variables, trained.optimizer.variables, strict=True):
+            variable.assign(value)
     else:
         resumed_from_epoch = restore(classifier, backup) if resume else 0
         _keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped

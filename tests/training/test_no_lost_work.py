@@ -261,10 +261,11 @@ def test_unreadable_checkpoints_are_named(tmp_path):
     (folder / "epoch-0001-batch-000000.weights.h5").unlink()
     wider = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), keras.layers.Dense(2)])
     wider.compile("adam", "mse")
-    with pytest.warns(UserWarning, match="whose weights do not fit this model"):
-        with pytest.raises(RunError, match=r"hold the weights of another model than these arguments build \(Keras: .*"
-                                           r"could not be loaded.*\); was the run started with another version"):
-            restore(wider, str(folder))
+    with pytest.warns(UserWarning, match="Skipping variable loading for optimizer"):  # Keras's, on its way to the error
+        with pytest.warns(UserWarning, match="whose weights do not fit this model"):
+            with pytest.raises(RunError, match=r"hold the weights of another model than these arguments build \(Keras: .*"
+                                               r"could not be loaded.*\); was the run started with another version"):
+                restore(wider, str(folder))
 
 
 def test_tuning_directory_of_another_config_is_refused(tmp_path):

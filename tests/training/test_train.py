@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import keras
 import numpy as np
@@ -858,6 +859,13 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
     assert models == [os.path.join(output, "model.keras")]
     assert _metrics(output)["replicas"] == 2
     assert _metrics(output)["accuracy"]["test"] > 0.6  # it learned (one device reaches about 0.72)
+    # Saved with the run's optimizer (Adam, not `compile`'s default RMSprop) and its trained state, as a
+    # one-device run's model is, for whoever loads it to train it further (without Keras's warning that
+    # the saved optimizer's variables do not fit).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        saved = keras.models.load_model(os.path.join(output, "model.keras"))
+    assert type(saved.optimizer) is keras.optimizers.Adam and int(saved.optimizer.iterations) > 0
 
 
 @pytest.mark.xdist_group("multi_worker")
