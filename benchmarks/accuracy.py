@@ -437,6 +437,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     from keras_textattn.text import TextEncoder
     from keras_textattn.training.adversarial import use_adversarial_training
     from keras_textattn.training.schedules import schedule_callbacks
+    from keras_textattn.training.train import compile_classifier
 
     model_name, options = builder_arguments(model_name)
     spec = get_spec(model_name)
@@ -452,7 +453,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     encoder.adapt(dataset["train"])
     model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
                        **spec.preset_arguments("cpu"), **options)
-    model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    compile_classifier(model, keras.optimizers.Adam(1e-3))  # as train() compiles (its step traced once)
     if adversarial:
         use_adversarial_training(model, adversarial)
     # The whole training split shuffled (make_batches with its row count), as `train()` does;
