@@ -1,6 +1,8 @@
 """The command line itself: what it does to arguments before a command runs, and the line it prints for a failure."""
 
+import argparse
 import os
+import re
 
 import pytest
 
@@ -18,6 +20,14 @@ TILDE_PATHS = [
     ["explain", "--run=~/run", "--data=~/d.csv", "--html=~/a.html", "--png=~/a.png", "--top-tokens-csv=~/t.csv",
      "--top-tokens-md=~/t.md"],
 ]
+
+
+def test_the_readme_names_every_subcommand():
+    """README's sentence listing the subcommands names each one `--help` offers (it left out `vectors`)."""
+    (choices,) = [action.choices for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    (sentence,) = re.findall(r"has the subcommands([^.]*)\.", readme)
+    assert set(re.findall(r"`(\w+)`", sentence)) == set(choices)
 
 
 def _texts(folder):
