@@ -44,3 +44,21 @@ def test_readme_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, 
     assert capsys.readouterr().out.strip().splitlines()[-1] == oil["label"]
     assert [token["token"] for token in explained["e"].tokens] == ["A", "gripping", ",", "beautiful", "film", "."]
     assert "gripping" in pathlib.Path("map.html").read_text(encoding="utf-8") and os.path.getsize("map.png") > 0
+
+
+def test_readme_keyword_arguments_exist():
+    """Each keyword README.md's prose gives one of the library's functions (`train(init_from=...)`,
+    `LocalFile(..., stream=True)`) is a parameter of it: a renamed argument fails here."""
+    import inspect
+
+    from keras_textattn.datasets import LocalFile
+    from keras_textattn.inference import Classifier, predict
+    from keras_textattn.training import train
+    from keras_textattn.tuning import tune
+
+    functions = {"LocalFile": LocalFile, "Classifier": Classifier, "predict": predict, "train": train, "tune": tune}
+    calls = re.findall(rf"`(?:[\w.]+\.)?({'|'.join(functions)})\(([^`]*)\)`", README.read_text(encoding="utf-8"))
+    keywords = [(name, keyword) for name, arguments in calls for keyword in re.findall(r"(\w+)=", arguments)]
+    assert len(keywords) >= 8
+    for name, keyword in keywords:
+        assert keyword in inspect.signature(functions[name]).parameters, f"README: {name}({keyword}=...)"
