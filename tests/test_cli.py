@@ -1,9 +1,6 @@
 """The command line itself: what it does to arguments before a command runs, and the line it prints for a failure."""
 
-import argparse
 import os
-import re
-import shlex
 
 import pytest
 
@@ -21,39 +18,6 @@ TILDE_PATHS = [
     ["explain", "--run=~/run", "--data=~/d.csv", "--html=~/a.html", "--png=~/a.png", "--top-tokens-csv=~/t.csv",
      "--top-tokens-md=~/t.md"],
 ]
-
-
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
-
-
-def _subcommands():
-    (choices,) = [action.choices for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)]
-    return choices
-
-
-def test_the_readme_names_every_subcommand():
-    """README's sentence listing the subcommands names each one `--help` offers (it left out `vectors`)."""
-    (sentence,) = re.findall(r"has the subcommands([^.]*)\.", open(README, encoding="utf-8").read())
-    assert set(re.findall(r"`(\w+)`", sentence)) == set(_subcommands())
-
-
-def test_the_readme_commands_parse():
-    """Every command README.md shows in a shell block parses as written, and every option it names
-    anywhere (`train --init-from`, in prose too) is one its subcommand has: a renamed flag fails here."""
-    readme = open(README, encoding="utf-8").read()
-    subcommands = _subcommands()
-    shown = [part.strip() for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
-             for line in block.replace("\\\n", " ").splitlines()
-             for part in re.split(r"&&", line.split(" # ")[0]) if part.strip().startswith("keras-textattn ")]
-    assert len(shown) >= 10
-    for command in shown:
-        _parser().parse_args(shlex.split(command)[1:])  # argparse exits (status 2) on what it refuses
-    named = re.findall(rf"`(?:keras-textattn )?({'|'.join(subcommands)})((?: [^`]*)?)`", readme)
-    assert len(named) >= 30
-    for subcommand, rest in named:
-        options = subcommands[subcommand]._option_string_actions
-        unknown = [flag for flag in re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", rest) if flag not in options]
-        assert not unknown, f"README: `{subcommand}{rest}` names options `{subcommand}` has not: {unknown}"
 
 
 def _texts(folder):

@@ -1,12 +1,47 @@
-"""README.md's Python examples run as written, on the paths they name."""
+"""README.md's examples as written: its commands parse, its Python blocks run on the paths they name,
+and the options and keyword arguments its prose names exist."""
 
+import argparse
 import os
 import pathlib
 import re
+import shlex
+
+from keras_textattn_cli import _parser
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 # The one line that needs the internet (TFDS downloads IMDB on first use).
 TFDS_LINE = 'data = load_dataset("imdb_reviews", splits=("train", "validation", "test"))\n'
+
+
+def _subcommands():
+    (choices,) = [action.choices for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    return choices
+
+
+def test_the_readme_names_every_subcommand():
+    """README's sentence listing the subcommands names each one `--help` offers (it left out `vectors`)."""
+    (sentence,) = re.findall(r"has the subcommands([^.]*)\.", README.read_text(encoding="utf-8"))
+    assert set(re.findall(r"`(\w+)`", sentence)) == set(_subcommands())
+
+
+def test_the_readme_commands_parse():
+    """Every command README.md shows in a shell block parses as written, and every option it names
+    anywhere (`train --init-from`, in prose too) is one its subcommand has: a renamed flag fails here."""
+    readme = README.read_text(encoding="utf-8")
+    subcommands = _subcommands()
+    shown = [part.strip() for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
+             for line in block.replace("\\\n", " ").splitlines()
+             for part in re.split(r"&&", line.split(" # ")[0]) if part.strip().startswith("keras-textattn ")]
+    assert len(shown) >= 10
+    for command in shown:
+        _parser().parse_args(shlex.split(command)[1:])  # argparse exits (status 2) on what it refuses
+    named = re.findall(rf"`(?:keras-textattn )?({'|'.join(subcommands)})((?: [^`]*)?)`", readme)
+    assert len(named) >= 30
+    for subcommand, rest in named:
+        options = subcommands[subcommand]._option_string_actions
+        unknown = [flag for flag in re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", rest) if flag not in options]
+        assert not unknown, f"README: `{subcommand}{rest}` names options `{subcommand}` has not: {unknown}"
 
 
 def test_readme_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, capsys):
@@ -17,7 +52,7 @@ def test_readme_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, 
     from keras_textattn import export
 
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 5
+    assert len(blocks) == 5 and sum(TFDS_LINE in block for block in blocks) == 1
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "lama-sst2").symlink_to(lama_run, target_is_directory=True)
     export.tflite(lama_run, tmp_path / "models" / "lama-tflite")
@@ -30,10 +65,8 @@ def test_readme_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, 
 
     namespaces = []
     for number, block in enumerate(blocks):
-        if TFDS_LINE in block:
-            block = block.replace(TFDS_LINE, "")
         namespace = {}
-        exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+        exec(compile(block.replace(TFDS_LINE, ""), f"README.md python block {number}", "exec"), namespace)
         namespaces.append(namespace)
     layers, data, predictions, explained, lite = namespaces
     assert layers["model"].output.shape == (None, 2)
