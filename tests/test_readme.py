@@ -26,8 +26,9 @@ def test_the_readme_names_every_subcommand():
 
 
 def test_the_readme_commands_parse():
-    """Every command README.md shows in a shell block parses as written, and every option it names
-    anywhere (`train --init-from`, in prose too) is one its subcommand has: a renamed flag fails here."""
+    """Every command README.md shows in a shell block parses as written, and every option it or
+    BENCHMARKS.md names anywhere (`train --init-from`, in prose too) is one its subcommand has: a
+    renamed flag fails here."""
     readme = README.read_text(encoding="utf-8")
     subcommands = _subcommands()
     shown = [part.strip() for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
@@ -36,12 +37,14 @@ def test_the_readme_commands_parse():
     assert len(shown) >= 10
     for command in shown:
         _parser().parse_args(shlex.split(command)[1:])  # argparse exits (status 2) on what it refuses
-    named = re.findall(rf"`(?:keras-textattn )?({'|'.join(subcommands)})((?: [^`]*)?)`", readme)
-    assert len(named) >= 30
-    for subcommand, rest in named:
-        options = subcommands[subcommand]._option_string_actions
-        unknown = [flag for flag in re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", rest) if flag not in options]
-        assert not unknown, f"README: `{subcommand}{rest}` names options `{subcommand}` has not: {unknown}"
+    benchmarks = (README.parent / "BENCHMARKS.md").read_text(encoding="utf-8")  # its recipes, to repeat
+    for document, text in (("README.md", readme), ("BENCHMARKS.md", benchmarks)):
+        named = re.findall(rf"`(?:keras-textattn )?({'|'.join(subcommands)})((?: [^`]*)?)`", text)
+        assert len(named) >= 15, document
+        for subcommand, rest in named:
+            options = subcommands[subcommand]._option_string_actions
+            unknown = [flag for flag in re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", rest) if flag not in options]
+            assert not unknown, f"{document}: `{subcommand}{rest}` names options `{subcommand}` has not: {unknown}"
 
 
 def test_readme_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, capsys):
