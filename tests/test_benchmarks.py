@@ -47,6 +47,23 @@ def run_script(script, *arguments):
     return status or 0, out.getvalue(), err.getvalue()
 
 
+def test_the_documented_commands_name_options_the_scripts_have():
+    """Each `python benchmarks/SCRIPT ...` that README.md or BENCHMARKS.md gives (the commands
+    behind the figures, to repeat them) names only options its script has: a renamed flag fails here."""
+    import re
+
+    text = "".join((BENCHMARKS.parent / name).read_text(encoding="utf-8") for name in ("README.md", "BENCHMARKS.md"))
+    commands = re.findall(r"`python benchmarks/(\w+\.py)([^`]*)`", text)
+    assert len(commands) >= 50
+    for script in sorted({script for script, _ in commands}):
+        status, usage, _ = run_script(script, "--help")
+        assert status == 0, script
+        options = set(re.findall(r"--[a-z][a-z0-9-]*", usage))
+        for arguments in (arguments for named, arguments in commands if named == script):
+            unknown = [flag for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", arguments) if flag not in options]
+            assert not unknown, f"`python benchmarks/{script}{arguments}` names options it has not: {unknown}"
+
+
 def run_quick(script, results, shared_data, *options):
     """`(arguments, stdout)` of a benchmark script's `--quick` mode writing to `results`."""
     arguments = ["--quick", "--results", results, "--data-dir", shared_data, *options]

@@ -43,7 +43,7 @@ def test_the_readme_commands_parse():
         assert len(named) >= 15, document
         for subcommand, rest in named:
             options = subcommands[subcommand]._option_string_actions
-            unknown = [flag for flag in re.findall(r"(?<!\S)(--[a-z][a-z0-9-]*)", rest) if flag not in options]
+            unknown = [flag for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest) if flag not in options]
             assert not unknown, f"{document}: `{subcommand}{rest}` names options `{subcommand}` has not: {unknown}"
 
 
