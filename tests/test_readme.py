@@ -98,3 +98,17 @@ def test_readme_keyword_arguments_exist():
     assert len(keywords) >= 8
     for name, keyword in keywords:
         assert keyword in inspect.signature(functions[name]).parameters, f"README: {name}({keyword}=...)"
+
+
+def test_readme_tuner_config_is_the_shipped_one():
+    """The YAML README.md shows (`tuner_configs/lama.yaml`, annotated) is a valid config, and it is
+    the shipped `lama.yaml`: the search space a user reads is the one `tune --config lama` runs."""
+    import dataclasses
+
+    import yaml
+
+    from keras_textattn.tuning import load_config
+
+    (block,) = re.findall(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    shipped = load_config("lama")
+    assert dataclasses.replace(load_config(yaml.safe_load(block)), path=shipped.path) == shipped
