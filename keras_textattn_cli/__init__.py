@@ -291,7 +291,13 @@ def _parser():
     export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
     export.add_argument("--output", type=path_argument, required=True,
                         help="the folder to write (TF Serving: <models>/<name>/<version>)")
-    export.add_argument("--quantization", choices=["none", "dynamic", "float16"], default="none", help="tflite only")
+    export.add_argument("--quantization", choices=["none", "dynamic", "float16", "int8"], default="none",
+                        help="tflite only: int8 weights (dynamic), float16 weights, or int8 weights and activations "
+                             "(int8: for int8-only accelerators; needs --calibration-data)")
+    export.add_argument("--calibration-data", type=path_argument,
+                        help="with --quantization int8: texts like those the model will read (the training file "
+                             "will do), a CSV/TSV, JSONL or TFRecord file; 200 of its rows calibrate the ranges")
+    _file_format_arguments(export, labels=False)
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export at --output (never a folder holding other files)")
 
@@ -525,15 +531,24 @@ def _train(args):
 
 def _export(args):
     from keras_textattn import export
+    from keras_textattn.datasets.loading import LocalFile
     from keras_textattn.errors import UserError
 
+    _check_data_options(args, ("--text-column", "--no-header", "--delimiter"), data="--calibration-data")
+    if args.calibration_data and args.quantization != "int8":
+        raise UserError("--calibration-data goes with --quantization int8 only")
     if args.format == "saved_model":  # both take one run or a list (a repeated --run)
         if args.quantization != "none":
             raise UserError("--quantization applies to --format tflite only")
         report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
     else:
-        quantization = None if args.quantization == "none" else args.quantization
-        report = export.tflite(args.run, args.output, quantization=quantization, overwrite=args.overwrite)
+        if args.quantization == "int8" and not args.calibration_data:
+            raise UserError("--quantization int8 calibrates on texts like those the model will read: give "
+                            "--calibration-data FILE (the training file will do)")
+        calibration = LocalFile(args.calibration_data, text_column=_text_column(args), header=not args.no_header,
+                                delimiter=args.delimiter) if args.calibration_data else None
+        report = export.tflite(args.run, args.output, quantization=None if args.quantization == "none" else args.quantization,
+                               calibration_texts=calibration, overwrite=args.overwrite)
     details = ", ".join(f"{key} {value:.3g}" if isinstance(value, float) else f"{key} {value}"
                         for key, value in report.items() if key != "path")
     print(f"Exported {' + '.join(args.run)} to {report['path']} ({args.format}); verified against Keras: {details}")
@@ -573,14 +588,17 @@ def _given_texts(args):
         yield line.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def _check_data_options(args, options, hint=""):
-    """Refuse options that only say how to read or write `--data` when there is no `--data`, rather than
-    ignoring them (`predict - --output preds.csv` would otherwise print and write nothing)."""
+def _check_data_options(args, options, hint="", data="--data"):
+    """Refuse options that only say how to read or write the file of `data` (an option) when it is not
+    given, rather than ignoring them (`predict - --output preds.csv` would otherwise print and write nothing)."""
     from keras_textattn.errors import UserError
 
-    given = [option for option in options if getattr(args, option.lstrip("-").replace("-", "_")) not in (None, False)]
-    if given and not args.data:
-        raise UserError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --data FILE, which is not "
+    def value(option):
+        return getattr(args, option.lstrip("-").replace("-", "_"))
+
+    given = [option for option in options if value(option) not in (None, False)]
+    if given and not value(data):
+        raise UserError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for {data} FILE, which is not "
                         f"given{hint}")
 
 

@@ -2,8 +2,8 @@
 
 - `saved_model(run, output)`: a SavedModel for TF Serving that takes raw strings (of one
   run, or of a list of runs: an ensemble that averages their probabilities).
-- `tflite(run, output, quantization=None)`: a LiteRT (TFLite) model of token ids,
-  with the vocabulary and encoder settings beside it for the client.
+- `tflite(run, output, quantization=None, calibration_texts=None)`: a LiteRT (TFLite)
+  model of token ids, with the vocabulary and encoder settings beside it for the client.
 - `ClientTokenizer`: the encoder's tokenisation in plain Python, for clients of
   the TFLite model (and the reference that the tests hold it to).
 

@@ -1,12 +1,14 @@
 """LiteRT (TFLite) export of the token-id model, verified with the LiteRT interpreter."""
 
 import contextlib
+import itertools
 import json
 import os
 import re
 import sys
 import tempfile
 import time
+import warnings
 
 import keras
 import numpy as np
@@ -26,15 +28,24 @@ from keras_textattn.run_folder import load_run
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 
-QUANTIZATIONS = (None, "dynamic", "float16")
+QUANTIZATIONS = (None, "dynamic", "float16", "int8")
+# Full-integer quantization calibrates on this many texts, and is checked on as many others,
+# a seeded sample of the first `CALIBRATION_ROWS_READ` of a file (the converter's guide
+# suggests a few hundred for calibration).
+CALIBRATION_TEXTS = 200
+CALIBRATION_ROWS_READ = 20_000
+# An int8 export whose labels agree with the float model's on fewer of those others is warned of.
+INT8_AGREEMENT_WARNED = 0.98
 # What an export writes: `overwrite` replaces a folder holding these alone (`check_output`).
 TFLITE_ENTRIES = frozenset({"model.tflite", "encoder.json", "labels.json", "vocabulary.txt", "verification.json"})
 # What LiteRT writes natively to stderr at the first call of an interpreter in a process; no
 # setting of its Python API silences it (google-ai-edge/mediapipe#3672, pharmpy/pharmpy#1326).
 XNNPACK_NOTICE = "INFO: Created TensorFlow Lite XNNPACK delegate for CPU."
+# What the converter's calibration writes natively to stderr for an int8 model of float output.
+CALIBRATION_NOTICE = "fully_quantize: 0, inference_type: 6, input_inference_type: FLOAT32, output_inference_type: FLOAT32"
 
 
-def tflite(run, output, *, quantization=None, overwrite=False):
+def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=False):
     """Export a run folder's token-id model to a LiteRT folder.
 
     The folder holds `model.tflite` (TFLite builtin ops only, so the standard
@@ -49,10 +60,26 @@ def tflite(run, output, *, quantization=None, overwrite=False):
     trained under a mixed-precision policy is exported computing in float32
     (`computing_in_float32`; TFLite's builtins take no float16 activations).
 
+    `quantization="int8"` is full-integer quantization, for accelerators that run
+    int8 only (Edge TPU, NPUs, DSPs): weights and activations are int8, with ranges
+    calibrated on `CALIBRATION_TEXTS` texts sampled from `calibration_texts`; the
+    token-id inputs stay int32 and the output float32 probabilities, so clients are
+    unchanged. Its labels are not the float model's for every text: the report gives
+    how often they agree on as many other texts of `calibration_texts`
+    (`held_out_argmax_agreement`; BENCHMARKS.md has the paper models' figures), and a
+    warning says so where that is below `INT8_AGREEMENT_WARNED`.
+    Models with recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) are refused: TensorFlow's
+    calibrator crashes the process on them (tensorflow/tensorflow#87468, #41305);
+    export those with "dynamic".
+
     Args:
         run: a finished run folder of `keras_textattn.training.train`.
         output: the folder to write.
-        quantization: None (float32), "dynamic" (int8 weights) or "float16" (weights).
+        quantization: None (float32), "dynamic" (int8 weights), "float16" (weights) or
+            "int8" (weights and activations).
+        calibration_texts: for "int8" only, and required there: texts like those the
+            model will read (the training file will do): a data file (read as
+            `LocalFile(path)` reads it), a `LocalFile`, or a list of texts.
         overwrite: replace an earlier export at `output`; otherwise an existing `output` is
             refused, and so is one holding files an export does not write.
 
@@ -69,23 +96,40 @@ def tflite(run, output, *, quantization=None, overwrite=False):
                         "as a SavedModel, or export each run and average their probabilities on the device")
     run = runs[0]
     if quantization not in QUANTIZATIONS:
-        raise ValueError(f"`quantization` must be one of None, 'dynamic', 'float16'. Received: quantization={quantization!r}")
+        raise ValueError("`quantization` must be one of None, 'dynamic', 'float16', 'int8'. "
+                         f"Received: quantization={quantization!r}")
+    if (calibration_texts is None) != (quantization != "int8"):
+        raise UserError("calibration texts go with int8 quantization only" if calibration_texts is not None else
+                        "int8 quantization calibrates its ranges on texts like those the model will read: give "
+                        "calibration_texts (a data file such as the training file, a LocalFile, or a list of texts)")
     check_output(output, overwrite, TFLITE_ENTRIES, source=run)  # before the slow part
+    sampled = [] if calibration_texts is None else sample_calibration_texts(calibration_texts, 2 * CALIBRATION_TEXTS)
     model, encoder, label_names = load_run(run)
     model = computing_in_float32(model)
+    if sampled:
+        check_no_recurrent_layers(model)
     report = {}
 
     def write(folder):
-        content = convert(model, quantization)
+        content = convert(model, quantization, _encoded(encoder, sampled[::2]) if sampled else None)
         with open(os.path.join(folder, "model.tflite"), "wb") as handle:
             handle.write(content)
         write_tokenizer_files(folder, encoder, {tensor.name: [1, *tensor.shape[1:]] for tensor in model.inputs})
         _write_json(os.path.join(folder, "labels.json"), label_names)
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
+        if sampled:
+            held_out = verify_tflite(content, model, encoder, sampled[1::2], quantization=quantization)
+            report.update(calibration_texts=len(sampled[::2]), held_out_texts=held_out["texts"],
+                          held_out_argmax_agreement=held_out["argmax_agreement"])
         _write_json(os.path.join(folder, "verification.json"), report)
 
     with full_disk_as_os_error():
         write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
+    agreement = report.get("held_out_argmax_agreement", 1.0)
+    if agreement < INT8_AGREEMENT_WARNED:
+        warnings.warn(f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
+                      f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
+                      "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")")
     return {"path": os.path.abspath(output), **report}
 
 
@@ -107,8 +151,51 @@ def _write_json(path, value):
         json.dump(value, handle, indent=2)
 
 
-def convert(model, quantization=None):
-    """The `.tflite` bytes of a token-id `model` with batch size 1, builtin ops only.
+def check_no_recurrent_layers(model):
+    """A `UserError` naming the recurrent layers of `model`, which int8 calibration crashes on."""
+    recurrent = [layer.name for layer in model._flatten_layers() if isinstance(layer, keras.layers.RNN)]
+    if recurrent:
+        raise UserError(
+            f"Model {model.name!r} has recurrent layers ({', '.join(recurrent)}), and TensorFlow's int8 calibrator "
+            "crashes the process on them (tensorflow/tensorflow#87468); export it with quantization 'dynamic' "
+            "(int8 weights) instead")
+
+
+def sample_calibration_texts(texts, count, seed=0):
+    """A seeded sample of `count` texts of a data file, a `LocalFile` or a list of texts
+    (of a file, its first `CALIBRATION_ROWS_READ` rows: a file sorted by label still gives
+    every label); a `UserError` where there are none."""
+    from keras_textattn.datasets.loading import LocalFile
+    from keras_textattn.datasets.loading import text_batches
+    from keras_textattn.datasets.streaming import each_file
+
+    if isinstance(texts, (str, os.PathLike)):
+        texts = LocalFile(texts)
+    if isinstance(texts, LocalFile):
+        name = os.fspath(texts.path)
+        rows = (text for file in each_file(texts) for _, batch in text_batches(file, 256) for text in batch)
+        texts = list(itertools.islice(rows, CALIBRATION_ROWS_READ))
+    else:
+        name = "calibration_texts"
+        given, texts = texts, list(texts) if hasattr(texts, "__iter__") and not isinstance(texts, (bytes, dict)) else None
+        if texts is None or not all(isinstance(text, (str, bytes)) for text in texts):
+            raise UserError(f"calibration_texts: expected a data file, a LocalFile or a list of texts; got {given!r:.80}")
+    if not texts:
+        raise UserError(f"{name}: no texts to calibrate on")
+    chosen = np.random.default_rng(seed).permutation(len(texts))[:count]
+    return [texts[i] for i in sorted(chosen)]
+
+
+def _encoded(encoder, texts):
+    """The encoder's ids of `texts` as a list of NumPy arrays, one per model input."""
+    encoded = encoder(tf.constant(texts, tf.string))
+    return [keras.ops.convert_to_numpy(x) for x in (encoded if isinstance(encoded, tuple) else [encoded])]
+
+
+def convert(model, quantization=None, calibration=None):
+    """The `.tflite` bytes of a token-id `model` with batch size 1, builtin ops only
+    (int8 builtins only for "int8", calibrated one row at a time on `calibration`, the
+    encoded texts as `_encoded` gives them).
 
     Raises:
         ValueError: the model has an op that TFLite has no builtin for; the
@@ -130,8 +217,17 @@ def convert(model, quantization=None):
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
             converter.target_spec.supported_types = [tf.float16]
+        if quantization == "int8":
+            names = [tensor.name for tensor in model.inputs]
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            converter.representative_dataset = lambda: (
+                {name: values[row : row + 1] for name, values in zip(names, calibration)}
+                for row in range(len(calibration[0])))
         try:
-            return converter.convert()
+            with _without_line_on_stderr(CALIBRATION_NOTICE), warnings.catch_warnings():
+                # The calibrator runs TensorFlow's own tf.lite.Interpreter, which warns that it is deprecated.
+                warnings.filterwarnings("ignore", message=r"\s*Warning: tf.lite.Interpreter is deprecated")
+                return converter.convert()
         except Exception as error:  # the converter raises ConverterError with MLIR diagnostics
             problems = re.findall(r"error: (.*)", str(error)) or [str(error)]
             raise ValueError(f"Model {model.name!r} does not convert to TFLite builtin ops: {problems[0]}") from None
@@ -153,8 +249,7 @@ def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1
         ValueError: a float model differs by more than `atol`.
     """
     texts = probe_texts(encoder) if texts is None else list(texts)
-    encoded = encoder(tf.constant(texts, tf.string))
-    encoded = [keras.ops.convert_to_numpy(x) for x in (encoded if isinstance(encoded, tuple) else [encoded])]
+    encoded = _encoded(encoder, texts)
     expected = keras.ops.convert_to_numpy(model(encoded if len(encoded) > 1 else encoded[0], training=False))
     check_answered(expected, texts, "The Keras model (checked against its export)")
     runner = signature_runner(model_content=content)

@@ -66,7 +66,7 @@ class SemanticSelfAttention(keras.layers.Layer):
         scores = ops.einsum("bic,bjc->bij", inputs, inputs)
         weights = utils.masked_softmax(ops.cast(scores, "float32") * scale, key_mask[:, None, :], axis=-1)
         weights = ops.cast(weights, self.compute_dtype)
-        outputs = utils.zero_padding(self.layer_norm(ops.matmul(weights, inputs)), mask)
+        outputs = utils.normalise_real_steps(self.layer_norm, ops.matmul(weights, inputs), mask)
         if return_attention_scores:
             return outputs, weights
         return outputs

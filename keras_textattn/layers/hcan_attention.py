@@ -280,7 +280,7 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
         utils.check_call_inputs(self, inputs, mask)
         elu, elu_weights = self.elu_branch(inputs, mask=mask, training=training, return_attention_scores=True)
         tanh, tanh_weights = self.tanh_branch(inputs, mask=mask, training=training, return_attention_scores=True)
-        outputs = utils.zero_padding(self.layer_norm(elu * tanh), mask)
+        outputs = utils.normalise_real_steps(self.layer_norm, elu * tanh, mask)
         if return_attention_scores:
             return outputs, {"elu": elu_weights, "tanh": tanh_weights}
         return outputs
