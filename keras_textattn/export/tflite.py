@@ -302,7 +302,9 @@ def signature_runner(**model):
 
 @contextlib.contextmanager
 def _without_line_on_stderr(line):
-    """Run the block with file descriptor 2 in a temporary file, then write back all but `line`."""
+    """Run the block with file descriptor 2 in a temporary file, then write all but `line` back to
+    the descriptor, as written (native code's other lines go where they would have gone, not to
+    Python's `sys.stderr`)."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -314,6 +316,8 @@ def _without_line_on_stderr(line):
             os.dup2(saved, 2)
             os.close(saved)
             captured.seek(0)
-            written = captured.read().decode("utf-8", "replace").splitlines(keepends=True)
-            sys.stderr.write("".join(kept for kept in written if kept.rstrip("\r\n") != line))
-            sys.stderr.flush()
+            dropped = line.encode()
+            kept = b"".join(written for written in captured.read().splitlines(keepends=True)
+                            if written.rstrip(b"\r\n") != dropped)
+            with os.fdopen(os.dup(2), "wb") as descriptor:  # writes it all, closes only the duplicate
+                descriptor.write(kept)

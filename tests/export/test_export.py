@@ -395,7 +395,11 @@ def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data,
         assert main(["export", "--run", str(hcan_run), "--format", "tflite", "--quantization", "int8",
                      "--calibration-data", ag_news_files()["train"].path, "--output", str(tmp_path / "int8")]) == 0
     said = capfd.readouterr()
-    assert "int8" in said.out and "calibration_texts 200" in said.out and said.err == ""
+    assert "int8" in said.out and "calibration_texts 200" in said.out
+    # Only TensorFlow's native log lines (where TF_CPP_MIN_LOG_LEVEL is not set before TensorFlow
+    # is imported, as the command line sets it); not the calibrator's notice.
+    native = r"[EWI]\d{4} |WARNING: All log messages before absl::InitializeLog\(\)"
+    assert [line for line in said.err.splitlines() if not re.match(native, line)] == [], said.err
     report = json.loads((tmp_path / "int8" / "verification.json").read_text())
     assert report["quantization"] == "int8" and report["calibration_texts"] == report["held_out_texts"] == 200
     changed = 1 - report["held_out_argmax_agreement"]  # 0.05 here: more than 0.02, so the user is told
