@@ -18,6 +18,9 @@ from keras_textattn import _backend
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
+from keras_textattn.datasets.loading import LocalFile
+from keras_textattn.datasets.loading import text_batches
+from keras_textattn.datasets.streaming import each_file
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_flag
@@ -98,10 +101,11 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
     if quantization not in QUANTIZATIONS:
         raise ValueError("`quantization` must be one of None, 'dynamic', 'float16', 'int8'. "
                          f"Received: quantization={quantization!r}")
-    if (calibration_texts is None) != (quantization != "int8"):
-        raise UserError("calibration texts go with int8 quantization only" if calibration_texts is not None else
-                        "int8 quantization calibrates its ranges on texts like those the model will read: give "
+    if quantization == "int8" and calibration_texts is None:
+        raise UserError("int8 quantization calibrates its ranges on texts like those the model will read: give "
                         "calibration_texts (a data file such as the training file, a LocalFile, or a list of texts)")
+    if quantization != "int8" and calibration_texts is not None:
+        raise UserError("calibration texts go with int8 quantization only")
     check_output(output, overwrite, TFLITE_ENTRIES, source=run)  # before the slow part
     sampled = [] if calibration_texts is None else sample_calibration_texts(calibration_texts, 2 * CALIBRATION_TEXTS)
     model, encoder, label_names = load_run(run)
@@ -165,10 +169,6 @@ def sample_calibration_texts(texts, count, seed=0):
     """A seeded sample of `count` texts of a data file, a `LocalFile` or a list of texts
     (of a file, its first `CALIBRATION_ROWS_READ` rows: a file sorted by label still gives
     every label); a `UserError` where there are none."""
-    from keras_textattn.datasets.loading import LocalFile
-    from keras_textattn.datasets.loading import text_batches
-    from keras_textattn.datasets.streaming import each_file
-
     if isinstance(texts, (str, os.PathLike)):
         texts = LocalFile(texts)
     if isinstance(texts, LocalFile):
