@@ -109,6 +109,13 @@ def recover_folder_swap(path):
     return True
 
 
+def as_items(value):
+    """`value`'s items as a list where it is a list, tuple, generator (Path.glob) or NumPy array;
+    None for anything else (bytes and dicts are iterable, but not lists of items)."""
+    iterable = hasattr(value, "__iter__") and not isinstance(value, (bytes, dict))
+    return list(value) if iterable else None
+
+
 def as_paths(paths):
     """One path, or a list of paths, as a list of paths (None as none); a `UserError` for
     anything else."""
@@ -116,8 +123,7 @@ def as_paths(paths):
         return []
     if isinstance(paths, (str, os.PathLike)):
         return [paths]
-    iterable = hasattr(paths, "__iter__") and not isinstance(paths, (bytes, dict))
-    items = list(paths) if iterable else None  # a list, tuple, generator (Path.glob), NumPy array
+    items = as_items(paths)
     if items is None or not all(isinstance(item, (str, os.PathLike)) for item in items):
         raise UserError(f"expected a path or a list of paths; got {paths!r}")
     return items

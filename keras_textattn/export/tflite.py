@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import as_items
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
@@ -177,7 +178,7 @@ def sample_calibration_texts(texts, count, seed=0):
         texts = list(itertools.islice(rows, CALIBRATION_ROWS_READ))
     else:
         name = "calibration_texts"
-        given, texts = texts, list(texts) if hasattr(texts, "__iter__") and not isinstance(texts, (bytes, dict)) else None
+        given, texts = texts, as_items(texts)
         if texts is None or not all(isinstance(text, (str, bytes)) for text in texts):
             raise UserError(f"calibration_texts: expected a data file, a LocalFile or a list of texts; got {given!r:.80}")
     if not texts:
