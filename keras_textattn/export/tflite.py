@@ -40,6 +40,8 @@ CALIBRATION_TEXTS = 200
 CALIBRATION_ROWS_READ = 20_000
 # An int8 export whose labels agree with the float model's on fewer of those others is warned of.
 INT8_AGREEMENT_WARNED = 0.98
+# A layer normalisation whose epsilon is below this is named in that warning (HCAN's 1e-6: BENCHMARKS.md).
+SMALL_EPSILON = 1e-4
 # What an export writes: `overwrite` replaces a folder holding these alone (`check_output`).
 TFLITE_ENTRIES = frozenset({"model.tflite", "encoder.json", "labels.json", "vocabulary.txt", "verification.json"})
 # What LiteRT writes natively to stderr at the first call of an interpreter in a process; no
@@ -132,9 +134,13 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
         write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
     agreement = report.get("held_out_argmax_agreement", 1.0)
     if agreement < INT8_AGREEMENT_WARNED:
+        small = sorted({layer.epsilon for layer in model._flatten_layers()
+                        if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON})
+        retrain = (f"; its layer normalisation's epsilon {small[0]:g} amplifies rows of small variance past what int8 "
+                   "resolves: a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more") if small else ""
         warnings.warn(f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
                       f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
-                      "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")")
+                      "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain)
     return {"path": os.path.abspath(output), **report}
 
 

@@ -258,6 +258,7 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
             bias_initializer=bias_initializer,
         )
         _check_arguments(type(self).__name__, num_heads, units, kernel_size, dropout)
+        utils.check_number(type(self).__name__, "epsilon", epsilon, 0, low_included=False)
         self.epsilon = epsilon
         self.supports_masking = True
 

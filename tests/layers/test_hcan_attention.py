@@ -138,6 +138,7 @@ def test_padding_invariance_and_extremes(layer):
         (ConvMultiheadSelfAttention, {"dropout": "0.1"}, r"`dropout` must be a number in \[0, 1\). Received: dropout='0.1'$"),
         (ParallelConvMultiheadSelfAttention, {"dropout": float("nan")}, r"a number in \[0, 1\). Received: dropout=nan$"),
         (ParallelConvMultiheadSelfAttention, {"kernel_size": 0}, r"kernel_size"),
+        (ParallelConvMultiheadSelfAttention, {"epsilon": 0}, r"epsilon.*Received: epsilon=0"),
     ],
 )
 def test_invalid_arguments(layer_cls, kwargs, message):

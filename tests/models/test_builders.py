@@ -54,6 +54,24 @@ def test_variants_build_and_train_a_step(name, kwargs, tmp_path):
     np.testing.assert_allclose(reloaded.predict(ids, verbose=0), model.predict(ids, verbose=0), rtol=1e-5, atol=1e-6)
 
 
+def test_hcan_layer_norm_epsilon_reaches_both_hierarchies(tmp_path):
+    """`layer_norm_epsilon` (1e-3 for int8 export, BENCHMARKS.md) is the epsilon of the word and the
+    sentence hierarchies' layer normalisation, and is saved with the model; 1e-6 by default."""
+    from keras_textattn.layers import ParallelConvMultiheadSelfAttention
+
+    def epsilons(model):
+        return [layer.layer_norm.epsilon for layer in model.layers if isinstance(layer, ParallelConvMultiheadSelfAttention)]
+
+    shape = {"vocabulary_size": 30, "sequence_length": 6, "max_sentences": 3, **SMALL["hcan"]}
+    assert epsilons(build_model("hcan", 2, **shape)) == [1e-6, 1e-6]
+    model = build_model("hcan", 2, layer_norm_epsilon=1e-3, **shape)
+    assert epsilons(model) == [1e-3, 1e-3]
+    model.save(tmp_path / "model.keras")
+    assert epsilons(keras.models.load_model(tmp_path / "model.keras")) == [1e-3, 1e-3]
+    with pytest.raises(ValueError, match=r"`epsilon` must be a finite number > 0. Received: epsilon=0"):
+        build_model("hcan", 2, layer_norm_epsilon=0, **shape)
+
+
 def test_builder_errors():
     with pytest.raises(ValueError, match="Unknown model 'gpt'. Available: bigru, cspan"):
         build_model("gpt", 2, vocabulary_size=10)
