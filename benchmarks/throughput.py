@@ -375,7 +375,8 @@ def main(argv=None):
     lengths = args.lengths or ([64, 128] if args.quick else [64, 128, 256, 512, 1024])
     sizes = [str(args.batch), str(args.width), str(args.heads)]
     min_seconds = args.min_seconds if args.min_seconds is not None else (0.1 if args.quick else 1.0)
-    e2e_models = ["scalable_attention"] if args.quick else ["scalable_attention", "dual_axial", "hcan", "lama", "cspan"]
+    e2e_models = ["scalable_attention"] if args.quick else ["scalable_attention", "dual_axial", "hcan", "hcan_ln1e-3",
+                                                             "lama", "cspan"]
     if args.worker == "layer":
         return measure_layer(layers_[0], lengths, args.batch, args.width, args.heads, min_seconds, args.dtype_policy)
     if args.worker == "flops":
