@@ -134,10 +134,11 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
         write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
     agreement = report.get("held_out_argmax_agreement", 1.0)
     if agreement < INT8_AGREEMENT_WARNED:
-        small = sorted({layer.epsilon for layer in model._flatten_layers()
-                        if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON})
-        retrain = (f"; its layer normalisation's epsilon {small[0]:g} amplifies rows of small variance past what int8 "
-                   "resolves: a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more") if small else ""
+        small = min((layer.epsilon for layer in model._flatten_layers()
+                     if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON), default=None)
+        retrain = "" if small is None else (
+            f"; its layer normalisation's epsilon {small:g} amplifies rows of small variance past what int8 resolves: "
+            "a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more")
         warnings.warn(f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
                       f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
                       "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain)
