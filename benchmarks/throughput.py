@@ -217,7 +217,6 @@ def end_to_end(data_dir, models, texts_count, quick):
     from keras_textattn import export
     from keras_textattn.datasets import LocalFile
     from keras_textattn.datasets.loading import read_labelled_texts
-    from keras_textattn.errors import UserError
     from keras_textattn.models import get_spec
     from keras_textattn.run_folder import save_run
     from keras_textattn.text import TextEncoder
@@ -264,7 +263,7 @@ def end_to_end(data_dir, models, texts_count, quick):
                 try:
                     lite = export.tflite(folder / "run", folder / f"tflite-{quantization}", quantization=quantization,
                                          calibration_texts=train_texts if quantization == "int8" else None)
-                except UserError as error:  # int8 of a recurrent model (LAMA's BiGRU, CSPAN's BiLSTM)
+                except export.RecurrentInt8Error as error:  # LAMA's BiGRU, CSPAN's BiLSTM; any other refusal is raised
                     row[f"{key}_refused"] = str(error)
                     continue
                 row[f"{key}_bytes"] = lite["size_bytes"]

@@ -17,12 +17,14 @@ from keras_textattn.export.saved_model import saved_model
 from keras_textattn.export.saved_model import saved_model_ops
 from keras_textattn.export.saved_model import verify_saved_model
 from keras_textattn.export.tflite import QUANTIZATIONS
+from keras_textattn.export.tflite import RecurrentInt8Error
 from keras_textattn.export.tflite import tflite
 from keras_textattn.export.tflite import verify_tflite
 
 __all__ = [
     "ClientTokenizer",
     "QUANTIZATIONS",
+    "RecurrentInt8Error",
     "TENSORFLOW_TEXT_OPS",
     "saved_model",
     "saved_model_ops",

@@ -74,7 +74,7 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
     how often they agree on as many other texts of `calibration_texts`
     (`held_out_argmax_agreement`; BENCHMARKS.md has the paper models' figures), and a
     warning says so where that is below `INT8_AGREEMENT_WARNED`.
-    Models with recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) are refused: TensorFlow's
+    Models with recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) are refused (`RecurrentInt8Error`): TensorFlow's
     calibrator crashes the process on them (tensorflow/tensorflow#87468, #41305);
     export those with "dynamic".
 
@@ -132,17 +132,27 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
 
     with full_disk_as_os_error():
         write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
-    agreement = report.get("held_out_argmax_agreement", 1.0)
-    if agreement < INT8_AGREEMENT_WARNED:
-        small = min((layer.epsilon for layer in model._flatten_layers()
-                     if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON), default=None)
-        retrain = "" if small is None else (
-            f"; its layer normalisation's epsilon {small:g} amplifies rows of small variance past what int8 resolves: "
-            "a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more")
-        warnings.warn(f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
-                      f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
-                      "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain)
+    warning = int8_agreement_warning(model, report)
+    if warning:
+        warnings.warn(warning)
     return {"path": os.path.abspath(output), **report}
+
+
+def int8_agreement_warning(model, report):
+    """What `tflite` warns of when an int8 export's held-out agreement (`report`, its
+    verification) is below `INT8_AGREEMENT_WARNED`, naming a layer normalisation of `model`
+    whose epsilon is below `SMALL_EPSILON`; None when the agreement is enough."""
+    agreement = report.get("held_out_argmax_agreement", 1.0)
+    if agreement >= INT8_AGREEMENT_WARNED:
+        return None
+    small = min((layer.epsilon for layer in model._flatten_layers()
+                 if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON), default=None)
+    retrain = "" if small is None else (
+        f"; its layer normalisation's epsilon {small:g} amplifies rows of small variance past what int8 resolves: "
+        "a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more")
+    return (f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
+            f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
+            "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain)
 
 
 def write_tokenizer_files(folder, encoder, inputs=None):
@@ -163,11 +173,17 @@ def _write_json(path, value):
         json.dump(value, handle, indent=2)
 
 
+class RecurrentInt8Error(UserError):
+    """An int8 export refused because the model has recurrent layers (LAMA's BiGRU, CSPAN's
+    BiLSTM): TensorFlow's calibrator crashes the process on them. Catch it to fall back to
+    quantization "dynamic"."""
+
+
 def check_no_recurrent_layers(model):
-    """A `UserError` naming the recurrent layers of `model`, which int8 calibration crashes on."""
+    """A `RecurrentInt8Error` naming the recurrent layers of `model`, which int8 calibration crashes on."""
     recurrent = [layer.name for layer in model._flatten_layers() if isinstance(layer, keras.layers.RNN)]
     if recurrent:
-        raise UserError(
+        raise RecurrentInt8Error(
             f"Model {model.name!r} has recurrent layers ({', '.join(recurrent)}), and TensorFlow's int8 calibrator "
             "crashes the process on them (tensorflow/tensorflow#87468); export it with quantization 'dynamic' "
             "(int8 weights) instead")
