@@ -10,6 +10,11 @@ import tempfile
 from keras_textattn.errors import UserError
 
 
+# A write refused for want of room: the disk is full (ENOSPC), or the user's quota on it is
+# used up (EDQUOT: shared clusters; the file system's free space does not show it).
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
 class FolderInUseError(UserError):
     """Another process holds the lock of a folder (see `locked`)."""
 

@@ -454,9 +454,12 @@ WRITTEN = ("output", "directory", "html", "png", "top_tokens_csv", "top_tokens_m
 
 def _error_line(error, args):
     """The one line printed for a `UserError` or `OSError`: its message's first line; for a full
-    disk (ENOSPC; h5py's message runs over lines of buffer addresses) where and what next, and for
-    a read-only one (EROFS) the folder, not the lock or temporary file that found it."""
-    if not (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EROFS)):
+    disk or a used-up quota (ENOSPC, EDQUOT; h5py's message runs over lines of buffer addresses)
+    where and what next, and for a read-only one (EROFS) the folder, not the lock or temporary
+    file that found it."""
+    from keras_textattn._files import NO_SPACE_ERRNOS
+
+    if not (isinstance(error, OSError) and error.errno in NO_SPACE_ERRNOS | {errno.EROFS}):
         return str(error).splitlines()[0]
     written = error.filename or next((getattr(args, flag) for flag in WRITTEN if getattr(args, flag, None)), ".")
     folder = os.path.abspath(os.fsdecode(written))
@@ -465,6 +468,8 @@ def _error_line(error, args):
     if error.errno == errno.EROFS:
         return f"{folder} is on a read-only file system: write the output somewhere else"
     then = NO_SPACE_THEN.get(args.command, "run the command again (nothing half-written was left)")
+    if error.errno == errno.EDQUOT:
+        return f"your disk quota is used up on the device that holds {folder}: free some of your space there, then {then}"
     return f"no space left on the device that holds {folder}: free some space there, then {then}"
 
 

@@ -2,7 +2,6 @@
 
 import csv
 import dataclasses
-import errno
 import functools
 import glob
 import inspect
@@ -17,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
+from keras_textattn._files import NO_SPACE_ERRNOS
 from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
@@ -67,8 +67,8 @@ class SearchSpaceError(UserError, keras_tuner.errors.FatalValueError):
 
 
 class DiskFullError(OSError, keras_tuner.errors.FatalError):
-    """A full disk (ENOSPC) in a trial: it ends the search, where keras-tuner would fail every
-    trial after it in turn."""
+    """A full disk (ENOSPC) or a used-up disk quota (EDQUOT) in a trial: it ends the search,
+    where keras-tuner would fail every trial after it in turn."""
 
 
 class TextAttentionHyperModel(keras_tuner.HyperModel):
@@ -265,7 +265,7 @@ class _TimedTrials:
         try:
             histories = super().run_trial(trial, *args, **kwargs)
         except OSError as error:
-            if error.errno != errno.ENOSPC:
+            if error.errno not in NO_SPACE_ERRNOS:
                 raise
             raise DiskFullError(error.errno, error.strerror, error.filename) from None
         seconds = time.perf_counter() - start

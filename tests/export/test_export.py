@@ -22,6 +22,7 @@ from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.errors import UserError
 from keras_textattn.inference import Classifier
 from keras_textattn.export._probes import HOSTILE_TEXTS
+from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export.saved_model import SAVED_MODEL_ENTRIES
 from keras_textattn.export.tflite import TFLITE_ENTRIES
 from keras_textattn.export.tflite import int8_agreement_warning
@@ -556,6 +557,21 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(lama_run, small_disk, capsys
         f"keras-textattn: error: no space left on the device that holds {disk}: free some space there, then run the "
         "command again (nothing half-written was left)"]
     assert os.listdir(disk) == []
+
+
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EDQUOT])
+def test_tensorflows_report_of_no_room_is_the_os_error(number):
+    """TensorFlow's writers report a full disk, and a used-up quota, as a `ResourceExhaustedError`
+    whose message ends with the OS's words; it becomes the `OSError` of that number, naming the
+    file. Another resource exhausted (memory) is left as it is."""
+    with pytest.raises(OSError) as raised, full_disk_as_os_error():
+        raise tf.errors.ResourceExhaustedError(
+            None, None, f"/models/1/variables/variables.data-00000-of-00001.tempstate123; {os.strerror(number)}")
+    assert not isinstance(raised.value, tf.errors.OpError)
+    assert (raised.value.errno, raised.value.filename) == (number, "/models/1/variables/variables.data-00000-of-00001"
+                                                                   ".tempstate123")
+    with pytest.raises(tf.errors.ResourceExhaustedError), full_disk_as_os_error():
+        raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[1000000,1000000]")
 
 
 def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):

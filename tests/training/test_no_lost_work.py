@@ -4,6 +4,7 @@ Kills are real: a training subprocess gets SIGKILL (or SIGINT, as Ctrl-C sends) 
 moment a checkpoint file appears on disk.
 """
 
+import errno
 import gzip
 import hashlib
 import json
@@ -26,6 +27,7 @@ from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.text import TextEncoder
+from keras_textattn.training.backup import check_room_for_weights
 from keras_textattn.training.backup import restore
 from keras_textattn.tuning.config import load_config
 from keras_textattn.tuning.search import _check_same_search
@@ -180,6 +182,39 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
     status, err = _run_here(args, capsys)
     assert status == 0, err[-2000:]
     assert _metrics(output)["resumed_from_epoch"] == 1
+
+
+def test_room_for_a_checkpoint_is_asked_of_the_file_system(small_disk):
+    """Where the OS allocates room on request (Linux), `check_room_for_weights` allocates what the
+    weights need in a file it removes at once: refused on a disk without that room, with the
+    checkpoint's path; accepted where it fits; nothing left behind either way."""
+    disk, _ = small_disk
+    assert hasattr(os, "posix_fallocate")  # the tests run on Linux (CI too)
+    small, large = keras.Sequential([keras.layers.Dense(4)]), keras.Sequential([keras.layers.Dense(256)])
+    small.build((None, 4)), large.build((None, 1024))  # weights of 80 B and 1 MB, on 256 KiB
+    check_room_for_weights(small, disk / "small.weights.h5")
+    with pytest.raises(OSError) as raised:
+        check_room_for_weights(large, disk / "large.weights.h5")
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, disk / "large.weights.h5")
+    assert os.listdir(disk) == []
+
+
+def test_a_used_up_disk_quota_stops_training_in_one_line(shared_data, tmp_path, capsys, monkeypatch):
+    """A disk quota (shared clusters) used up: the file system refuses the checkpoint's room with
+    EDQUOT although its free space, which the quota does not show, is ample. Training stops before
+    HDF5 starts writing (exit 2, one line saying so and what next). The refusal stands in for a
+    quota'd file system, which a test cannot mount."""
+    def quota_used_up(handle, offset, length):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(os, "posix_fallocate", quota_used_up)
+    output = tmp_path / "run"
+    status, err = _run_here([*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", "1"], capsys)
+    assert status == 2
+    assert err.strip().splitlines()[-1] == (
+        f"keras-textattn: error: your disk quota is used up on the device that holds {output / 'backup'}: free some "
+        "of your space there, then run the same command again: it resumes from the last checkpoint, if any")
+    assert os.listdir(output / "backup") == []
 
 
 # ------------------------------------------------- export swap after a kill (5)

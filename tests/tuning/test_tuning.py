@@ -1,5 +1,6 @@
 import csv
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -686,6 +687,23 @@ def test_a_full_disk_ends_the_search_in_one_line_and_the_same_command_resumes(ti
     remount("size=8m")
     assert main(command[3:]) == 0, capsys.readouterr().err[-2000:]  # the same command, in this process
     assert len((disk / "search" / "trials.csv").read_text().splitlines()) == 4  # 3 trials in all
+
+
+def test_a_used_up_disk_quota_ends_the_search_in_one_line(tiny_config, shared_data, tmp_path, capsys, monkeypatch):
+    """EDQUOT (a disk quota used up, although the disk has room) ends the search as a full disk
+    does, where keras-tuner would fail every trial in turn. The refusal of the checkpoint's room
+    stands in for a quota'd file system, which a test cannot mount."""
+    def quota_used_up(handle, offset, length):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(os, "posix_fallocate", quota_used_up)
+    command = _cli("tune", "--config", tiny_config, "--data", shared_data / "trec" / "train.csv.gz",
+                   "--directory", tmp_path / "search", "--quiet")
+    assert main(command[3:]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "keras-textattn: error: your disk quota is used up on the device that holds "
+        f"{tmp_path / 'search' / 'scalable_attention' / 'trial_0'}: free some of your space there, then run the same "
+        "command again: the search resumes")
 
 
 def test_the_oracles_good_copy_is_written_last(tmp_path, monkeypatch):
