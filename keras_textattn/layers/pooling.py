@@ -6,8 +6,27 @@ from keras import ops
 from keras_textattn.layers import _attention_utils as utils
 
 
+class _MaskedGlobalPooling1D(keras.layers.Layer):
+    """What the two poolings share: `(batch, time, features)` to `(batch, features)`, the
+    mask consumed (none propagated)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        utils.check_sequence_shape(type(self).__name__, input_shape)  # a rank-2 input pooled to (batch,) before
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        utils.check_sequence_shape(type(self).__name__, input_shape)
+        return (input_shape[0], input_shape[-1])
+
+
 @keras.saving.register_keras_serializable(package="keras_textattn")
-class MaskedGlobalMaxPooling1D(keras.layers.Layer):
+class MaskedGlobalMaxPooling1D(_MaskedGlobalPooling1D):
     """Max over the real (unpadded) time steps: `(batch, time, features)` to `(batch, features)`.
 
     Keras's `GlobalMaxPooling1D` ignores masks, so padding could win the max.
@@ -25,13 +44,6 @@ class MaskedGlobalMaxPooling1D(keras.layers.Layer):
     True
     """
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def build(self, input_shape):
-        utils.check_sequence_shape(type(self).__name__, input_shape)  # a rank-2 input pooled to (batch,) before
-
     def call(self, inputs, mask=None):
         utils.check_call_inputs(self, inputs, mask)
         if mask is None:
@@ -40,16 +52,9 @@ class MaskedGlobalMaxPooling1D(keras.layers.Layer):
         pooled = ops.max(ops.where(keep, inputs, ops.full_like(inputs, float("-inf"))), axis=1)
         return ops.where(ops.any(keep, axis=1), pooled, ops.zeros_like(pooled))
 
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        utils.check_sequence_shape("MaskedGlobalMaxPooling1D", input_shape)
-        return (input_shape[0], input_shape[-1])
-
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
-class MaskedGlobalAveragePooling1D(keras.layers.Layer):
+class MaskedGlobalAveragePooling1D(_MaskedGlobalPooling1D):
     """Mean over the real (unpadded) time steps: `(batch, time, features)` to `(batch, features)`.
 
     Unlike Keras's `GlobalAveragePooling1D`, which divides by zero (NaN) for a text
@@ -67,23 +72,9 @@ class MaskedGlobalAveragePooling1D(keras.layers.Layer):
     True
     """
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def build(self, input_shape):
-        utils.check_sequence_shape(type(self).__name__, input_shape)  # a rank-2 input pooled to (batch,) before
-
     def call(self, inputs, mask=None):
         utils.check_call_inputs(self, inputs, mask)
         if mask is None:
             return ops.mean(inputs, axis=1)
         weights = ops.expand_dims(ops.cast(mask, inputs.dtype), -1)
         return ops.sum(inputs * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, input_shape):
-        utils.check_sequence_shape("MaskedGlobalAveragePooling1D", input_shape)
-        return (input_shape[0], input_shape[-1])
