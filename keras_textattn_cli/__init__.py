@@ -160,14 +160,27 @@ def _versions():
     return f"{installed[0]} ({', '.join(installed[1:])})"
 
 
+class _TextsAreArguments(argparse.Action):
+    """`--text` of predict and explain, refused with the way to give texts: they are arguments
+    (without abbreviations it is unknown; with them it was taken for `--text-column`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"texts are given as arguments, not with --text: {parser.prog} --run RUN 'a text' 'another' "
+                     "(- reads them from standard input); --text-column names the text column of --data")
+
+
 def _parser():
-    parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.")
+    # No abbreviated options (argparse's default took `--text` for `--text-column`, and a later option
+    # could make a user's abbreviation ambiguous): each is written in full.
+    parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.",
+                                     allow_abbrev=False)
     parser.add_argument("--version", action="version", version=_versions(),
                         help="keras-textattn's version, and those of the Keras and TensorFlow installed")
     commands = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--verbose", action="store_true", help="show TensorFlow's own log lines (hidden by default)")
-    subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults, parents=[common])
+    subcommand = functools.partial(commands.add_parser, formatter_class=_HelpWithDefaults, parents=[common],
+                                   allow_abbrev=False)
     train = subcommand("train", help="train a model and write a run folder")
     train.add_argument("--model", help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn "
                                         "(required, but with --init-from: that run's model)")
@@ -335,6 +348,7 @@ def _parser():
                               "TFLite); repeat it to average the probabilities of several runs (an ensemble)")
     predict.add_argument("texts", nargs="*", help="texts to label (printed); - reads them from standard input, "
                                                   "one per line, labelled in batches as they come")
+    predict.add_argument("--text", nargs="*", action=_TextsAreArguments, help=argparse.SUPPRESS)
     predict.add_argument("--data", type=path_argument,
                          help="a CSV/TSV, JSONL or TFRecord file (plain or .gz) to label, read in batches")
     predict.add_argument("--output", type=path_argument,
@@ -366,6 +380,7 @@ def _parser():
     explain = subcommand("explain", help="show what a trained model attends to")
     explain.add_argument("--run", type=path_argument, required=True, action="append", help="a run folder written by `train`")
     explain.add_argument("texts", nargs="*", help="texts to explain; - reads them from standard input, one per line")
+    explain.add_argument("--text", nargs="*", action=_TextsAreArguments, help=argparse.SUPPRESS)
     explain.add_argument("--data", type=path_argument,
                          help="also explain the texts of a CSV/TSV, JSONL or TFRecord file (plain or .gz)")
     _file_format_arguments(explain, labels=False)

@@ -38,6 +38,32 @@ def test_a_path_given_with_a_tilde_is_under_home(argv, tmp_path, monkeypatch):
     assert not [value for value in values if "~" in value]
 
 
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_texts_given_with_text_are_refused_saying_how_to_give_them(command, capsys):
+    """Texts are arguments. `--text "a film"` was taken for an abbreviated `--text-column`, and the
+    error spoke of a column of --data the user never gave; now it says how texts are given."""
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--run", "run", "--text", "a good film"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"keras-textattn {command}: error: texts are given as arguments, not with --text: keras-textattn {command} "
+        "--run RUN 'a text' 'another' (- reads them from standard input); --text-column names the text column of --data")
+
+
+@pytest.mark.parametrize("argv, abbreviated", [
+    (["predict", "--run", "run", "--text-col", "review"], "--text-col"),  # "review": a text to label
+    (["train", "--model", "lama", "--data", "d.csv", "--output", "run", "--epoch", "2"], "--epoch 2"),
+    (["export", "--run", "run", "--format", "tflite", "--output", "e", "--quant", "int8", "--verb"], "--quant int8 --verb"),
+])
+def test_options_are_not_abbreviated(argv, abbreviated, capsys):
+    """Each option is written in full: an abbreviation is refused by name (argparse's default took
+    it for the option it begins, and another option added later would make it ambiguous)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"keras-textattn: error: unrecognized arguments: {abbreviated}"
+
+
 def test_vectors_written_to_a_tilde_path_land_under_home(tmp_path, monkeypatch):
     """End to end: the vectors of `--data=~/texts.csv` are written to `--output=~/v.vec` in the home
     folder, and nothing is made in the working directory."""
