@@ -48,25 +48,26 @@ def check_room_for_weights(model, path):
     that it cannot close, and Python segfaults as it exits (h5py#914): no room must be found
     before HDF5 starts. Where the OS has `posix_fallocate` (Linux), the room is asked of the
     file system by allocating it in a file removed at once, which counts the user's quota;
-    elsewhere (macOS) it is the file system's free space."""
+    elsewhere (macOS), or on a file system that allocates nothing ahead, it is the file
+    system's free space."""
     optimizer = getattr(model, "optimizer", None)  # none before `compile`
     variables = [*model.weights, *(optimizer.variables if optimizer else [])]
     needed = sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize + 4096 for v in variables) + 65536  # + HDF5's headers
     folder = os.path.dirname(os.path.abspath(path))
-    if not hasattr(os, "posix_fallocate"):
-        if shutil.disk_usage(folder).free < needed:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-        return
-    handle, probe = tempfile.mkstemp(dir=folder, prefix=".room-")
-    try:
-        os.posix_fallocate(handle, 0, needed)
-    except OSError as error:
-        if error.errno not in NO_SPACE_ERRNOS:
-            raise
-        raise OSError(error.errno, os.strerror(error.errno), path) from None
-    finally:
-        os.close(handle)
-        os.remove(probe)
+    if hasattr(os, "posix_fallocate"):
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".room-")
+        try:
+            os.posix_fallocate(handle, 0, needed)
+            return
+        except OSError as error:
+            if error.errno in NO_SPACE_ERRNOS:
+                raise OSError(error.errno, os.strerror(error.errno), path) from None
+            # another refusal (EOPNOTSUPP, EINVAL): the free space, below
+        finally:
+            os.close(handle)
+            os.remove(probe)
+    if shutil.disk_usage(folder).free < needed:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
 
 def save_weights(model, path):

@@ -184,12 +184,19 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
     assert _metrics(output)["resumed_from_epoch"] == 1
 
 
-def test_room_for_a_checkpoint_is_asked_of_the_file_system(small_disk):
+@pytest.mark.parametrize("allocation", ["asked", "refused"])
+def test_room_for_a_checkpoint_is_asked_of_the_file_system(allocation, small_disk, monkeypatch):
     """Where the OS allocates room on request (Linux), `check_room_for_weights` allocates what the
-    weights need in a file it removes at once: refused on a disk without that room, with the
-    checkpoint's path; accepted where it fits; nothing left behind either way."""
+    weights need in a file it removes at once; on a file system that refuses to allocate ahead
+    (EOPNOTSUPP), it reads the free space instead. Either way: refused on a disk without that
+    room, with the checkpoint's path; accepted where it fits; nothing left behind."""
     disk, _ = small_disk
     assert hasattr(os, "posix_fallocate")  # the tests run on Linux (CI too)
+    if allocation == "refused":
+        def unsupported(handle, offset, length):
+            raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+        monkeypatch.setattr(os, "posix_fallocate", unsupported)
     small, large = keras.Sequential([keras.layers.Dense(4)]), keras.Sequential([keras.layers.Dense(256)])
     small.build((None, 4)), large.build((None, 1024))  # weights of 80 B and 1 MB, on 256 KiB
     check_room_for_weights(small, disk / "small.weights.h5")
