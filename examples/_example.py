@@ -26,7 +26,8 @@ ENCODER_LENGTHS = ("sequence_length", "max_sentences")
 
 
 def parse_args(description, default_output):
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)  # options in full, as keras-textattn takes them
     parser.add_argument("--data", type=path_argument,
                         help="a local CSV file (header label,text) instead of downloading the TFDS dataset")
     parser.add_argument("--test-data", type=path_argument,

@@ -126,6 +126,12 @@ def test_an_examples_flags_are_checked_before_the_search_and_training(tmp_path, 
         (["--tune-trials", "2"], "--tune-trials goes with --tune CONFIG (a search); got --tune-trials 2 alone"),
         (["--tune", "lama"], "lama tunes lama; this example trains scalable_attention"),
     ]
+    monkeypatch.setattr(sys, "argv", ["scalable_attention_ag_news.py", "--small", "--epoch", "2"])
+    with pytest.raises(SystemExit) as exit_:  # options in full, as keras-textattn takes them (--epoch was --epochs)
+        example.parse_args("", "unused")
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "scalable_attention_ag_news.py: error: unrecognized arguments: --epoch 2")
     for flags, message in cases:
         monkeypatch.setattr(sys, "argv", ["scalable_attention_ag_news.py", "--small", "--output", str(run), *flags])
         with pytest.raises(SystemExit) as exit_:
