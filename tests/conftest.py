@@ -1,3 +1,4 @@
+import errno
 import importlib.util
 import os
 import pathlib
@@ -116,6 +117,17 @@ def tmpfs_refusal():
             return mounted.stderr.strip() or f"mount exited {mounted.returncode}"
         subprocess.run(["umount", folder], check=True)
     return None
+
+
+@pytest.fixture
+def used_up_quota(monkeypatch):
+    """The file system refuses to allocate room with EDQUOT, as one whose disk quota for the user
+    is used up does while its free space is ample (`os.posix_fallocate`, which
+    `check_room_for_weights` asks; a test cannot mount a quota'd file system)."""
+    def refuse(handle, offset, length):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    monkeypatch.setattr(os, "posix_fallocate", refuse)
 
 
 @pytest.fixture

@@ -206,15 +206,10 @@ def test_room_for_a_checkpoint_is_asked_of_the_file_system(allocation, small_dis
     assert os.listdir(disk) == []
 
 
-def test_a_used_up_disk_quota_stops_training_in_one_line(shared_data, tmp_path, capsys, monkeypatch):
+def test_a_used_up_disk_quota_stops_training_in_one_line(shared_data, tmp_path, capsys, used_up_quota):
     """A disk quota (shared clusters) used up: the file system refuses the checkpoint's room with
     EDQUOT although its free space, which the quota does not show, is ample. Training stops before
-    HDF5 starts writing (exit 2, one line saying so and what next). The refusal stands in for a
-    quota'd file system, which a test cannot mount."""
-    def quota_used_up(handle, offset, length):
-        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
-
-    monkeypatch.setattr(os, "posix_fallocate", quota_used_up)
+    HDF5 starts writing (exit 2, one line saying so and what next)."""
     output = tmp_path / "run"
     status, err = _run_here([*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", "1"], capsys)
     assert status == 2
