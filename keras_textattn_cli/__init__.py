@@ -169,11 +169,26 @@ class _TextsAreArguments(argparse.Action):
                      "(- reads them from standard input); --text-column names the text column of --data")
 
 
+class _CommandLineParser(argparse.ArgumentParser):
+    """Reports an unknown option as the command it was given to, with that command's usage
+    (argparse's top level says `keras-textattn: error: unrecognized arguments` and shows its own)."""
+
+    def add_subparsers(self, **kwargs):
+        self.commands = super().add_subparsers(**kwargs)
+        return self.commands
+
+    def parse_args(self, args=None, namespace=None):
+        known, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            self.commands.choices[known.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+        return known
+
+
 def _parser():
     # No abbreviated options (argparse's default took `--text` for `--text-column`, and a later option
     # could make a user's abbreviation ambiguous): each is written in full.
-    parser = argparse.ArgumentParser(prog="keras-textattn", description="Attention models for text classification.",
-                                     allow_abbrev=False)
+    parser = _CommandLineParser(prog="keras-textattn", description="Attention models for text classification.",
+                                allow_abbrev=False)
     parser.add_argument("--version", action="version", version=_versions(),
                         help="keras-textattn's version, and those of the Keras and TensorFlow installed")
     commands = parser.add_subparsers(dest="command", required=True)

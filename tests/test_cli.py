@@ -57,11 +57,14 @@ def test_texts_given_with_text_are_refused_saying_how_to_give_them(command, caps
 ])
 def test_options_are_not_abbreviated(argv, abbreviated, capsys):
     """Each option is written in full: an abbreviation is refused by name (argparse's default took
-    it for the option it begins, and another option added later would make it ambiguous)."""
+    it for the option it begins, and another option added later would make it ambiguous), by the
+    command it was given to and after that command's usage, not the top level's."""
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"keras-textattn: error: unrecognized arguments: {abbreviated}"
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: keras-textattn {argv[0]} ")
+    assert err.strip().splitlines()[-1] == f"keras-textattn {argv[0]}: error: unrecognized arguments: {abbreviated}"
 
 
 def test_vectors_written_to_a_tilde_path_land_under_home(tmp_path, monkeypatch):
