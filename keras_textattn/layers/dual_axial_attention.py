@@ -307,6 +307,12 @@ class DualAxialSelfAttention(keras.layers.Layer):
             (mask propagated) instead of `u`.
         kernel_initializer, bias_initializer: of every map (Glorot and zeros, section 4).
 
+    Under `mixed_float16` the text- and feature-axial parts and the gate compute in
+    float32 (float32 weights either way): Eq. 6 and 10's unscaled products, and the
+    parts' outputs that grow with them, pass float16's largest value (65,504) for
+    inputs of magnitude about 5 to 10, and the layer's output, a `tanh`, must stay finite
+    there. `mixed_bfloat16` has float32's range and keeps its 16-bit compute.
+
     Call arguments:
         inputs: `(batch, time, features)`.
         mask: optional `(batch, time)` padding mask.
@@ -366,7 +372,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
         common = dict(
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             bias_initializer=keras.initializers.serialize(self.bias_initializer),
-            dtype=self.dtype_policy,
+            dtype=self._parts_policy(),
         )
         self.text_attention = TextAxialSelfAttention(
             score_activation=self.score_activation,
@@ -385,6 +391,13 @@ class DualAxialSelfAttention(keras.layers.Layer):
             self.gate_text = keras.layers.Dense(features, name="gate_text", **common)
             self.gate_feature.build(input_shape)
             self.gate_text.build(input_shape)
+
+    def _parts_policy(self):
+        """float32 under mixed_float16 (see the class docstring), else the layer's policy."""
+        policy = self.dtype_policy
+        if policy.compute_dtype == "float16" and policy.variable_dtype == "float32":
+            return keras.DTypePolicy("float32")
+        return policy
 
     def call(self, inputs, mask=None, return_attention_scores=False):
         utils.check_call_inputs(self, inputs, mask)
@@ -411,7 +424,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
             outputs = ops.tanh(ops.sum(fused, axis=1) / ops.maximum(tokens, 1.0))
         outputs = ops.cast(outputs, self.compute_dtype)
         if return_attention_scores:
-            return outputs, maps
+            return outputs, {name: ops.cast(value, self.compute_dtype) for name, value in maps.items()}
         return outputs
 
     def compute_mask(self, inputs, mask=None):

@@ -174,6 +174,30 @@ def test_finite_on_extremes(layer_cls, kwargs):
     np.testing.assert_array_equal(first[1], 0.0)  # all-padding row: zeros
 
 
+@pytest.mark.parametrize("aggregation", ["sum", "mean"])
+def test_dual_axial_stays_finite_and_close_to_float32_under_mixed_float16(aggregation):
+    """Its output is a tanh: under mixed_float16 it must stay finite where its parts' products
+    and outputs pass float16's 65,504 (inputs of magnitude 10, which Keras's own
+    MultiHeadAttention handles), and match float32 with the same weights; they were NaN when
+    the parts computed in float16. mixed_bfloat16 keeps 16-bit compute in the parts."""
+    x = np.random.default_rng(5).normal(size=(2, 7, 16)).astype("float32") * 10
+    mask = np.ones((2, 7), bool)
+    mask[1, 4:] = False
+    exact = DualAxialSelfAttention(aggregation=aggregation)
+    expected = to_numpy(exact(x, mask=mask))
+    feature_part = to_numpy(exact.feature_attention(x, mask=mask))
+    assert np.abs(feature_part).max() > 65504  # beyond float16: the case this test is about
+    mixed = DualAxialSelfAttention(aggregation=aggregation, dtype="mixed_float16")
+    mixed.build(x.shape)
+    mixed.set_weights(exact.get_weights())
+    outputs, maps = mixed(x, mask=mask, return_attention_scores=True)
+    assert keras.backend.standardize_dtype(outputs.dtype) == "float16"
+    assert {keras.backend.standardize_dtype(m.dtype) for m in maps.values()} == {"float16"}
+    np.testing.assert_allclose(to_numpy(keras.ops.cast(outputs, "float32")), expected, atol=0.02)
+    assert mixed.feature_attention.compute_dtype == "float32"
+    assert DualAxialSelfAttention(dtype="mixed_bfloat16")._parts_policy().compute_dtype == "bfloat16"
+
+
 def test_mu_uses_real_tokens_only():
     """Eq. 11 with mu = 1/N, N the unpadded length: doubling one token's padding changes nothing,
     and a text of 2 real tokens is scaled by 1/2, not by 1/time."""
