@@ -30,7 +30,8 @@ class MaskedGlobalMaxPooling1D(_MaskedGlobalPooling1D):
     """Max over the real (unpadded) time steps: `(batch, time, features)` to `(batch, features)`.
 
     Keras's `GlobalMaxPooling1D` ignores masks, so padding could win the max.
-    An all-padding text gives zeros.
+    An all-padding text, or a batch of no time steps (`(batch, 0, features)`, as a
+    vectorizer without a fixed length gives for empty texts), gives zeros.
 
     Example:
 
@@ -46,11 +47,12 @@ class MaskedGlobalMaxPooling1D(_MaskedGlobalPooling1D):
 
     def call(self, inputs, mask=None):
         utils.check_call_inputs(self, inputs, mask)
-        if mask is None:
-            return ops.max(inputs, axis=1)
-        keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
-        pooled = ops.max(ops.where(keep, inputs, ops.full_like(inputs, float("-inf"))), axis=1)
-        return ops.where(ops.any(keep, axis=1), pooled, ops.zeros_like(pooled))
+        keep = ops.expand_dims(ops.cast(utils.float_mask(mask, inputs), "bool"), -1)
+        # `initial`: no time steps at all is all padding too (without it Keras refuses the max
+        # of an empty axis). The zeros are shaped from a sum, not from `pooled`: for an empty
+        # axis Keras's PyTorch backend returns `initial` as a scalar, whatever the axis.
+        pooled = ops.max(ops.where(keep, inputs, ops.full_like(inputs, float("-inf"))), axis=1, initial=float("-inf"))
+        return ops.where(ops.any(keep, axis=1), pooled, ops.zeros_like(ops.sum(inputs, axis=1)))
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -58,7 +60,8 @@ class MaskedGlobalAveragePooling1D(_MaskedGlobalPooling1D):
     """Mean over the real (unpadded) time steps: `(batch, time, features)` to `(batch, features)`.
 
     Unlike Keras's `GlobalAveragePooling1D`, which divides by zero (NaN) for a text
-    that is all padding, an all-padding text gives zeros.
+    that is all padding, an all-padding text gives zeros, as does a batch of no time
+    steps (`(batch, 0, features)`).
 
     Example:
 
@@ -74,7 +77,5 @@ class MaskedGlobalAveragePooling1D(_MaskedGlobalPooling1D):
 
     def call(self, inputs, mask=None):
         utils.check_call_inputs(self, inputs, mask)
-        if mask is None:
-            return ops.mean(inputs, axis=1)
-        weights = ops.expand_dims(ops.cast(mask, inputs.dtype), -1)
+        weights = ops.expand_dims(ops.cast(utils.float_mask(mask, inputs), inputs.dtype), -1)
         return ops.sum(inputs * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)

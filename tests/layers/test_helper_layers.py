@@ -44,3 +44,21 @@ def test_masked_average_pooling_ignores_padding_and_never_divides_by_zero():
     mask = np.array([[True, True, False], [False, False, False]])
     outputs = to_numpy(MaskedGlobalAveragePooling1D()(x, mask=mask))
     np.testing.assert_array_equal(outputs, [[2.0, -3.0], [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("layer_cls", [MaskedGlobalMaxPooling1D, MaskedGlobalAveragePooling1D])
+def test_masked_poolings_give_zeros_for_no_time_steps(layer_cls):
+    """A batch of empty texts from a vectorizer without a fixed length is `(batch, 0, features)`:
+    zeros, as for an all-padding text, in the eager call and in a compiled model with a dynamic
+    length (the max raised "Cannot compute the max of an empty tensor", the mean gave NaN)."""
+    empty = np.zeros((2, 0, 3), "float32")
+    for mask in (None, np.zeros((2, 0), bool)):
+        outputs = to_numpy(layer_cls()(empty, mask=mask))
+        assert outputs.shape == (2, 3)
+        np.testing.assert_array_equal(outputs, 0.0)
+    inputs = keras.Input(shape=(None, 3))
+    model = keras.Model(inputs, layer_cls()(inputs))
+    np.testing.assert_array_equal(model.predict(empty, verbose=0), 0.0)
+    x = np.arange(12, dtype="float32").reshape(2, 2, 3)  # and unmasked inputs as before
+    expected = x.max(axis=1) if layer_cls is MaskedGlobalMaxPooling1D else x.mean(axis=1)
+    np.testing.assert_allclose(model.predict(x, verbose=0), expected)
