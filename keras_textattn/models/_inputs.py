@@ -36,6 +36,8 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
     for name, value in sizes.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"`{name}` must be a positive int or None. Received: {name}={value!r}")
+    if isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int) or bigram_buckets < 0:
+        raise ValueError(f"`bigram_buckets` must be an int >= 0 (0: no bigrams). Received: bigram_buckets={bigram_buckets!r}")
     if encoder is not None:
         given = {"sequence_length": (sequence_length, encoder.sequence_length),
                  "bigram_buckets": (bigram_buckets or None, encoder.bigram_buckets or None)}

@@ -94,6 +94,9 @@ def test_builder_errors():
         build_model("lama", 2, vocabulary_size=10, sequence_length=0)
     with pytest.raises(ValueError, match=r"`max_sentences` must be a positive int or None. Received: max_sentences=0"):
         build_model("hcan", 2, vocabulary_size=10, sequence_length=5, max_sentences=0)
+    # A negative bucket count failed in Keras's Embedding, as "input_dim=0", which no argument is called.
+    with pytest.raises(ValueError, match=r"`bigram_buckets` must be an int >= 0 \(0: no bigrams\). Received: bigram_buckets=-1$"):
+        build_model("dual_axial", 2, vocabulary_size=10, sequence_length=5, bigram_buckets=-1)
     # A string was read as true: use_context="False" built LAMA+ctx, hierarchical="False" the hierarchy.
     with pytest.raises(ValueError, match=r"`use_context` must be True or False. Received: use_context='False'$"):
         build_model("lama", 2, vocabulary_size=10, sequence_length=5, use_context="False")
