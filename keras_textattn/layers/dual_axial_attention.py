@@ -6,6 +6,11 @@ The three layers share the paper's light multi-dimensional self-attention
 `alpha_ij = softplus(s_ij)` (Eq. 6-7), `w_i = sum_j alpha_ij v_j`, and the output
 `h_ij = softplus(w_ij) * x_ij` (Eq. 8). No `(batch, N, N, d)` tensor is ever formed:
 memory is O(batch * (N^2 + N d + d^2)).
+
+Nothing in Eq. 6-8 scales the products, so `h` grows about as the cube of the inputs:
+under `mixed_float16` the text- and feature-axial layers' outputs pass float16's
+largest value (65,504) for inputs of magnitude about 10 and 5 (the values themselves,
+not a rounding); `DualAxialSelfAttention` computes them in float32 there.
 """
 
 import math
