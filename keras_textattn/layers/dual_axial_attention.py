@@ -9,7 +9,7 @@ memory is O(batch * (N^2 + N d + d^2)).
 
 Nothing in Eq. 6-8 scales the products, so `h` grows about as the cube of the inputs:
 under `mixed_float16` the text- and feature-axial layers' outputs pass float16's
-largest value (65,504) for inputs of magnitude about 10 and 5 (the values themselves,
+largest value (65,504) for inputs of magnitude about 15 and 6 (the values themselves,
 not a rounding); `DualAxialSelfAttention` computes them in float32 there.
 """
 
@@ -315,7 +315,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
     Under `mixed_float16` the text- and feature-axial parts and the gate compute in
     float32 (float32 weights either way): Eq. 6 and 10's unscaled products, and the
     parts' outputs that grow with them, pass float16's largest value (65,504) for
-    inputs of magnitude about 5 to 10, and the layer's output, a `tanh`, must stay finite
+    inputs of magnitude about 6 and more, and the layer's output, a `tanh`, must stay finite
     there. `mixed_bfloat16` has float32's range and keeps its 16-bit compute.
 
     Call arguments:
