@@ -3,11 +3,12 @@
 Modelled on Keras's `TestCase.run_layer_test`. `run_layer_contract` checks:
 shapes and dtypes symbolically and eagerly, the same weights from a direct `build()`
 as from a call, the symbolic shapes of the attention scores, the config round trip,
-`.keras` save/load without `custom_objects`, training steps in compiled models (float32
-under XLA, and mixed_float16), mixed precision, and how the padding mask is consumed or
-propagated. `check_save_and_load` (also used alone, for configurations the contract does not
-run), `check_padding_invariance` and `check_finite_on_extremes` are the per-layer
-save/load, masking and numerics checks, shared here too.
+`.keras` save/load without `custom_objects` (also of a model quantized by Keras's
+`quantize("int8")`), training steps in compiled models (float32 under XLA, and
+mixed_float16), mixed precision, and how the padding mask is consumed or propagated.
+`check_save_and_load` (also used alone, for configurations the contract does not run),
+`check_padding_invariance` and `check_finite_on_extremes` are the per-layer save/load,
+masking and numerics checks, shared here too.
 """
 
 import inspect
@@ -181,6 +182,8 @@ def run_layer_contract(
 
     check_save_and_load(layer_cls(**init_kwargs), tmp_path, batch=batch, time=time, features=features,
                         static_time=static_time)
+    check_save_and_load(layer_cls(**init_kwargs), tmp_path, batch=batch, time=time, features=features,
+                        static_time=static_time, quantize=True)
 
     # Training steps inside compiled models, one fit each: float32 with XLA where the backend
     # has it (TensorFlow, JAX; Keras's "auto" picks it there), where every trainable weight
@@ -215,21 +218,29 @@ def run_layer_contract(
         assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in layer.weights)
 
 
-def check_save_and_load(layer, tmp_path, *, batch=3, time=7, features=8, static_time=False):
+def check_save_and_load(layer, tmp_path, *, batch=3, time=7, features=8, static_time=False, quantize=False):
     """A model using `layer` saves to `.keras` and loads, with no custom_objects and
-    safe mode on, into the same layer class giving the same outputs."""
+    safe mode on, into the same layer class giving the same outputs. With `quantize`, the
+    model quantized by Keras (`model.quantize("int8")`, its Dense sublayers too) does, and
+    the loaded model saves and loads again: its sublayers' int8 policies are in the layer's
+    config (`with_quantized_sublayers`)."""
     ids = _token_ids(batch, time, seed=2)
     model = _embedding_model(layer, time, features, static_time)
+    if quantize:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Layer .* does not have a `quantize` method implemented")
+            model.quantize("int8")
     expected = to_numpy(model(ids))
-    path = os.path.join(str(tmp_path), "model.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert type(loaded.layers[-1]) is type(layer)
-    keras.tree.map_structure(
-        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6),
-        to_numpy(loaded(ids)),
-        expected,
-    )
+    for copy in range(2 if quantize else 1):
+        path = os.path.join(str(tmp_path), f"model_{copy}.keras")
+        model.save(path)
+        model = keras.models.load_model(path)
+        assert type(model.layers[-1]) is type(layer)
+        keras.tree.map_structure(
+            lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6),
+            to_numpy(model(ids)),
+            expected,
+        )
 
 
 def check_padding_invariance(layer, inputs, real_length, *, static_time=False, call_kwargs=None):

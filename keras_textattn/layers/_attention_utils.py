@@ -190,3 +190,40 @@ def masked_softplus(scores, key_mask=None):
 def clone_initializer(initializer):
     """A fresh copy of `initializer`, so that sublayers never share one instance."""
     return keras.initializers.get(keras.initializers.serialize(initializer))
+
+
+def own_policy(layer):
+    """`layer`'s own dtype policy: its entry in a `keras.dtype_policies.DTypePolicyMap` it was
+    given (a parent's, see `with_quantized_sublayers`), else its policy."""
+    policy = layer.dtype_policy
+    return policy[layer.path] if isinstance(policy, keras.dtype_policies.DTypePolicyMap) else policy
+
+
+def sublayer_dtype(layer, name):
+    """The `dtype` to build `layer`'s sublayer `name` with: `layer`'s policy, except that where
+    `layer` was given a map (`with_quantized_sublayers`) a sublayer the map names gets its own
+    policy from it. Keras's Dense saves its int8 scale only where its `dtype_policy` is the
+    quantized policy itself, not a map holding it (`Dense._get_kernel_with_merged_lora`, Keras
+    3.15): given the map, a loaded model could not be saved again."""
+    policy = layer.dtype_policy
+    path = f"{layer.path}/{name}"
+    if isinstance(policy, keras.dtype_policies.DTypePolicyMap) and path in policy:
+        return policy[path]
+    return policy
+
+
+def with_quantized_sublayers(layer, config):
+    """`layer`'s `get_config` result `config`, its `dtype` a `keras.dtype_policies.DTypePolicyMap`
+    from path to policy where `model.quantize(...)` has quantized sublayers of `layer` (their
+    paths as saved; the layer's own policy the default), else as given.
+
+    The layers build their sublayers in `build()` with their own `dtype`, so a loaded `.keras`
+    file of a quantized model rebuilt them float, and `load_model` refused its int8 weights.
+    This is Keras's pattern (the docstring of `DTypePolicyMap`): the sublayers, given the map,
+    find their policies in it by path."""
+    quantized = {sub.path: own_policy(sub) for sub in layer._flatten_layers(include_self=False)
+                 if sub.quantization_mode is not None}
+    if quantized:
+        config["dtype"] = keras.dtype_policies.DTypePolicyMap(own_policy(layer), quantized)
+    return config
+

@@ -54,7 +54,7 @@ class SemanticSelfAttention(keras.layers.Layer):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)
         self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.epsilon, dtype=self.dtype_policy, name="layer_norm"
+            epsilon=self.epsilon, dtype=utils.sublayer_dtype(self, "layer_norm"), name="layer_norm"
         )
         self.layer_norm.build(input_shape)
 
@@ -84,7 +84,7 @@ class SemanticSelfAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config["epsilon"] = self.epsilon
-        return config
+        return utils.with_quantized_sublayers(self, config)
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -142,7 +142,7 @@ class CascadedSemanticPositional(keras.layers.Layer):
                 f"size, d/2 per direction, so d must be even. Received: features={features}"
             )
         self.semantic_attention = SemanticSelfAttention(
-            epsilon=self.epsilon, dtype=self.dtype_policy, name="semantic_attention"
+            epsilon=self.epsilon, dtype=utils.sublayer_dtype(self, "semantic_attention"), name="semantic_attention"
         )
         self.semantic_attention.build(input_shape)
         # Each Bi-LSTM as a forward and a backward LSTM rather than keras.layers.Bidirectional:
@@ -154,12 +154,12 @@ class CascadedSemanticPositional(keras.layers.Layer):
             for direction, lstms in (("forward", self.forward_lstms), ("backward", self.backward_lstms)):
                 lstm = keras.layers.LSTM(
                     features // 2, return_sequences=True, go_backwards=direction == "backward",
-                    dtype=self.dtype_policy, name=f"{direction}_lstm_{i}",
+                    dtype=utils.sublayer_dtype(self, f"{direction}_lstm_{i}"), name=f"{direction}_lstm_{i}",
                 )
                 lstm.build(input_shape[:-1] + (features,))
                 lstms.append(lstm)
         self.positional_attention = SemanticSelfAttention(
-            epsilon=self.epsilon, dtype=self.dtype_policy, name="positional_attention"
+            epsilon=self.epsilon, dtype=utils.sublayer_dtype(self, "positional_attention"), name="positional_attention"
         )
         self.positional_attention.build(input_shape)
 
@@ -203,7 +203,7 @@ class CascadedSemanticPositional(keras.layers.Layer):
         config.update(
             {"lstm_layers": self.lstm_layers, "epsilon": self.epsilon}
         )
-        return config
+        return utils.with_quantized_sublayers(self, config)
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -258,7 +258,11 @@ class MultiQueryAttention(keras.layers.Layer):
         self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
         features = input_shape[-1]
         self.hidden = keras.layers.Dense(
-            features, activation="tanh", kernel_initializer=utils.clone_initializer(self.kernel_initializer), dtype=self.dtype_policy, name="hidden"
+            features,
+            activation="tanh",
+            kernel_initializer=utils.clone_initializer(self.kernel_initializer),
+            dtype=utils.sublayer_dtype(self, "hidden"),
+            name="hidden",
         )
         self.hidden.build(input_shape)
         self.queries = self.add_weight(name="queries", shape=(self.num_queries, features), initializer=utils.clone_initializer(self.kernel_initializer))
@@ -266,7 +270,7 @@ class MultiQueryAttention(keras.layers.Layer):
             self.output_dim or features,
             use_bias=False,
             kernel_initializer=utils.clone_initializer(self.kernel_initializer),
-            dtype=self.dtype_policy,
+            dtype=utils.sublayer_dtype(self, "fusion"),
             name="fusion",
         )
         self.fusion.build((input_shape[0], self.num_queries * features))
@@ -307,4 +311,4 @@ class MultiQueryAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             }
         )
-        return config
+        return utils.with_quantized_sublayers(self, config)

@@ -77,7 +77,7 @@ class _AxialSelfAttention(keras.layers.Layer):
                 use_bias=self.use_bias,
                 kernel_initializer=utils.clone_initializer(self.kernel_initializer),
                 bias_initializer=utils.clone_initializer(self.bias_initializer),
-                dtype=self.dtype_policy,
+                dtype=utils.sublayer_dtype(self, name),
                 name=name,
             )
             for name in ("query", "key", "value")
@@ -104,7 +104,7 @@ class _AxialSelfAttention(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
-        return config
+        return utils.with_quantized_sublayers(self, config)
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -377,29 +377,35 @@ class DualAxialSelfAttention(keras.layers.Layer):
         common = dict(
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             bias_initializer=keras.initializers.serialize(self.bias_initializer),
-            dtype=self._parts_policy(),
         )
         self.text_attention = TextAxialSelfAttention(
             score_activation=self.score_activation,
             use_attenuation=self.use_attenuation,
+            dtype=self._parts_policy("text_axial"),
             name="text_axial",
             **common,
         )
         self.text_attention.build(input_shape)
         if self.use_feature_axis:
             self.feature_attention = FeatureAxialSelfAttention(
-                score_activation=self.score_activation, name="feature_axial", **common
+                score_activation=self.score_activation, dtype=self._parts_policy("feature_axial"), name="feature_axial",
+                **common,
             )
             self.feature_attention.build(input_shape)
             # Eq. 12: W_f without bias, W_t with the gate's bias b.
-            self.gate_feature = keras.layers.Dense(features, use_bias=False, name="gate_feature", **common)
-            self.gate_text = keras.layers.Dense(features, name="gate_text", **common)
+            self.gate_feature = keras.layers.Dense(
+                features, use_bias=False, dtype=self._parts_policy("gate_feature"), name="gate_feature", **common
+            )
+            self.gate_text = keras.layers.Dense(
+                features, dtype=self._parts_policy("gate_text"), name="gate_text", **common
+            )
             self.gate_feature.build(input_shape)
             self.gate_text.build(input_shape)
 
-    def _parts_policy(self):
-        """float32 under mixed_float16 (see the class docstring), else the layer's policy."""
-        policy = self.dtype_policy
+    def _parts_policy(self, name):
+        """The policy of part `name` (`utils.sublayer_dtype`), float32 under mixed_float16 (see the
+        class docstring)."""
+        policy = utils.sublayer_dtype(self, name)
         if policy.compute_dtype == "float16" and policy.variable_dtype == "float32":
             return keras.DTypePolicy("float32")
         return policy
@@ -460,4 +466,4 @@ class DualAxialSelfAttention(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
-        return config
+        return utils.with_quantized_sublayers(self, config)

@@ -75,7 +75,9 @@ class _ConvAttentionBase(keras.layers.Layer):
                 f"must be divisible by num_heads. Received: d={units}, num_heads={self.num_heads}"
             )
         self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
-        self.attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="attention_dropout")
+        self.attention_dropout = keras.layers.Dropout(
+            self.dropout, dtype=utils.sublayer_dtype(self, "attention_dropout"), name="attention_dropout"
+        )
         return input_shape, units
 
     def _conv(self, units, activation, name, input_shape):
@@ -86,7 +88,7 @@ class _ConvAttentionBase(keras.layers.Layer):
             activation=activation,
             kernel_initializer=utils.clone_initializer(self.kernel_initializer),
             bias_initializer=utils.clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
+            dtype=utils.sublayer_dtype(self, name),
             name=name,
         )
         conv.build(input_shape)
@@ -119,7 +121,7 @@ class _ConvAttentionBase(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
-        return config
+        return utils.with_quantized_sublayers(self, config)
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -265,15 +267,17 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)  # named as this layer, not a branch
         self.elu_branch = ConvMultiheadSelfAttention(
-            value_activation="elu", dtype=self.dtype_policy, name="elu_branch", **self.branch_kwargs
+            value_activation="elu", dtype=utils.sublayer_dtype(self, "elu_branch"), name="elu_branch",
+            **self.branch_kwargs,
         )
         self.tanh_branch = ConvMultiheadSelfAttention(
-            value_activation="tanh", dtype=self.dtype_policy, name="tanh_branch", **self.branch_kwargs
+            value_activation="tanh", dtype=utils.sublayer_dtype(self, "tanh_branch"), name="tanh_branch",
+            **self.branch_kwargs,
         )
         self.elu_branch.build(input_shape)
         self.tanh_branch.build(input_shape)
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.epsilon, dtype=self.dtype_policy, name="layer_norm"
+            epsilon=self.epsilon, dtype=utils.sublayer_dtype(self, "layer_norm"), name="layer_norm"
         )
         self.layer_norm.build(self.elu_branch.compute_output_shape(input_shape))
 
@@ -301,7 +305,7 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
         config = super().get_config()
         config.update(self.branch_kwargs)
         config["epsilon"] = self.epsilon
-        return config
+        return utils.with_quantized_sublayers(self, config)
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")

@@ -110,7 +110,7 @@ class LAMA(keras.layers.Layer):
             activation="tanh",
             kernel_initializer=keras.initializers.RandomNormal(stddev=0.1),
             bias_initializer=keras.initializers.RandomNormal(stddev=0.1),
-            dtype=self.dtype_policy,
+            dtype=utils.sublayer_dtype(self, "hidden"),
             name="hidden",
         )
         self.hidden.build(inputs_shape)
@@ -202,4 +202,4 @@ class LAMA(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             }
         )
-        return config
+        return utils.with_quantized_sublayers(self, config)

@@ -195,7 +195,7 @@ def test_dual_axial_stays_finite_and_close_to_float32_under_mixed_float16(aggreg
     assert {keras.backend.standardize_dtype(m.dtype) for m in maps.values()} == {"float16"}
     np.testing.assert_allclose(to_numpy(keras.ops.cast(outputs, "float32")), expected, atol=0.02)
     assert mixed.feature_attention.compute_dtype == "float32"
-    assert DualAxialSelfAttention(dtype="mixed_bfloat16")._parts_policy().compute_dtype == "bfloat16"
+    assert DualAxialSelfAttention(dtype="mixed_bfloat16")._parts_policy("gate_text").compute_dtype == "bfloat16"
 
 
 def test_mu_uses_real_tokens_only():
