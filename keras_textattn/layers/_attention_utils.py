@@ -1,4 +1,5 @@
-"""Helpers shared by the attention layers: argument checks, masks, stable softmax.
+"""Helpers shared by the attention layers: argument checks, masks, stable softmax, and the
+dtype policies of their sublayers (kept through Keras's quantization and `.keras` files).
 
 Everything here uses `keras.ops` only, so the layers run on any Keras 3 backend.
 Scores are normalised in float32 whatever the layer's compute dtype, so that
