@@ -10,6 +10,7 @@ hyperparameters the run then trains with), training with a `tf.distribute` strat
 """
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -26,7 +27,9 @@ ENCODER_LENGTHS = ("sequence_length", "max_sentences")
 
 
 def parse_args(description, default_output):
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+    # Dedented as Python 3.13 compiles docstrings, so that --help reads the same on every Python.
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(description),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)  # options in full, as keras-textattn takes them
     parser.add_argument("--data", type=path_argument,
                         help="a local CSV file (header label,text) instead of downloading the TFDS dataset")

@@ -23,7 +23,7 @@ def test_example_help(script):
     assert result.returncode == 0, result.stderr
     assert "--data" in result.stdout and "--small" in result.stdout
     # The offline command is shown as written in the script, ready to paste into a shell.
-    assert f"python examples/{script.name} --small \\\n        --data ../shared/data/" in result.stdout
+    assert f"python examples/{script.name} --small \\\n    --data ../shared/data/" in result.stdout
 
 
 def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):

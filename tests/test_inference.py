@@ -328,7 +328,9 @@ def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):
             images.append(np.asarray(image.convert("RGB"), "int32"))
     changed = np.any(np.abs(images[0] - images[1]) > 25, axis=-1)
     assert changed.sum() > 20, changed.sum()
-    inside = changed[40:-60, 80:-120]  # the matrix and its counts: unchanged
+    # The matrix's cells and their counts (its axes span about rows 20-325, columns 97-403): unchanged.
+    # The names are outside it, and so is where Matplotlib 3.10 draws them a few pixels wider than 3.11.
+    inside = changed[25:325, 100:400]
     assert not inside.any()
 
 

@@ -406,7 +406,8 @@ def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data,
     report = json.loads((tmp_path / "int8" / "verification.json").read_text())
     assert report["quantization"] == "int8" and report["calibration_texts"] == report["held_out_texts"] == 200
     changed = 1 - report["held_out_argmax_agreement"]  # 0.05 here: more than 0.02, so the user is told
-    assert [str(warning.message) for warning in warned] == [
+    # (pytest.warns records every warning: Python 3.13 warns of autograph's syntax trees, DeprecationWarnings.)
+    assert [str(warning.message) for warning in warned if issubclass(warning.category, UserWarning)] == [
         f"the int8 model's label is not the float model's for {changed:.0%} of 200 texts of the calibration data it "
         "was not calibrated on; quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\"); "
         "its layer normalisation's epsilon 1e-06 amplifies rows of small variance past what int8 resolves: a model "
@@ -432,7 +433,7 @@ def test_int8_agreement_warning_names_a_small_epsilon_only_where_there_is_one():
     layer-normalisation clause for the smallest epsilon below 1e-4 and for no other model."""
     def model(*epsilons):
         inputs = keras.Input((4, 8))
-        x = inputs
+        x = keras.layers.Dense(8)(inputs)  # a layer in every model: Keras 3.12 and before refuse a model of none
         for epsilon in epsilons:
             x = keras.layers.LayerNormalization(epsilon=epsilon)(x)
         return keras.Model(inputs, x)

@@ -2,6 +2,7 @@
 backend under test: CI runs tests/layers on TensorFlow, JAX and PyTorch)."""
 
 import doctest
+import inspect
 
 import pytest
 
@@ -11,7 +12,7 @@ import keras_textattn.layers
 @pytest.mark.parametrize("name", keras_textattn.layers.__all__)
 def test_the_docstring_example_runs(name):
     layer = getattr(keras_textattn.layers, name)
-    assert "\n    Example:\n" in layer.__doc__, f"{name} has no example in its docstring"
+    assert "\nExample:\n" in inspect.getdoc(layer), f"{name} has no example in its docstring"  # Python 3.13 dedents
     tests = [test for test in doctest.DocTestFinder(recurse=False).find(layer, name) if test.examples]
     assert len(tests) == 1 and len(tests[0].examples) >= 6
     results = doctest.DocTestRunner().run(
