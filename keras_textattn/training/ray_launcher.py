@@ -55,7 +55,7 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
         trainer = TensorflowTrainer(
             _worker_loop,
             train_loop_config=arguments,
-            scaling_config=ScalingConfig(num_workers=workers, use_gpu=False, resources_per_worker={"CPU": cpus_per_worker}),
+            scaling_config=_scaling_config(ScalingConfig, workers, cpus_per_worker),
             run_config=RunConfig(name=f"keras-textattn-{os.path.basename(arguments['output'])}"),
         )
         try:
@@ -66,6 +66,18 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
         if started:
             ray.shutdown()
     return read_json(os.path.join(arguments["output"], "metrics.json"))
+
+
+def _scaling_config(ScalingConfig, workers, cpus_per_worker):
+    """`workers` workers of `cpus_per_worker` CPUs each, and nothing reserved for Ray Train's
+    coordinator. Ray Train V1 (Ray before V2 became the default, or `RAY_TRAIN_V2_ENABLED=0`)
+    reserves a CPU for it unless told otherwise, so 2 workers on a 2-CPU machine waited for a
+    third CPU without end; V2's coordinator reserves none and refuses `trainer_resources`."""
+    per_worker = dict(num_workers=workers, use_gpu=False, resources_per_worker={"CPU": cpus_per_worker})
+    try:
+        return ScalingConfig(**per_worker, trainer_resources={"CPU": 0})
+    except DeprecationWarning:  # Ray Train V2: raised, not warned, for `trainer_resources`
+        return ScalingConfig(**per_worker)
 
 
 def _absolute(data):

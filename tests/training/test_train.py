@@ -889,6 +889,27 @@ def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp
     assert "Finished scalable_attention" in result.stdout
 
 
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
+def test_ray_reserves_the_workers_cpus_and_no_more():
+    """N workers of one CPU need N CPUs, under Ray Train V1 and V2 alike. V1 (Ray 2.40, or
+    `RAY_TRAIN_V2_ENABLED=0`) reserves a CPU for its coordinator by default: 2 workers on a 2-CPU
+    machine waited without end for a third. V2 refuses the setting that turns that off."""
+    from ray.air.config import ScalingConfig as ScalingConfigV1
+
+    from keras_textattn.training.ray_launcher import _scaling_config
+
+    assert ScalingConfigV1(num_workers=2, resources_per_worker={"CPU": 1}).total_resources == {"CPU": 3}
+    scaling_configs = [ScalingConfigV1]
+    if importlib.util.find_spec("ray.train.v2") is not None:
+        from ray.train.v2.api.config import ScalingConfig as ScalingConfigV2
+
+        scaling_configs.append(ScalingConfigV2)
+    for scaling_config in scaling_configs:
+        assert _scaling_config(scaling_config, 2, 1).total_resources == {"CPU": 2}
+        assert _scaling_config(scaling_config, 3, 0.5).total_resources == {"CPU": 1.5}
+
+
 @pytest.mark.xdist_group("multi_worker")
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                     reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
