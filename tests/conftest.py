@@ -10,6 +10,12 @@ import tempfile
 # (README, "Backends"): the tests ask for float32 arithmetic, here and in the processes they start.
 os.environ.setdefault("JAX_DEFAULT_MATMUL_PRECISION", "highest")
 os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")
+# One thread per operation, here and in the processes the tests start: the README's `-n 3` runs
+# three workers (and their subprocesses) on CI's 2 cores, and TensorFlow's and oneDNN's default,
+# a thread per core in each, oversubscribes them: the suite took 17:57 so, against 16:27 (32:52
+# against 30:02 of CPU; BENCHMARKS.md, "How long the tests take").
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
