@@ -258,7 +258,7 @@ def end_to_end(data_dir, models, texts_count, quick):
                       for t in texts[: 20 if quick else 200]]
             row["saved_model_latency_ms_p50"], row["saved_model_latency_ms_p99"] = np.percentile(single, [50, 99]) * 1000
             row["saved_model_bytes"] = served["size_bytes"]
-            for quantization in (None, "dynamic") if quick else export.QUANTIZATIONS:
+            for quantization in (None, "dynamic", "int8") if quick else export.QUANTIZATIONS:
                 key = f"tflite_{quantization or 'float32'}"
                 try:
                     lite = export.tflite(folder / "run", folder / f"tflite-{quantization}", quantization=quantization,
@@ -367,7 +367,8 @@ def main(argv=None):
     parser.add_argument("--output-dir", default="benchmarks/results")
     parser.add_argument("--min-seconds", type=float, help="time each measurement for at least this long (default 1, --quick 0.1)")
     parser.add_argument("--quick", action="store_true",
-                        help="MultiHeadAttention and LAMA at lengths 64 and 128, 0.1 s timings, LAMA end to end")
+                        help="MultiHeadAttention and LAMA at lengths 64 and 128, 0.1 s timings; end to end, scalable attention "
+                             "and its float32, dynamic and int8 TFLite models")
     parser.add_argument("--worker", choices=["layer", "flops", "end-to-end"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     layers_ = args.layers or (QUICK_LAYERS if args.quick else LAYERS)

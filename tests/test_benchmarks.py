@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -222,9 +223,12 @@ def test_throughput_quick(shared_data, tmp_path):
     assert all(f["flops"] > 0 for f in results["flops"])  # counted by XLA through JAX
     (row,) = results["end_to_end"]  # the fastest to convert; the full run measures every paper model
     assert row["model"] == "scalable_attention" and row["tflite_dynamic_bytes"] < row["tflite_float32_bytes"]
+    # int8 (calibrated on training texts) is smaller than float32 and mostly labels held-out texts as Keras does.
+    assert row["tflite_int8_bytes"] < row["tflite_float32_bytes"] and 0.9 <= row["tflite_int8_argmax_agreement"] <= 1
     assert (tmp_path / "throughput.png").read_bytes()[:4] == b"\x89PNG"
     table = (tmp_path / "throughput.md").read_text()
     assert "| LAMA | 128 |" in table and ", mixed_bfloat16)\n" in table  # the heading names the policy
+    assert re.search(r"\| [\d.]+, [\d.]+ / [\d.]+, agrees (0\.9\d\d|1\.000) \|\n", table)  # the int8 cell
 
 
 def test_adversarial_cost_quick(shared_data):
