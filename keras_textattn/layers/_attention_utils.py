@@ -123,6 +123,17 @@ def float_mask(mask, inputs):
     return ops.cast(mask, "float32")
 
 
+def call_unless_empty(sublayer, inputs, **kwargs):
+    """`sublayer(inputs, **kwargs)`; for a batch known to hold no rows (static size 0), its empty
+    output (`compute_output_shape`) without the call, as every other layer here returns. On
+    TensorFlow, `Conv1D` returns such a batch with the input's channels (TensorFlow's oneDNN
+    convolution; right with `TF_ENABLE_ONEDNN_OPTS=0`), and `LSTMCell` fails on one (Keras's
+    `ops.add` takes its `(0, n)` recurrent term for a bias, since it skips dimensions of size 0)."""
+    if inputs.shape[0] == 0:
+        return ops.zeros(sublayer.compute_output_shape(tuple(inputs.shape)), dtype=sublayer.compute_dtype)
+    return sublayer(inputs, **kwargs)
+
+
 def zero_padding(inputs, mask):
     """Set padded time steps of `(batch, time, features)` inputs to exactly zero.
 

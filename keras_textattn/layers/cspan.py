@@ -177,8 +177,8 @@ class CascadedSemanticPositional(keras.layers.Layer):
         hidden = semantic
         for forward, backward in zip(self.forward_lstms, self.backward_lstms):
             # The backward LSTM returns its outputs last step first: flip them back (Eq. 7).
-            backward_hidden = ops.flip(backward(hidden, mask=lstm_mask), axis=1)
-            hidden = ops.concatenate([forward(hidden, mask=lstm_mask), backward_hidden], axis=-1)
+            backward_hidden = ops.flip(utils.call_unless_empty(backward, hidden, mask=lstm_mask), axis=1)
+            hidden = ops.concatenate([utils.call_unless_empty(forward, hidden, mask=lstm_mask), backward_hidden], axis=-1)
         positional, positional_weights = self.positional_attention(
             hidden, mask=mask, return_attention_scores=True
         )

@@ -178,9 +178,9 @@ class ConvMultiheadSelfAttention(_ConvAttentionBase):
         inputs = utils.zero_padding(inputs, mask)
         key_mask = utils.float_mask(mask, inputs)
         heads, weights = self._attend(
-            _split_heads(self.query_conv(inputs), self.num_heads),
-            _split_heads(self.key_conv(inputs), self.num_heads),
-            _split_heads(self.value_conv(inputs), self.num_heads),
+            _split_heads(utils.call_unless_empty(self.query_conv, inputs), self.num_heads),
+            _split_heads(utils.call_unless_empty(self.key_conv, inputs), self.num_heads),
+            _split_heads(utils.call_unless_empty(self.value_conv, inputs), self.num_heads),
             key_mask,
             training,
         )
@@ -366,8 +366,8 @@ class ConvMultiheadTargetAttention(_ConvAttentionBase):
         query = ops.broadcast_to(ops.expand_dims(target, 0), (ops.shape(inputs)[0], 1, target.shape[-1]))
         heads, weights = self._attend(
             _split_heads(query, self.num_heads),
-            _split_heads(self.key_conv(inputs), self.num_heads),
-            _split_heads(self.value_conv(inputs), self.num_heads),
+            _split_heads(utils.call_unless_empty(self.key_conv, inputs), self.num_heads),
+            _split_heads(utils.call_unless_empty(self.value_conv, inputs), self.num_heads),
             key_mask,
             training,
         )
