@@ -118,8 +118,8 @@ def run_layer_contract(
         one = layer_cls(**init_kwargs)(inputs[:, :1], mask=one_token, **scores)
     assert not [str(w.message) for w in caught if "has size 1" in str(w.message)]
     assert all(np.isfinite(keras.ops.convert_to_numpy(o)).all() for o in keras.tree.flatten(one))
-    # A batch of no rows (a filter that kept none): outputs of no rows, eagerly, where the backend's
-    # static shape has the 0 (Keras's TensorFlow `ops.add` took a (0, n) term for a bias there).
+    # A batch of no rows (a filter that kept none): outputs of no rows, eagerly, where the shape
+    # has the 0 (on TensorFlow, Keras's LSTM and Conv1D fail there: `utils.call_unless_empty`).
     empty = layer(inputs[:0], mask=mask[:0], **scores)
     assert tuple(_first(empty).shape) == (0,) + tuple(expected_output_shape)
     assert all(o.shape[0] == 0 for o in keras.tree.flatten(empty))
