@@ -175,6 +175,16 @@ class _EpochSeconds(keras.callbacks.Callback):
             logs["seconds"] = time.perf_counter() - self._start
 
 
+class _EpochRateTensorBoard(keras.callbacks.TensorBoard):
+    """Keras's TensorBoard callback, whose `epoch_learning_rate` is the rate the run's history
+    records for the epoch (its first, set by the schedule's callbacks). Keras's reads the
+    optimizer's after the epoch: a cosine's of the epoch's last batch, and a plateau's already
+    halved, so TensorBoard drew each plateau cut one epoch early."""
+
+    def _collect_learning_rate(self, logs):
+        return logs if "learning_rate" in logs else super()._collect_learning_rate(logs)
+
+
 def divergence(model, loss):
     """How an epoch that ended with training `loss` diverged ("its loss is nan"), or None: a loss
     that is NaN or infinite, or weights that are (a loss computed on clipped probabilities can
@@ -817,10 +827,12 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                 # Before the history row (they log each epoch's learning rate) and the checkpoint (its state).
                 *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, backup),
                 keras.callbacks.CSVLogger(history_path, append=True),
+                # Before the checkpoint too, so no epoch a resumed run skips misses its point (a kill between
+                # the two trains the epoch again, and TensorBoard shows it twice at that step).
+                _EpochRateTensorBoard(os.path.join(output, "logs")),
                 # After the history row: a kill between the two trains the epoch again, and its row is dropped.
                 *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
                 RunBackup(backup, every=checkpoint_every),
-                keras.callbacks.TensorBoard(os.path.join(output, "logs")),
                 interrupt,  # last: a finished epoch is recorded and backed up before Ctrl-C stops the run
             ]
             with interrupt.deferred():

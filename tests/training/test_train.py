@@ -51,6 +51,22 @@ def _metrics(folder):
         return json.load(handle)
 
 
+def _assert_tensorboard_draws_the_history(folder):
+    """TensorBoard, reading the run's `logs/` with its own reader, draws one point an epoch, each the
+    epoch's row of the history: its losses, accuracies and learning rate."""
+    from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
+    from tensorboard.util.tensor_util import make_ndarray
+
+    logs = EventMultiplexer().AddRunsFromDirectory(os.path.join(folder, "logs"))
+    logs.Reload()
+    history = _metrics(folder)["history"]
+    for run, column in [("train", "loss"), ("train", "accuracy"), ("train", "learning_rate"),
+                        ("validation", "val_loss"), ("validation", "val_accuracy")]:
+        points = logs.Tensors(run, "epoch_" + column.removeprefix("val_"))
+        assert [point.step for point in points] == list(range(len(history[column]))), (run, column)
+        assert [float(make_ndarray(point.tensor_proto)) for point in points] == pytest.approx(history[column]), column
+
+
 @pytest.fixture
 def sst2(shared_data):
     return ["--data", str(shared_data / "sst2" / "train.csv.gz"), "--test-data", str(shared_data / "sst2" / "test.csv.gz")]
@@ -298,6 +314,8 @@ def test_progress_written_to_a_file_is_one_line_per_epoch(shared_data, tmp_path,
     epochs = [line for line in printed.splitlines() if " - accuracy: " in line]
     assert len(epochs) == 2 and all("val_accuracy: " in line for line in epochs), printed
     assert "Epoch 1/2" in printed and "Epoch 2/2" in printed and len(printed.splitlines()) < 12, printed
+    # The cosine (scalable attention's): the rate of each epoch's first batch, as history.csv says.
+    _assert_tensorboard_draws_the_history(tmp_path / "run")
 
 
 def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
@@ -385,6 +403,8 @@ def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tm
     for epoch in range(1, len(losses) - 1):
         improved = losses[epoch] < min(losses[:epoch])
         assert rates[epoch + 1] == pytest.approx(rates[epoch] if improved else max(rates[epoch] / 2, 0.0002)), epoch
+    # The epochs before the kill and after it, each once; each cut drawn at the first epoch it slowed.
+    _assert_tensorboard_draws_the_history(output)
     # The saved model is the best epoch's: its validation loss is that epoch's.
     from keras_textattn.datasets import LocalFile
     from keras_textattn.datasets import load_dataset
