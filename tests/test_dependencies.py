@@ -29,7 +29,8 @@ def test_the_tested_minimum_versions_are_the_declared_floors():
     (keras-tuner before 1.4.6 ran on keras-core; the declared Keras floor, 3.10, was one that
     TensorFlow 2.21 cannot install beside; Ray 2.40's Train reserved a CPU more than 2 workers
     need, and on 2 CPUs the run waited without end; LiteRT 1.0.1, 1.2.0 and 1.3.0 refused the int8
-    dual-axial model, and TFDS 4.9.4, 4.9.8 and 4.9.9 failed on protobuf 7)."""
+    dual-axial model, TFDS 4.9.4, 4.9.8 and 4.9.9 failed on protobuf 7, and TensorBoard 2.16 could not
+    read a run's logs on NumPy 2)."""
     pins = [Requirement(line) for line in (ROOT / ".ci" / "minimum-versions.txt").read_text().splitlines()
             if line.strip() and not line.startswith("#")]
     floors = {}
@@ -38,7 +39,7 @@ def test_the_tested_minimum_versions_are_the_declared_floors():
             if spec.operator == ">=" and requirement.name not in UNTESTED_FLOORS:
                 floors.setdefault(requirement.name, set()).add(Version(spec.version))
     assert {"keras", "keras-tuner", "gensim", "ray", "pytest", "hypothesis", "numpy", "scikit-learn", "matplotlib",
-            "ai-edge-litert", "tensorflow-datasets"} <= floors.keys()  # the parse finds them
+            "ai-edge-litert", "tensorflow-datasets", "importlib_resources", "pyyaml", "tensorboard"} <= floors.keys()  # the parse finds them
     assert sorted(pin.name for pin in pins) == sorted(floors)
     for pin in pins:
         (pinned,) = [Version(spec.version) for spec in pin.specifier if spec.operator == "=="]
