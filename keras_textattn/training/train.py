@@ -185,6 +185,16 @@ class _EpochRateTensorBoard(keras.callbacks.TensorBoard):
         return logs if "learning_rate" in logs else super()._collect_learning_rate(logs)
 
 
+class _HistoryWithoutValidation(keras.callbacks.CSVLogger):
+    """Keras's CSVLogger for a loop without validation data: the columns of the logs alone (Keras's
+    adds an empty `val_` column for each, expecting validation every few epochs)."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.keys is None:
+            self.keys = sorted(logs or {})
+        super().on_epoch_end(epoch, logs)
+
+
 def divergence(model, loss):
     """How an epoch that ended with training `loss` diverged ("its loss is nan"), or None: a loss
     that is NaN or infinite, or weights that are (a loss computed on clipped probabilities can
@@ -802,9 +812,15 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
+        # The chief's history.csv and TensorBoard logs, epoch by epoch as `fit` writes them; the run is not
+        # resumable, so those of an earlier try, which started again, are replaced.
+        callbacks = []
+        if chief:
+            shutil.rmtree(os.path.join(output, "logs"), ignore_errors=True)
+            callbacks = [_HistoryWithoutValidation(history_path), _EpochRateTensorBoard(os.path.join(output, "logs"))]
         history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
                                     rate_at(arguments["lr_schedule"], arguments["learning_rate"], epochs),
-                                    math.ceil(rows["train"] / batch_size))
+                                    math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief)
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
@@ -898,7 +914,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     return metrics
 
 
-def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate, batches):
+def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate, batches, callbacks=(),
+                      verbose=False):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -912,6 +929,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     step; `schedules.rate_at`), set before each batch as `fit`'s `ScheduledRate` sets it,
     `t` counted with `batches` global batches an epoch; None: the optimizer's rate
     throughout. Not resumable: a restarted multi-worker run starts again from its first epoch.
+    `callbacks` (Keras callbacks) get each epoch's end with its history row as the logs; `verbose`
+    prints that row, a line an epoch.
     """
 
     def worker_batches(context):
@@ -940,7 +959,10 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         return strategy.reduce("SUM", strategy.run(replica_step, args=(ids, labels)), axis=None)
 
     history = {"epoch": [], "loss": [], "learning_rate": [], "seconds": []}
+    callbacks = keras.callbacks.CallbackList(list(callbacks), model=model, epochs=epochs, steps=batches)
+    callbacks.on_train_begin()
     for epoch in range(epochs):
+        callbacks.on_epoch_begin(epoch)
         start, losses = time.perf_counter(), []
         for batch, (ids, labels) in enumerate(distributed):
             if rate:
@@ -952,6 +974,12 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         history["learning_rate"].append(float(rate(epoch)) if rate else
                                         float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
         check_converging(model, history["loss"][-1], epoch, history["learning_rate"][-1])
+        logs = {name: values[-1] for name, values in history.items() if name != "epoch"}
+        callbacks.on_epoch_end(epoch, logs)
+        if verbose:
+            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{name}: {value:.4g}" for name, value in logs.items()),
+                  flush=True)
+    callbacks.on_train_end()
     return history
 
 

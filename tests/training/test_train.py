@@ -51,17 +51,19 @@ def _metrics(folder):
         return json.load(handle)
 
 
-def _assert_tensorboard_draws_the_history(folder):
-    """TensorBoard, reading the run's `logs/` with its own reader, draws one point an epoch, each the
-    epoch's row of the history: its losses, accuracies and learning rate."""
+def _assert_tensorboard_draws_the_history(folder, history=None):
+    """TensorBoard, reading `folder/logs` with its own reader, draws one point an epoch for each column
+    of the history (the run's, in metrics.json, unless given), each the epoch's value: the losses, the
+    accuracies, the learning rate and the seconds."""
     from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
     from tensorboard.util.tensor_util import make_ndarray
 
     logs = EventMultiplexer().AddRunsFromDirectory(os.path.join(folder, "logs"))
     logs.Reload()
-    history = _metrics(folder)["history"]
-    for run, column in [("train", "loss"), ("train", "accuracy"), ("train", "learning_rate"),
-                        ("validation", "val_loss"), ("validation", "val_accuracy")]:
+    history = history or _metrics(folder)["history"]
+    assert "learning_rate" in history and "loss" in history
+    for column in set(history) - {"epoch"}:
+        run = "validation" if column.startswith("val_") else "train"
         points = logs.Tensors(run, "epoch_" + column.removeprefix("val_"))
         assert [point.step for point in points] == list(range(len(history[column]))), (run, column)
         assert [float(make_ndarray(point.tensor_proto)) for point in points] == pytest.approx(history[column]), column
@@ -799,23 +801,35 @@ def multi_worker_run(sst2_shards):
     return output, outputs
 
 
-def test_multi_worker_loop_lowers_a_cosine_rate_every_batch():
+def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     """The multi-worker loop sets the schedule's rate before every batch, as `fit` does: after 2
     epochs of 4 batches the rate is the cosine's at 1.75 epochs (at 1 had it been set once an
-    epoch), and the history records each epoch's first rate."""
+    epoch), and the history records each epoch's first rate. Each epoch's row reaches its
+    callbacks (history.csv, TensorBoard) and, verbose, a printed line, as it happens (a run on
+    several machines showed nothing until it ended, and wrote neither)."""
     from keras_textattn.datasets.loading import TextClassificationData
     from keras_textattn.training.schedules import rate_at
+    from keras_textattn.training.train import _EpochRateTensorBoard
+    from keras_textattn.training.train import _HistoryWithoutValidation
     from keras_textattn.training.train import _fit_multi_worker
+    from keras_textattn.training.train import _read_history
 
     rows = tf.data.Dataset.from_tensor_slices((np.zeros((16, 2), "float32"), np.zeros(16, "int32")))
     data = TextClassificationData(splits={"train": rows}, label_names=["a", "b"])
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
     model.compile(keras.optimizers.Adam(0.01))
     rate = rate_at("cosine", 0.01, 2)
+    callbacks = [_HistoryWithoutValidation(str(tmp_path / "history.csv")), _EpochRateTensorBoard(str(tmp_path / "logs"))]
     history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
-                                rate, 4)
+                                rate, 4, callbacks, verbose=True)
     assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate(1.75))
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
+    assert _read_history(tmp_path / "history.csv") == {column: pytest.approx(values) for column, values in history.items()}
+    _assert_tensorboard_draws_the_history(tmp_path, history)
+    printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("worker 0 of 1 reads")]
+    assert [line.split(" - ")[:3] for line in printed] == [
+        ["Epoch 1/2", f"loss: {history['loss'][0]:.4g}", "learning_rate: 0.01"],
+        ["Epoch 2/2", f"loss: {history['loss'][1]:.4g}", "learning_rate: 0.005"]], printed
 
 
 def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
@@ -879,6 +893,12 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
     assert models == [os.path.join(output, "model.keras")]
     assert _metrics(output)["replicas"] == 2
     assert _metrics(output)["accuracy"]["test"] > 0.6  # it learned (one device reaches about 0.72)
+    # The chief's epochs in history.csv and TensorBoard's logs, as a one-device run's (only it writes them).
+    from keras_textattn.training.train import _read_history
+
+    assert _read_history(os.path.join(output, "history.csv")) == {
+        column: pytest.approx(values) for column, values in _metrics(output)["history"].items()}
+    _assert_tensorboard_draws_the_history(output)
     # Saved with the run's optimizer (Adam, not `compile`'s default RMSprop) and its trained state, as a
     # one-device run's model is, for whoever loads it to train it further (without Keras's warning that
     # the saved optimizer's variables do not fit).
