@@ -39,7 +39,8 @@ def test_the_tested_minimum_versions_are_the_declared_floors():
             if spec.operator == ">=" and requirement.name not in UNTESTED_FLOORS:
                 floors.setdefault(requirement.name, set()).add(Version(spec.version))
     assert {"keras", "keras-tuner", "gensim", "ray", "pytest", "hypothesis", "numpy", "scikit-learn", "matplotlib",
-            "ai-edge-litert", "tensorflow-datasets", "importlib_resources", "pyyaml", "tensorboard"} <= floors.keys()  # the parse finds them
+            "ai-edge-litert", "tensorflow-datasets", "importlib_resources", "pyyaml",
+            "tensorboard"} <= floors.keys()  # the parse finds them
     assert sorted(pin.name for pin in pins) == sorted(floors)
     for pin in pins:
         (pinned,) = [Version(spec.version) for spec in pin.specifier if spec.operator == "=="]

@@ -66,7 +66,8 @@ def _assert_tensorboard_draws_the_history(folder, history=None):
         run = "validation" if column.startswith("val_") else "train"
         points = logs.Tensors(run, "epoch_" + column.removeprefix("val_"))
         assert [point.step for point in points] == list(range(len(history[column]))), (run, column)
-        assert [float(make_ndarray(point.tensor_proto)) for point in points] == pytest.approx(history[column]), column
+        values = [float(make_ndarray(point.tensor_proto)) for point in points]
+        assert values == pytest.approx(history[column]), column
 
 
 @pytest.fixture
@@ -819,12 +820,13 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
     model.compile(keras.optimizers.Adam(0.01))
     rate = rate_at("cosine", 0.01, 2)
-    callbacks = [_HistoryWithoutValidation(str(tmp_path / "history.csv")), _EpochRateTensorBoard(str(tmp_path / "logs"))]
+    callbacks = [_HistoryWithoutValidation(str(tmp_path / "history.csv")),
+                 _EpochRateTensorBoard(str(tmp_path / "logs"))]
     history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
                                 rate, 4, callbacks, verbose=True)
     assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate(1.75))
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
-    assert _read_history(tmp_path / "history.csv") == {column: pytest.approx(values) for column, values in history.items()}
+    assert _read_history(tmp_path / "history.csv") == {name: pytest.approx(values) for name, values in history.items()}
     _assert_tensorboard_draws_the_history(tmp_path, history)
     printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("worker 0 of 1 reads")]
     assert [line.split(" - ")[:3] for line in printed] == [
