@@ -806,7 +806,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                                              for batches, split, size in ((train_batches, "train", batch_size),
                                                                           (validation_batches, "validation",
                                                                            predict_batch_size)))
-    history_path = os.path.join(output, "history.csv")
+    history_path, logs = os.path.join(output, "history.csv"), os.path.join(output, "logs")
     backup = os.path.join(output, "backup")
     monitor = arguments["early_stopping_monitor"] or "loss"
     best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
@@ -816,8 +816,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         # resumable, so those of an earlier try, which started again, are replaced.
         callbacks = []
         if chief:
-            shutil.rmtree(os.path.join(output, "logs"), ignore_errors=True)
-            callbacks = [_HistoryWithoutValidation(history_path), _EpochRateTensorBoard(os.path.join(output, "logs"))]
+            shutil.rmtree(logs, ignore_errors=True)
+            callbacks = [_HistoryWithoutValidation(history_path), _EpochRateTensorBoard(logs)]
         history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
                                     rate_at(arguments["lr_schedule"], arguments["learning_rate"], epochs),
                                     math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief)
@@ -845,7 +845,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                 keras.callbacks.CSVLogger(history_path, append=True),
                 # Before the checkpoint too, so no epoch a resumed run skips misses its point (a kill between
                 # the two trains the epoch again, and TensorBoard shows it twice at that step).
-                _EpochRateTensorBoard(os.path.join(output, "logs")),
+                _EpochRateTensorBoard(logs),
                 # After the history row: a kill between the two trains the epoch again, and its row is dropped.
                 *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
                 RunBackup(backup, every=checkpoint_every),
