@@ -31,6 +31,7 @@ from keras_textattn._files import write_folder_atomically
 from keras_textattn._scores import macro_f1
 from keras_textattn.datasets.loading import DataError
 from keras_textattn.datasets.loading import LocalFile
+from keras_textattn.datasets.loading import id_column_of
 from keras_textattn.datasets.loading import read_labelled_texts
 from keras_textattn.datasets.loading import text_batches
 from keras_textattn.datasets.streaming import each_file
@@ -205,6 +206,7 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
     top_k = _check_top_k(top_k, len(classifier.label_names))
     files = each_file(LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter))
     refuse_writing_over(output, [file.path for file in files])
+    with_ids = _carries_ids(files, id_column)
     count = 0
 
     def write(temporary):
@@ -215,9 +217,9 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
         nonlocal count
         with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle) if output.endswith(".csv") else None
+            if writer:  # also for a file of no rows: a CSV of its header
+                writer.writerow((["id"] if with_ids else []) + _csv_header(top_k))
             for ids, texts in (batch for file in files for batch in text_batches(file, batch_size, id_column)):
-                if writer and count == 0:
-                    writer.writerow((["id"] if ids is not None else []) + _csv_header(top_k))
                 for index, row in enumerate(classifier.predict(texts, top_k, batch_size)):
                     identity = None if ids is None else ids[index]
                     if writer:
@@ -238,6 +240,19 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
             os.remove(stale)
         write_atomically(output, write)
     return {"rows": count, "path": output}
+
+
+def _carries_ids(files, id_column):
+    """Whether the output has an id column: every file has the ids `text_batches` carries over,
+    or none has (files that differ are refused before anything is predicted)."""
+    having = {file.path: id_column_of(file, id_column) is not None for file in files}
+    if len(set(having.values())) > 1:
+        with_ids = next(path for path, has in having.items() if has)
+        without = next(path for path, has in having.items() if not has)
+        raise UserError(f"{with_ids} has an id column and {without} has none; the output gives every row the same "
+                        "columns: give the files the same columns (an 'id' column in all or in none), or name a "
+                        "column they all have with --id-column")
+    return any(having.values())
 
 
 @contextlib.contextmanager

@@ -391,6 +391,31 @@ def test_shards_are_read_as_train_reads_them(lama_run, test_rows, tmp_path, caps
     assert "(0 of 150 texts shown" in capsys.readouterr().out  # the limit reaches into the second shard
 
 
+def test_every_output_row_has_the_same_columns(lama_run, tmp_path):
+    """A file of no rows gives a CSV of its header (it was an empty file, which CSV readers refuse),
+    with the id column when the input has one; shards of which only some have ids are refused
+    before anything is written (the CSV had rows of two widths)."""
+    for name, header in (("empty", ["text"]), ("ids_only", ["id", "text"])):
+        _write_csv(tmp_path / f"{name}.csv", header, [])
+        report = inference.predict_file(lama_run, str(tmp_path / f"{name}.csv"), str(tmp_path / f"{name}_out.csv"),
+                                        top_k=2, verbose=0)
+        assert report["rows"] == 0
+        assert (tmp_path / f"{name}_out.csv").read_text().splitlines() == [
+            ("id," if "id" in header else "") + "label,probability,label_2,probability_2"]
+    (tmp_path / "shards").mkdir()
+    _write_csv(tmp_path / "shards" / "a.csv", ["id", "text"], [["7", "stocks fell"]])
+    _write_csv(tmp_path / "shards" / "b.csv", ["text"], [["the match was won"]])
+    for output in ("out.csv", "out.jsonl"):
+        with pytest.raises(UserError, match=r"a\.csv has an id column and .*b\.csv has none.*--id-column"):
+            inference.predict_file(lama_run, str(tmp_path / "shards"), str(tmp_path / output), verbose=0)
+        assert not (tmp_path / output).exists()
+    inference.predict_file(lama_run, str(tmp_path / "shards"), str(tmp_path / "out.csv"), id_column="text", verbose=0)
+    with open(tmp_path / "out.csv", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert [len(row) for row in rows] == [3, 3, 3] and [row[0] for row in rows] == ["id", "stocks fell",
+                                                                                   "the match was won"]
+
+
 def test_report_keeps_one_table_row_per_mistake(lama_run, test_rows, tmp_path):
     """Texts with line breaks of every kind (IMDB's reviews hold U+0085), pipes, backslashes and HTML:
     each mistake stays one row of four cells, as a Markdown viewer (or str.splitlines) reads it."""

@@ -672,8 +672,7 @@ def text_batches(file, batch_size, id_column=None):
     a column named "id" when the header has one), or is None without such a column."""
     with _table(file) as table:
         text_index = [table.index(c) for c in file.text_columns()]
-        if id_column is None and table.header is not None and "id" in table.header:
-            id_column = "id"
+        id_column = _id_column(table, id_column)
         id_index = None if id_column is None else table.index(id_column)
         ids, texts = [], []
         for _, record in table.rows:
@@ -684,6 +683,19 @@ def text_batches(file, batch_size, id_column=None):
                 ids, texts = [], []
         if texts:
             yield (None if id_index is None else ids), texts
+
+
+def id_column_of(file, id_column=None):
+    """The column of a `LocalFile` that `text_batches` gives as ids (read from its header
+    only): `id_column`, else "id" when the header has one, else None."""
+    if id_column is not None:
+        return id_column
+    with _table(file) as table:
+        return _id_column(table, None)
+
+
+def _id_column(table, id_column):
+    return "id" if id_column is None and table.header is not None and "id" in table.header else id_column
 
 
 def line_batches(path, batch_size):
