@@ -364,8 +364,11 @@ _OFFLINE_HINT = ("Without internet, pass a local file instead (--data FILE; in P
 def _load_tfds(name, splits, text_column, data_dir, carve):
     try:
         builder = tfds.builder(name, data_dir=data_dir)
-    except Exception as error:  # TFDS raises several types for unknown names
+    except Exception as error:  # TFDS raises several types, for unknown names and for bad versions or configs
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        base = re.split(r"[:/]", name, maxsplit=1)[0]
+        if base != name and base in tfds.list_builders(with_community_datasets=False):
+            raise DataError(f"TFDS dataset {base!r} has no {name!r} ({reason})") from None
         raise DataError(f"Unknown dataset {name!r}: not a TFDS dataset and not a file ({reason})") from None
     if not builder.is_prepared():
         unreachable = first_unreachable(builder.url_infos or {})

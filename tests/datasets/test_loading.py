@@ -190,6 +190,10 @@ def test_tfds_several_text_features_are_joined(tmp_path):
 def test_unknown_tfds_name(tmp_path):
     with pytest.raises(ValueError, match="Unknown dataset 'no_such_dataset_xyz'"):
         load_dataset("no_such_dataset_xyz", data_dir=str(tmp_path))
+    # A dataset TFDS knows, at a version or config it does not have, is not called unknown.
+    for name, reason in (("imdb_reviews:99.0.0", "only: 1.0.0"), ("imdb_reviews/no_such_config", "BuilderConfig")):
+        with pytest.raises(ValueError, match=rf"^TFDS dataset 'imdb_reviews' has no '{name}' \(.*{reason}"):
+            load_dataset(name, data_dir=str(tmp_path))
 
 
 def _without_proxies(monkeypatch):
