@@ -29,7 +29,7 @@ from keras_textattn.run_folder import read_json
 
 SCHEDULES = ("constant", "cosine", "plateau", "step:E1,E2,...")
 # The kinds whose rate is a function of the training done alone (`rate_at`): the ones a loop
-# without validation data (multi-worker, a tuner trial) can apply.
+# without validation data (a tuner trial) can apply.
 EPOCH_SCHEDULES = ("constant", "cosine", "step")
 
 

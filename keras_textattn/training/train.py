@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -69,9 +70,7 @@ from keras_textattn.training.adversarial import use_adversarial_training
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
-from keras_textattn.training.schedules import EPOCH_SCHEDULES
 from keras_textattn.training.schedules import parse_schedule
-from keras_textattn.training.schedules import rate_at
 from keras_textattn.training.schedules import schedule_callbacks
 
 # The arguments that define a run: a resume must repeat them (`--epochs` may grow).
@@ -183,16 +182,6 @@ class _EpochRateTensorBoard(keras.callbacks.TensorBoard):
 
     def _collect_learning_rate(self, logs):
         return logs if "learning_rate" in logs else super()._collect_learning_rate(logs)
-
-
-class _HistoryWithoutValidation(keras.callbacks.CSVLogger):
-    """Keras's CSVLogger for a loop without validation data: the columns of the logs alone (Keras's
-    adds an empty `val_` column for each, expecting validation every few epochs)."""
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self.keys is None:
-            self.keys = sorted(logs or {})
-        super().on_epoch_end(epoch, logs)
 
 
 def divergence(model, loss):
@@ -632,15 +621,10 @@ def train(
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
                        f"patience too (--early-stopping N); got monitor {early_stopping_monitor!r} without it")
     several_workers = distribute in ("multi-worker", "ray")
-    if arguments_used["early_stopping"] is not None and several_workers:
-        raise RunError(f"early stopping (--early-stopping) is not available with --distribute {distribute}")
     if adversarial is not None and several_workers:
         raise RunError(f"adversarial training (--adversarial) is not available with --distribute {distribute}")
     if class_weight is not None and several_workers:
         raise RunError(f"class weights (--class-weight) are not available with --distribute {distribute}")
-    if parse_schedule(arguments_used["lr_schedule"])[0] not in EPOCH_SCHEDULES and several_workers:
-        raise RunError(f"the plateau schedule (--lr-schedule plateau) is not available with --distribute {distribute} "
-                       "(its loop has no validation loss); cosine and step are")
     if (distribute == "ray") != (workers is not None) or (workers is not None and (
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
         raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
@@ -809,18 +793,29 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     history_path, logs = os.path.join(output, "history.csv"), os.path.join(output, "logs")
     backup = os.path.join(output, "backup")
     monitor = arguments["early_stopping_monitor"] or "loss"
-    best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
-        # The chief's history.csv and TensorBoard logs, epoch by epoch as `fit` writes them; the run is not
-        # resumable, so those of an earlier try, which started again, are replaced.
-        callbacks = []
+        # The run is not resumable: the chief replaces what an earlier try, which started again, left.
         if chief:
-            shutil.rmtree(logs, ignore_errors=True)
-            callbacks = [_HistoryWithoutValidation(history_path), _EpochRateTensorBoard(logs)]
-        history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
-                                    rate_at(arguments["lr_schedule"], arguments["learning_rate"], epochs),
-                                    math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief)
+            for folder in (logs, backup):
+                shutil.rmtree(folder, ignore_errors=True)
+        # Every worker keeps the plateau's and early stopping's state (they decide alike, on the same
+        # validation figures, and each restores the best weights); only the chief's is in the run folder.
+        with contextlib.nullcontext(backup) if chief else tempfile.TemporaryDirectory() as state:
+            best = BestEpoch(state, early_stopping, monitor) if early_stopping else None
+            callbacks = [
+                *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, state),
+                # The chief's history.csv and TensorBoard logs, epoch by epoch as `fit` writes them.
+                *([keras.callbacks.CSVLogger(history_path), _EpochRateTensorBoard(logs)] if chief else []),
+                *([best] if best else []),
+            ]
+            history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
+                                        math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief,
+                                        validation_batches_of=lambda part, size: make_batches(part, encoder, size,
+                                                                                              cache=cache),
+                                        validation_batch_size=predict_batch_size)
+            if best:
+                best.restore_best()
         resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
@@ -833,6 +828,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         for variable, value in zip(classifier.optimizer.variables, trained.optimizer.variables, strict=True):
             variable.assign(value)
     else:
+        best = BestEpoch(backup, early_stopping, monitor) if early_stopping else None
         resumed_from_epoch = restore(classifier, backup) if resume else 0
         _keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
         if resumed_from_epoch < epochs and not (best and best.stopped):
@@ -914,8 +910,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     return metrics
 
 
-def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, rate, batches, callbacks=(),
-                      verbose=False):
+def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, batches, callbacks=(),
+                      verbose=False, validation_batches_of=None, validation_batch_size=None):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -923,23 +919,41 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     same forward pass, loss and optimizer through `strategy.run`. Each worker reads its
     own part of the training rows (`TextClassificationData.worker_split`: its own shards
     when there are at least as many as workers, else every n-th row), batched by
-    `batches_of(rows, per-worker batch size)`. The loss of each replica is averaged over
-    the global batch (`tf.nn.compute_average_loss`), so the summed gradients equal
-    single-device gradients. `rate`: `t -> learning rate` of the run's schedule (cosine,
-    step; `schedules.rate_at`), set before each batch as `fit`'s `ScheduledRate` sets it,
-    `t` counted with `batches` global batches an epoch; None: the optimizer's rate
-    throughout. Not resumable: a restarted multi-worker run starts again from its first epoch.
-    `callbacks` (Keras callbacks) get each epoch's end with its history row as the logs; `verbose`
+    `batches_of(rows, per-worker batch size)`; a worker whose part has run out gets empty
+    batches until every part has (TensorFlow's distributed iterator). The loss of each replica
+    is averaged over the global batch (`tf.nn.compute_average_loss`), so the summed gradients
+    equal single-device gradients. `batches`: the global batches of an epoch. Not resumable: a
+    restarted multi-worker run starts again from its first epoch.
+
+    With `validation_batches_of` (as `batches_of`, unshuffled; `validation_batch_size` the global
+    batch), each epoch ends with the validation split's loss and accuracy, `fit`'s `val_loss`
+    and `val_accuracy`: each worker scores its part of it and the sums are added up across
+    workers, so every worker gets the same figures and callbacks that act on them (early
+    stopping, the plateau) decide alike on all of them.
+
+    `callbacks` (Keras callbacks, the run's schedule among them: `schedules.schedule_callbacks`)
+    get the beginning of each epoch and training batch, as in `fit`, and each epoch's end with its
+    history row as the logs; one that sets `model.stop_training` ends training there. `verbose`
     prints that row, a line an epoch.
     """
 
-    def worker_batches(context):
-        rows, description = dataset.worker_split("train", context.input_pipeline_id, context.num_input_pipelines)
-        print(description, flush=True)  # also with verbose=0 (--quiet: no progress bars): one line per worker
-        return batches_of(rows, context.get_per_replica_batch_size(global_batch_size))
+    def distributed(split, batches_of_split, global_size):
+        def worker_batches(context):
+            rows, description = dataset.worker_split(split, context.input_pipeline_id, context.num_input_pipelines)
+            if split == "train":
+                print(description, flush=True)  # also with verbose=0 (--quiet: no progress bars): one line per worker
+            return batches_of_split(rows, context.get_per_replica_batch_size(global_size))
 
-    distributed = strategy.distribute_datasets_from_function(worker_batches)
+        return strategy.distribute_datasets_from_function(worker_batches)
+
+    train_batches = distributed("train", batches_of, global_batch_size)
+    validation_batches = (distributed("validation", validation_batches_of, validation_batch_size)
+                          if validation_batches_of else None)
     loss_function = keras.losses.SparseCategoricalCrossentropy(reduction=None)
+
+    def correct(labels, probabilities):
+        return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(probabilities, -1, output_type=tf.int32),
+                                              tf.cast(labels, tf.int32)), tf.float32))
 
     def replica_step(ids, labels):
         with tf.GradientTape() as tape:
@@ -952,35 +966,56 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
             scaled_loss = model.optimizer.scale_loss(loss)
         gradients = tape.gradient(scaled_loss, model.trainable_variables)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        return loss
+        return loss, correct(labels, probabilities), tf.cast(tf.size(labels), tf.float32)
 
-    @tf.function
-    def step(ids, labels):
-        return strategy.reduce("SUM", strategy.run(replica_step, args=(ids, labels)), axis=None)
+    def replica_scores(ids, labels):
+        """The batch's summed loss (with the model's own losses per row, as `evaluate` adds them), right answers, rows."""
+        probabilities = model(ids, training=False)
+        rows = tf.cast(tf.size(labels), tf.float32)
+        loss = tf.reduce_sum(loss_function(labels, probabilities))
+        if model.losses:
+            loss += tf.cast(tf.add_n(model.losses), tf.float32) * rows
+        return loss, correct(labels, probabilities), rows
 
-    history = {"epoch": [], "loss": [], "learning_rate": [], "seconds": []}
-    callbacks = keras.callbacks.CallbackList(list(callbacks), model=model, epochs=epochs, steps=batches)
+    def summed(replica_function):
+        return tf.function(lambda ids, labels: [strategy.reduce("SUM", value, axis=None) for value in
+                                                strategy.run(replica_function, args=(ids, labels))])
+
+    step, scores = summed(replica_step), summed(replica_scores)
+    history = keras.callbacks.History()  # last: each epoch's logs as the callbacks leave them
+    callbacks = keras.callbacks.CallbackList([*callbacks, history], model=model, epochs=epochs, steps=batches)
+    model.stop_training = False
+    def optimizer_rate():
+        return float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+
+    learning_rate = optimizer_rate()  # the run's, for a message
     callbacks.on_train_begin()
     for epoch in range(epochs):
         callbacks.on_epoch_begin(epoch)
-        start, losses = time.perf_counter(), []
-        for batch, (ids, labels) in enumerate(distributed):
-            if rate:
-                model.optimizer.learning_rate = rate(epoch + batch / batches)
-            losses.append(float(step(ids, labels)))
-        history["seconds"].append(time.perf_counter() - start)
-        history["epoch"].append(float(epoch))
-        history["loss"].append(float(np.mean(losses)))
-        history["learning_rate"].append(float(rate(epoch)) if rate else
-                                        float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)))
-        check_converging(model, history["loss"][-1], epoch, history["learning_rate"][-1])
-        logs = {name: values[-1] for name, values in history.items() if name != "epoch"}
+        start, losses, right, rows = time.perf_counter(), [], 0.0, 0.0
+        for batch, (ids, labels) in enumerate(train_batches):
+            callbacks.on_train_batch_begin(batch)
+            loss, batch_right, batch_rows = step(ids, labels)
+            losses.append(float(loss))
+            right, rows = right + float(batch_right), rows + float(batch_rows)
+        # The rate logged is the optimizer's (constant, the plateau's); a schedule's callback logs its own.
+        logs = {"loss": float(np.mean(losses)), "accuracy": right / max(rows, 1.0), "learning_rate": optimizer_rate()}
+        check_converging(model, logs["loss"], epoch, learning_rate)
+        if validation_batches is not None:
+            totals = np.zeros(3)
+            for ids, labels in validation_batches:
+                totals += [float(value) for value in scores(ids, labels)]
+            logs.update(val_loss=totals[0] / max(totals[2], 1.0), val_accuracy=totals[1] / max(totals[2], 1.0))
+        logs["seconds"] = time.perf_counter() - start
         callbacks.on_epoch_end(epoch, logs)
         if verbose:
-            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{name}: {value:.4g}" for name, value in logs.items()),
-                  flush=True)
+            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{name}: {history.history[name][-1]:.4g}"
+                                                                for name in logs), flush=True)
+        if model.stop_training:
+            break
     callbacks.on_train_end()
-    return history
+    return {"epoch": [float(epoch) for epoch in history.epoch],
+            **{name: [float(value) for value in values] for name, values in history.history.items()}}
 
 
 def _build(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):

@@ -124,11 +124,6 @@ def sst2(shared_data):
                                                                      "local training file; 'imdb_reviews' is a TFDS name"),
         (["--distribute", "ray"], "--distribute ray takes --workers N (N >= 1)"),
         (["--workers", "2"], "--workers only goes with it; got distribute 'none', workers 2"),
-        (["--distribute", "ray", "--workers", "2", "--early-stopping", "2"], "early stopping (--early-stopping) is not "
-                                                                             "available with --distribute ray"),
-        (["--distribute", "ray", "--workers", "2", "--lr-schedule", "plateau"],
-         "the plateau schedule (--lr-schedule plateau) is not available with --distribute ray (its loop has no "
-         "validation loss); cosine and step are"),
         (["--skip-bad-rows"], "skip_bad_rows (--skip-bad-rows) is for streamed data"),
         (["--data", "no/such/train-*.csv"], "No data files found at 'no/such/train-*.csv'"),
         (["--adapt-rows", "0"], "adapt-rows must be a positive number; got 0"),
@@ -781,6 +776,10 @@ def sst2_shards(shared_data, tmp_path_factory):
     return folder, args
 
 
+# What the multi-worker runs below use of the validation split: a schedule and early stopping on its loss.
+VALIDATED = ["--lr-schedule", "plateau", "--early-stopping", "1"]
+
+
 @pytest.fixture(scope="module")
 def multi_worker_run(sst2_shards):
     """Two workers started by hand with TF_CONFIG: `(run folder, each worker's output)`."""
@@ -791,7 +790,7 @@ def multi_worker_run(sst2_shards):
     workers = []
     for index in range(2):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        workers.append(subprocess.Popen(_command(*args, "--output", output, "--distribute", "multi-worker"), env=env,
+        workers.append(subprocess.Popen(_command(*args, *VALIDATED, "--output", output, "--distribute", "multi-worker"), env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     try:
         outputs = [worker.communicate(timeout=TIMEOUT)[0] for worker in workers]
@@ -802,36 +801,78 @@ def multi_worker_run(sst2_shards):
     return output, outputs
 
 
+def _loop_data(validation_labels=0):
+    """Rows for the multi-worker loop: 16 training rows labelled 0, and 8 validation rows of the same
+    inputs labelled `validation_labels`."""
+    from keras_textattn.datasets.loading import TextClassificationData
+
+    inputs = np.random.default_rng(0).normal(size=(16, 2)).astype("float32")
+    return TextClassificationData(splits={
+        "train": tf.data.Dataset.from_tensor_slices((inputs, np.zeros(16, "int32"))),
+        "validation": tf.data.Dataset.from_tensor_slices((inputs[:8], np.full(8, validation_labels, "int32")))},
+        label_names=["a", "b"])
+
+
+def _loop_model(learning_rate):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(keras.optimizers.Adam(learning_rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
 def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     """The multi-worker loop sets the schedule's rate before every batch, as `fit` does: after 2
     epochs of 4 batches the rate is the cosine's at 1.75 epochs (at 1 had it been set once an
-    epoch), and the history records each epoch's first rate. Each epoch's row reaches its
-    callbacks (history.csv, TensorBoard) and, verbose, a printed line, as it happens (a run on
-    several machines showed nothing until it ended, and wrote neither)."""
-    from keras_textattn.datasets.loading import TextClassificationData
+    epoch), and the history records each epoch's first rate. Each epoch ends with the validation
+    loss and accuracy, as `evaluate` gives them. Each epoch's row reaches its callbacks
+    (history.csv, TensorBoard) and, verbose, a printed line, as it happens (a run on several
+    machines showed nothing until it ended, and wrote neither)."""
     from keras_textattn.training.schedules import rate_at
+    from keras_textattn.training.schedules import schedule_callbacks
     from keras_textattn.training.train import _EpochRateTensorBoard
-    from keras_textattn.training.train import _HistoryWithoutValidation
     from keras_textattn.training.train import _fit_multi_worker
     from keras_textattn.training.train import _read_history
 
-    rows = tf.data.Dataset.from_tensor_slices((np.zeros((16, 2), "float32"), np.zeros(16, "int32")))
-    data = TextClassificationData(splits={"train": rows}, label_names=["a", "b"])
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
-    model.compile(keras.optimizers.Adam(0.01))
-    rate = rate_at("cosine", 0.01, 2)
-    callbacks = [_HistoryWithoutValidation(str(tmp_path / "history.csv")),
+    model, data = _loop_model(0.01), _loop_data()
+    callbacks = [*schedule_callbacks("cosine", 0.01, 2), keras.callbacks.CSVLogger(str(tmp_path / "history.csv")),
                  _EpochRateTensorBoard(str(tmp_path / "logs"))]
     history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
-                                rate, 4, callbacks, verbose=True)
-    assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate(1.75))
+                                4, callbacks, verbose=True, validation_batches_of=lambda part, size: part.batch(size),
+                                validation_batch_size=3)
+    assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate_at("cosine", 0.01, 2)(1.75))
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
+    assert sorted(history) == ["accuracy", "epoch", "learning_rate", "loss", "seconds", "val_accuracy", "val_loss"]
+    assert [history["val_loss"][-1], history["val_accuracy"][-1]] == pytest.approx(
+        model.evaluate(data["validation"].batch(3), verbose=0), rel=1e-6)
     assert _read_history(tmp_path / "history.csv") == {name: pytest.approx(values) for name, values in history.items()}
     _assert_tensorboard_draws_the_history(tmp_path, history)
     printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("worker 0 of 1 reads")]
-    assert [line.split(" - ")[:3] for line in printed] == [
-        ["Epoch 1/2", f"loss: {history['loss'][0]:.4g}", "learning_rate: 0.01"],
-        ["Epoch 2/2", f"loss: {history['loss'][1]:.4g}", "learning_rate: 0.005"]], printed
+    assert [line.split(" - ")[:4] for line in printed] == [
+        ["Epoch 1/2", f"loss: {history['loss'][0]:.4g}", f"accuracy: {history['accuracy'][0]:.4g}",
+         "learning_rate: 0.01"],
+        ["Epoch 2/2", f"loss: {history['loss'][1]:.4g}", f"accuracy: {history['accuracy'][1]:.4g}",
+         "learning_rate: 0.005"]], printed
+
+
+def test_multi_worker_loop_stops_early_and_lowers_the_rate_on_a_plateau(tmp_path):
+    """The multi-worker loop runs early stopping and the plateau schedule on its validation loss, as
+    `fit` does (both were refused with --distribute multi-worker / ray): validation rows labelled
+    against the training rows make the validation loss rise from the first epoch on, so with a
+    patience of 2 the run stops after the third of 6 epochs, the plateau halves the rate after the
+    second (patience 1), and the first epoch's weights come back."""
+    from keras_textattn.training.backup import BestEpoch
+    from keras_textattn.training.schedules import schedule_callbacks
+    from keras_textattn.training.train import _fit_multi_worker
+
+    model, data = _loop_model(0.05), _loop_data(validation_labels=1)
+    best = BestEpoch(str(tmp_path), patience=2)
+    history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 6, 4,
+                                4, [*schedule_callbacks("plateau", 0.05, 6, str(tmp_path)), best],
+                                validation_batches_of=lambda part, size: part.batch(size), validation_batch_size=4)
+    assert np.all(np.diff(history["val_loss"]) > 0) and history["epoch"] == [0, 1, 2]
+    np.testing.assert_allclose(history["learning_rate"], [0.05, 0.05, 0.025], rtol=1e-6)
+    assert (best.best["epoch"], best.stopped) == (0, True)
+    best.restore_best()
+    assert model.evaluate(data["validation"].batch(4), verbose=0)[0] == pytest.approx(history["val_loss"][0], rel=1e-6)
 
 
 def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
@@ -858,7 +899,7 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
     model.compile(keras.optimizers.Adam(0.01))
     with pytest.raises(RunError, match=re.escape(said.replace("--learning-rate", "--learning-rate (this run's: 0.01)"))):
         _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
-                          label_names=["a", "b"]), lambda part, size: part.batch(size), 2, 4, None, 2)
+                          label_names=["a", "b"]), lambda part, size: part.batch(size), 2, 4, 2)
     # Weights that are not numbers under a finite loss (cross-entropy clips the NaN probabilities they give).
     model.set_weights([np.full_like(weight, np.nan) for weight in model.get_weights()])
     with pytest.raises(RunError, match=re.escape("training diverged in epoch 3: its weights are no longer numbers")):
@@ -893,8 +934,13 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
     models = [os.path.join(root, name) for root, _, names in os.walk(sst2_shards[0]) for name in names
               if name == "model.keras"]
     assert models == [os.path.join(output, "model.keras")]
-    assert _metrics(output)["replicas"] == 2
-    assert _metrics(output)["accuracy"]["test"] > 0.6  # it learned (one device reaches about 0.72)
+    metrics = _metrics(output)
+    assert metrics["replicas"] == 2
+    assert metrics["accuracy"]["test"] > 0.6  # it learned (one device reaches about 0.72)
+    # The epoch's validation accuracy is of the whole validation split, each worker's part added up: the
+    # figure the trained model gets on it.
+    assert metrics["history"]["val_accuracy"] == [metrics["accuracy"]["validation"]]
+    assert (metrics["best_epoch"], metrics["early_stopping"], metrics["lr_schedule"]) == (0, 1, "plateau")
     # The chief's epochs in history.csv and TensorBoard's logs, as a one-device run's (only it writes them).
     from keras_textattn.training.train import _read_history
 
@@ -921,7 +967,7 @@ def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp
     # workers they got almost no CPU, and this run took up to 8 minutes under `-n 3` on 2 cores
     # (1 to 3 alone; 2 in the suite at niceness 0, where they take their share). The timeout
     # guards against a hang.
-    result = _run([*args, "--output", str(output), "--distribute", "ray", "--workers", "2"], timeout=600,
+    result = _run([*args, *VALIDATED, "--output", str(output), "--distribute", "ray", "--workers", "2"], timeout=600,
                   env=dict(os.environ, RAY_worker_niceness="0"))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     by_hand, by_ray = _metrics(multi_worker_run[0]), _metrics(output)
