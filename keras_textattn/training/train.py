@@ -623,8 +623,6 @@ def train(
     several_workers = distribute in ("multi-worker", "ray")
     if adversarial is not None and several_workers:
         raise RunError(f"adversarial training (--adversarial) is not available with --distribute {distribute}")
-    if class_weight is not None and several_workers:
-        raise RunError(f"class weights (--class-weight) are not available with --distribute {distribute}")
     if (distribute == "ray") != (workers is not None) or (workers is not None and (
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
         raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
@@ -813,7 +811,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                                         math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief,
                                         validation_batches_of=lambda part, size: make_batches(part, encoder, size,
                                                                                               cache=cache),
-                                        validation_batch_size=predict_batch_size)
+                                        validation_batch_size=predict_batch_size, class_weights=class_weights)
             if best:
                 best.restore_best()
         resumed_from_epoch = 0
@@ -911,7 +909,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
 
 
 def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, batches, callbacks=(),
-                      verbose=False, validation_batches_of=None, validation_batch_size=None):
+                      verbose=False, validation_batches_of=None, validation_batch_size=None, class_weights=None):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -922,8 +920,10 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     `batches_of(rows, per-worker batch size)`; a worker whose part has run out gets empty
     batches until every part has (TensorFlow's distributed iterator). The loss of each replica
     is averaged over the global batch (`tf.nn.compute_average_loss`), so the summed gradients
-    equal single-device gradients. `batches`: the global batches of an epoch. Not resumable: a
-    restarted multi-worker run starts again from its first epoch.
+    equal single-device gradients. `class_weights` (`{label id: weight}`, as `fit`'s
+    `class_weight`) weigh each row's loss, as `fit` does (not the accuracy).
+    `batches`: the global batches of an epoch. Not resumable: a restarted multi-worker run
+    starts again from its first epoch.
 
     With `validation_batches_of` (as `batches_of`, unshuffled; `validation_batch_size` the global
     batch), each epoch ends with the validation split's loss and accuracy, `fit`'s `val_loss`
@@ -950,15 +950,19 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     validation_batches = (distributed("validation", validation_batches_of, validation_batch_size)
                           if validation_batches_of else None)
     loss_function = keras.losses.SparseCategoricalCrossentropy(reduction=None)
+    weights_of_classes = tf.constant([(class_weights or {}).get(label, 1.0) for label in range(dataset.num_classes)],
+                                     tf.float32)
 
     def correct(labels, probabilities):
         return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(probabilities, -1, output_type=tf.int32),
                                               tf.cast(labels, tf.int32)), tf.float32))
 
     def replica_step(ids, labels):
+        weights = tf.gather(weights_of_classes, tf.cast(labels, tf.int32))
         with tf.GradientTape() as tape:
             probabilities = model(ids, training=True)
-            loss = tf.nn.compute_average_loss(loss_function(labels, probabilities), global_batch_size=global_batch_size)
+            loss = tf.nn.compute_average_loss(weights * loss_function(labels, probabilities),
+                                              global_batch_size=global_batch_size)
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
             # Under mixed_float16 the optimizer is Keras's LossScaleOptimizer: it unscales the
@@ -999,13 +1003,13 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
             losses.append(float(loss))
             right, rows = right + float(batch_right), rows + float(batch_rows)
         # The rate logged is the optimizer's (constant, the plateau's); a schedule's callback logs its own.
-        logs = {"loss": float(np.mean(losses)), "accuracy": right / max(rows, 1.0), "learning_rate": optimizer_rate()}
+        logs = {"loss": float(np.mean(losses)), "accuracy": right / rows if rows else 0.0, "learning_rate": optimizer_rate()}
         check_converging(model, logs["loss"], epoch, learning_rate)
         if validation_batches is not None:
             totals = np.zeros(3)
             for ids, labels in validation_batches:
                 totals += [float(value) for value in scores(ids, labels)]
-            logs.update(val_loss=totals[0] / max(totals[2], 1.0), val_accuracy=totals[1] / max(totals[2], 1.0))
+            logs.update(val_loss=totals[0] / totals[2], val_accuracy=totals[1] / totals[2])
         logs["seconds"] = time.perf_counter() - start
         callbacks.on_epoch_end(epoch, logs)
         if verbose:

@@ -875,6 +875,32 @@ def test_multi_worker_loop_stops_early_and_lowers_the_rate_on_a_plateau(tmp_path
     assert model.evaluate(data["validation"].batch(4), verbose=0)[0] == pytest.approx(history["val_loss"][0], rel=1e-6)
 
 
+def test_multi_worker_loop_weighs_classes_as_fit_does():
+    """Class weights in the multi-worker loop (they were refused there) train as `fit`'s
+    `class_weight`: from the same weights, an epoch over the same batches gives the same weights,
+    loss and training accuracy."""
+    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.training.train import _fit_multi_worker
+
+    inputs = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
+    labels = (inputs[:, 0] > 0.5).astype("int32")
+    rows = tf.data.Dataset.from_tensor_slices((inputs, labels))
+    by_fit, by_loop, unweighted = _loop_model(0.1), _loop_model(0.1), _loop_model(0.1)
+    for model in (by_loop, unweighted):
+        model.set_weights(by_fit.get_weights())
+    weights = {0: 0.5, 1: 3.0}
+    fitted = by_fit.fit(rows.batch(4), epochs=1, class_weight=weights, shuffle=False, verbose=0).history
+    looped = _fit_multi_worker(tf.distribute.get_strategy(), by_loop, TextClassificationData(
+        splits={"train": rows}, label_names=["a", "b"]), lambda part, size: part.batch(size), 1, 4, 4,
+        class_weights=weights)
+    for fit_weight, loop_weight in zip(by_fit.get_weights(), by_loop.get_weights(), strict=True):
+        np.testing.assert_allclose(loop_weight, fit_weight, rtol=1e-5, atol=1e-6)
+    assert looped["loss"] + looped["accuracy"] == pytest.approx(fitted["loss"] + fitted["accuracy"], rel=1e-5)
+    # The weights matter here: without them the same epoch ends elsewhere, far outside the tolerance above.
+    unweighted.fit(rows.batch(4), epochs=1, shuffle=False, verbose=0)
+    assert max(np.abs(a - b).max() for a, b in zip(unweighted.get_weights(), by_fit.get_weights())) > 0.01
+
+
 def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
     """A loss of NaN (at a learning rate of 1e37) stops the run at that epoch's end with one line
     that says so, before its history row and checkpoint (it was "Finished", and `predict` said
