@@ -72,32 +72,14 @@ def use_adversarial_training(model, epsilon):
     perturbation's length relative to each example's embeddings, in (0, 1]. The inputs'
     first tensor must be the token ids (padding `PAD_ID`), as the builders make them.
     """
-    if keras.backend.backend() != "tensorflow":
-        raise RuntimeError(f"adversarial training takes its gradients with tf.GradientTape, so it needs the "
-                           f"TensorFlow backend; Keras is using {keras.backend.backend()!r}")
-    epsilon = check_epsilon(epsilon)
-    embed, classify = _split_at_the_embeddings(model)
+    gradients_of = adversarial_gradients(model, epsilon)
 
     def train_step(data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         inputs = [x[tensor.name] for tensor in model.inputs] if isinstance(x, dict) else list(tf.nest.flatten(x))
-        weights = model.trainable_weights
-        with tf.GradientTape(persistent=True) as tape:
-            vectors = embed(inputs if len(inputs) > 1 else inputs[0], training=True)
-            y_pred = classify([*inputs, vectors], training=True)
-            loss = model.compute_loss(x, y, y_pred, sample_weight, training=True)
-            scaled = model.optimizer.scale_loss(loss)  # under mixed_float16 the unscaled gradient can underflow
-            with tape.stop_recording():
-                # One backward pass gives both g and the clean loss's gradients of the weights.
-                gradient, *gradients = tape.gradient(scaled, [vectors, *weights])
-                perturbation = _adversarial_direction(gradient, vectors, inputs[0], epsilon)
-            y_adversarial = classify([*inputs, vectors + perturbation], training=True)
-            adversarial_loss = model.compute_loss(x, y, y_adversarial, sample_weight, training=True)
-            scaled = model.optimizer.scale_loss(adversarial_loss)
-        # The second backward pass goes through the perturbed pass only (and the shared lookup).
-        gradients = list(map(_add, gradients, tape.gradient(scaled, weights)))
-        del tape
-        model.optimizer.apply_gradients(zip(gradients, weights))
+        loss, y_pred, gradients = gradients_of(
+            inputs, lambda predictions: model.compute_loss(x, y, predictions, sample_weight, training=True))
+        model.optimizer.apply_gradients(zip(gradients, model.trainable_weights))
         # As Keras's own train_step: the loss logged is the clean examples' (times the replicas,
         # which Keras's loss divides by under a strategy).
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
@@ -107,6 +89,38 @@ def use_adversarial_training(model, epsilon):
     model.train_step = train_step
     model.train_function = None  # made again, with this step, by the next fit
     return model
+
+
+def adversarial_gradients(model, epsilon):
+    """`(inputs, loss_of) -> (loss, predictions, gradients)` for a training step of `model` (as
+    `use_adversarial_training`'s; also the multi-worker loop's): `inputs` the model's input
+    tensors in order, `loss_of(predictions)` the loss to minimise (scalar); returns the clean
+    examples' loss and predictions, and the gradients of loss(s) + loss(s + r_adv) for
+    `model.trainable_weights`, of the loss scaled as the optimizer scales it (mixed_float16)."""
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(f"adversarial training takes its gradients with tf.GradientTape, so it needs the "
+                           f"TensorFlow backend; Keras is using {keras.backend.backend()!r}")
+    epsilon = check_epsilon(epsilon)
+    embed, classify = _split_at_the_embeddings(model)
+
+    def gradients_of(inputs, loss_of):
+        weights = model.trainable_weights
+        with tf.GradientTape(persistent=True) as tape:
+            vectors = embed(inputs if len(inputs) > 1 else inputs[0], training=True)
+            predictions = classify([*inputs, vectors], training=True)
+            loss = loss_of(predictions)
+            scaled = model.optimizer.scale_loss(loss)  # under mixed_float16 the unscaled gradient can underflow
+            with tape.stop_recording():
+                # One backward pass gives both g and the clean loss's gradients of the weights.
+                gradient, *gradients = tape.gradient(scaled, [vectors, *weights])
+                perturbation = _adversarial_direction(gradient, vectors, inputs[0], epsilon)
+            scaled = model.optimizer.scale_loss(loss_of(classify([*inputs, vectors + perturbation], training=True)))
+        # The second backward pass goes through the perturbed pass only (and the shared lookup).
+        gradients = list(map(_add, gradients, tape.gradient(scaled, weights)))
+        del tape
+        return loss, predictions, gradients
+
+    return gradients_of
 
 
 def _add(gradient, other):

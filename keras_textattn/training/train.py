@@ -65,6 +65,7 @@ from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import is_vectors_source
 from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.text.vectors import vectors_words
+from keras_textattn.training.adversarial import adversarial_gradients
 from keras_textattn.training.adversarial import check_epsilon
 from keras_textattn.training.adversarial import use_adversarial_training
 from keras_textattn.training.backup import BestEpoch
@@ -620,9 +621,6 @@ def train(
     if early_stopping_monitor is not None and arguments_used["early_stopping"] is None:
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
                        f"patience too (--early-stopping N); got monitor {early_stopping_monitor!r} without it")
-    several_workers = distribute in ("multi-worker", "ray")
-    if adversarial is not None and several_workers:
-        raise RunError(f"adversarial training (--adversarial) is not available with --distribute {distribute}")
     if (distribute == "ray") != (workers is not None) or (workers is not None and (
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
         raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
@@ -811,7 +809,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                                         math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief,
                                         validation_batches_of=lambda part, size: make_batches(part, encoder, size,
                                                                                               cache=cache),
-                                        validation_batch_size=predict_batch_size, class_weights=class_weights)
+                                        validation_batch_size=predict_batch_size, class_weights=class_weights,
+                                        adversarial=arguments["adversarial"])
             if best:
                 best.restore_best()
         resumed_from_epoch = 0
@@ -909,7 +908,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
 
 
 def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, batches, callbacks=(),
-                      verbose=False, validation_batches_of=None, validation_batch_size=None, class_weights=None):
+                      verbose=False, validation_batches_of=None, validation_batch_size=None, class_weights=None,
+                      adversarial=None):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -921,7 +921,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     batches until every part has (TensorFlow's distributed iterator). The loss of each replica
     is averaged over the global batch (`tf.nn.compute_average_loss`), so the summed gradients
     equal single-device gradients. `class_weights` (`{label id: weight}`, as `fit`'s
-    `class_weight`) weigh each row's loss, as `fit` does (not the accuracy).
+    `class_weight`) weigh each row's loss, as `fit` does (not the accuracy). `adversarial`: an
+    epsilon, to train as `use_adversarial_training` makes `fit` train.
     `batches`: the global batches of an epoch. Not resumable: a restarted multi-worker run
     starts again from its first epoch.
 
@@ -957,18 +958,28 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(probabilities, -1, output_type=tf.int32),
                                               tf.cast(labels, tf.int32)), tf.float32))
 
+    adversarial_gradients_of = adversarial_gradients(model, adversarial) if adversarial else None
+
     def replica_step(ids, labels):
         weights = tf.gather(weights_of_classes, tf.cast(labels, tf.int32))
-        with tf.GradientTape() as tape:
-            probabilities = model(ids, training=True)
+
+        def loss_of(probabilities):
             loss = tf.nn.compute_average_loss(weights * loss_function(labels, probabilities),
                                               global_batch_size=global_batch_size)
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-            # Under mixed_float16 the optimizer is Keras's LossScaleOptimizer: it unscales the
-            # gradients it applies, so they must be of the scaled loss (as `fit` does).
-            scaled_loss = model.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled_loss, model.trainable_variables)
+            return loss
+
+        if adversarial_gradients_of:
+            loss, probabilities, gradients = adversarial_gradients_of(list(tf.nest.flatten(ids)), loss_of)
+        else:
+            with tf.GradientTape() as tape:
+                probabilities = model(ids, training=True)
+                loss = loss_of(probabilities)
+                # Under mixed_float16 the optimizer is Keras's LossScaleOptimizer: it unscales the
+                # gradients it applies, so they must be of the scaled loss (as `fit` does).
+                scaled_loss = model.optimizer.scale_loss(loss)
+            gradients = tape.gradient(scaled_loss, model.trainable_variables)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         return loss, correct(labels, probabilities), tf.cast(tf.size(labels), tf.float32)
 

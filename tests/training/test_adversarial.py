@@ -94,6 +94,26 @@ def test_one_step_matches_the_equations_in_numpy():
     assert np.abs(model.get_weights()[1] - plain[1]).max() > 1e-4
 
 
+def test_the_multi_worker_loop_takes_the_same_step():
+    """`--distribute multi-worker` / `ray` train adversarially too (they refused it): the multi-worker
+    loop's step is the NumPy step of the equations, as `fit`'s is."""
+    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.training.train import _fit_multi_worker
+
+    rng = np.random.default_rng(1)
+    ids, labels = rng.integers(1, 12, (4, 6)), np.array([0, 1, 1, 0])
+    keras.utils.set_random_seed(0)
+    model = averaging_classifier()
+    start = [w.copy() for w in model.get_weights()]
+    model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy")
+    rows = tf.data.Dataset.from_tensor_slices((ids.astype("int32"), labels.astype("int32")))
+    _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
+                      label_names=["a", "b"]), lambda part, size: part.batch(size), 1, 4, 1, adversarial=0.3)
+    expected = numpy_adversarial_step(*start, ids, labels, epsilon=0.3, rate=0.5)
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
 def test_a_model_without_the_builders_embedding_or_a_bad_epsilon_is_refused():
     ids = keras.Input((6,), dtype="int32")
     pooled = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(12, 4, name="lookup")(ids))

@@ -112,8 +112,6 @@ def sst2(shared_data):
         (["--clip-norm", "0"], "clip-norm must be a positive number; got 0"),
         (["--adversarial", "0"], "adversarial epsilon must be a number in (0, 1] (a length relative to the "
                                  "embeddings'); got 0.0 (--adversarial)"),
-        (["--distribute", "ray", "--workers", "2", "--adversarial", "0.05"], "adversarial training (--adversarial) is "
-                                                                             "not available with --distribute ray"),
         (["--weight-decay", "1.5"], "weight-decay must be a number in [0, 1); got 1.5"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number; got -1.0"),
         (["--learning-rate", "nan"], "learning-rate must be a positive number; got nan"),  # it trained a model of nans
@@ -934,9 +932,10 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
 
 
 def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_path):
-    """The multi-worker loop (one worker here) trains under mixed_float16 as in float32: Keras's
-    LossScaleOptimizer unscales what it applies, so the loop must differentiate the scaled loss
-    (it did not: the updates were 1/32768 of the intended, test accuracy 0.56 against 0.74).
+    """The multi-worker loop (one worker here) trains under mixed_float16 as in float32, also
+    adversarially: Keras's LossScaleOptimizer unscales what it applies, so the loop must
+    differentiate the scaled loss (it did not: the updates were 1/32768 of the intended, test
+    accuracy 0.56 against 0.74).
     It also applies the run's schedule: "step:1" trains the first epoch at a tenth of 0.01,
     the usual 1e-3 (at 0.01, the schedule ignored, history would say so)."""
     _, args = sst2_shards
@@ -944,10 +943,11 @@ def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_
     env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": [f"localhost:{_free_ports(1)[0]}"]},
                                                  "task": {"type": "worker", "index": 0}}))
     result = _run([*args, "--output", str(output), "--distribute", "multi-worker", "--dtype-policy", "mixed_float16",
-                   "--learning-rate", "0.01", "--lr-schedule", "step:1"], env=env)
+                   "--learning-rate", "0.01", "--lr-schedule", "step:1", "--adversarial", "0.05"], env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     metrics = _metrics(output)
     assert metrics["dtype_policy"] == "mixed_float16" and metrics["accuracy"]["test"] > 0.68
+    assert metrics["adversarial"] == 0.05  # adversarially, its gradients of the scaled losses too
     np.testing.assert_allclose(metrics["history"]["learning_rate"], [1e-3], rtol=1e-6)
 
 
