@@ -984,7 +984,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         return loss, correct(labels, probabilities), tf.cast(tf.size(labels), tf.float32)
 
     def replica_scores(ids, labels):
-        """The batch's summed loss (with the model's own losses per row, as `evaluate` adds them), right answers, rows."""
+        """The batch's summed loss (with the model's own losses per row, as `evaluate` adds them),
+        right answers and rows."""
         probabilities = model(ids, training=False)
         rows = tf.cast(tf.size(labels), tf.float32)
         loss = tf.reduce_sum(loss_function(labels, probabilities))
@@ -1000,6 +1001,7 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     history = keras.callbacks.History()  # last: each epoch's logs as the callbacks leave them
     callbacks = keras.callbacks.CallbackList([*callbacks, history], model=model, epochs=epochs, steps=batches)
     model.stop_training = False
+
     def optimizer_rate():
         return float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
 
@@ -1014,7 +1016,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
             losses.append(float(loss))
             right, rows = right + float(batch_right), rows + float(batch_rows)
         # The rate logged is the optimizer's (constant, the plateau's); a schedule's callback logs its own.
-        logs = {"loss": float(np.mean(losses)), "accuracy": right / rows if rows else 0.0, "learning_rate": optimizer_rate()}
+        logs = {"loss": float(np.mean(losses)), "accuracy": right / rows if rows else 0.0,
+                "learning_rate": optimizer_rate()}
         check_converging(model, logs["loss"], epoch, learning_rate)
         if validation_batches is not None:
             totals = np.zeros(3)

@@ -788,8 +788,8 @@ def multi_worker_run(sst2_shards):
     workers = []
     for index in range(2):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        workers.append(subprocess.Popen(_command(*args, *VALIDATED, "--output", output, "--distribute", "multi-worker"), env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        workers.append(subprocess.Popen(_command(*args, *VALIDATED, "--output", output, "--distribute", "multi-worker"),
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     try:
         outputs = [worker.communicate(timeout=TIMEOUT)[0] for worker in workers]
     finally:
@@ -836,7 +836,8 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
                                 4, callbacks, verbose=True, validation_batches_of=lambda part, size: part.batch(size),
                                 validation_batch_size=3)
-    assert np.isclose(float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)), rate_at("cosine", 0.01, 2)(1.75))
+    rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+    assert np.isclose(rate, rate_at("cosine", 0.01, 2)(1.75))
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
     assert sorted(history) == ["accuracy", "epoch", "learning_rate", "loss", "seconds", "val_accuracy", "val_loss"]
     assert [history["val_loss"][-1], history["val_accuracy"][-1]] == pytest.approx(
