@@ -994,8 +994,14 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
         return loss, correct(labels, probabilities), rows
 
     def summed(replica_function):
-        return tf.function(lambda ids, labels: [strategy.reduce("SUM", value, axis=None) for value in
-                                                strategy.run(replica_function, args=(ids, labels))])
+        """A traced step that runs `replica_function` on every replica and adds up its values."""
+
+        @tf.function
+        def run(ids, labels):
+            return [strategy.reduce("SUM", value, axis=None)
+                    for value in strategy.run(replica_function, args=(ids, labels))]
+
+        return run
 
     step, scores = summed(replica_step), summed(replica_scores)
     history = keras.callbacks.History()  # last: each epoch's logs as the callbacks leave them
