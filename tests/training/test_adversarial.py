@@ -76,27 +76,11 @@ def numpy_adversarial_step(table, kernel, bias, ids, labels, epsilon, rate):
     return table - rate * d_table, kernel - rate * d_kernel, bias - rate * d_bias
 
 
-def test_one_step_matches_the_equations_in_numpy():
-    """After one SGD step of `fit`, the weights are those of a NumPy step on loss(s) + loss(s + r_adv)."""
-    rng = np.random.default_rng(1)
-    ids, labels = rng.integers(1, 12, (4, 6)), np.array([0, 1, 1, 0])
-    keras.utils.set_random_seed(0)
-    model = averaging_classifier()
-    start = [w.copy() for w in model.get_weights()]
-    model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy")
-    use_adversarial_training(model, 0.3)
-    model.fit(ids, labels, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    expected = numpy_adversarial_step(*start, ids, labels, epsilon=0.3, rate=0.5)
-    for got, want in zip(model.get_weights(), expected):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    # Not the plain step, which it would be if the perturbed pass were lost.
-    plain = numpy_adversarial_step(*start, ids, labels, epsilon=1e-9, rate=0.25)
-    assert np.abs(model.get_weights()[1] - plain[1]).max() > 1e-4
-
-
-def test_the_multi_worker_loop_takes_the_same_step():
-    """`--distribute multi-worker` / `ray` train adversarially too (they refused it): the multi-worker
-    loop's step is the NumPy step of the equations, as `fit`'s is."""
+@pytest.mark.parametrize("trainer", ["fit", "multi_worker_loop"])
+def test_one_step_matches_the_equations_in_numpy(trainer):
+    """After one SGD step, of `fit` or of the multi-worker loop (`--distribute multi-worker` / `ray`,
+    which refused adversarial training before), the weights are those of a NumPy step on
+    loss(s) + loss(s + r_adv)."""
     from keras_textattn.datasets.loading import TextClassificationData
     from keras_textattn.training.train import _fit_multi_worker
 
@@ -106,12 +90,19 @@ def test_the_multi_worker_loop_takes_the_same_step():
     model = averaging_classifier()
     start = [w.copy() for w in model.get_weights()]
     model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy")
-    rows = tf.data.Dataset.from_tensor_slices((ids.astype("int32"), labels.astype("int32")))
-    _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
-                      label_names=["a", "b"]), lambda part, size: part.batch(size), 1, 4, 1, adversarial=0.3)
+    if trainer == "fit":
+        use_adversarial_training(model, 0.3)
+        model.fit(ids, labels, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    else:
+        rows = tf.data.Dataset.from_tensor_slices((ids.astype("int32"), labels.astype("int32")))
+        _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
+                          label_names=["a", "b"]), lambda part, size: part.batch(size), 1, 4, 1, adversarial=0.3)
     expected = numpy_adversarial_step(*start, ids, labels, epsilon=0.3, rate=0.5)
     for got, want in zip(model.get_weights(), expected):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    # Not the plain step, which it would be if the perturbed pass were lost.
+    plain = numpy_adversarial_step(*start, ids, labels, epsilon=1e-9, rate=0.25)
+    assert np.abs(model.get_weights()[1] - plain[1]).max() > 1e-4
 
 
 def test_a_model_without_the_builders_embedding_or_a_bad_epsilon_is_refused():
