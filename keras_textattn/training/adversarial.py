@@ -77,8 +77,11 @@ def use_adversarial_training(model, epsilon):
     def train_step(data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         inputs = [x[tensor.name] for tensor in model.inputs] if isinstance(x, dict) else list(tf.nest.flatten(x))
-        loss, y_pred, gradients = gradients_of(
-            inputs, lambda predictions: model.compute_loss(x, y, predictions, sample_weight, training=True))
+
+        def loss_of(predictions):
+            return model.compute_loss(x, y, predictions, sample_weight, training=True)
+
+        loss, y_pred, gradients = gradients_of(inputs, loss_of)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_weights))
         # As Keras's own train_step: the loss logged is the clean examples' (times the replicas,
         # which Keras's loss divides by under a strategy).
