@@ -144,11 +144,13 @@ def _adversarial_direction(gradient, vectors, token_ids, epsilon):
 
     `gradient`, `vectors`: `(rows, ..., dim)`, where the rows are the examples or, in a
     hierarchical model, the examples' sentences in order; `token_ids`: `(batch, ...)`.
-    A gradient of zero (every token padding) gives no perturbation.
+    A gradient of zero (every token padding) gives no perturbation. The tokens per example are
+    counted, not left to `reshape` (-1): a batch of no rows, which a multi-worker run's worker
+    gets once its part of the data has run out, gives it nothing to count from.
     """
-    batch = tf.shape(token_ids)[0]
-    real = tf.reshape(tf.cast(tf.not_equal(token_ids, PAD_ID), tf.float32), (batch, -1, 1))
-    by_example = (batch, -1, tf.shape(vectors)[-1])
+    batch, tokens = tf.shape(token_ids)[0], tf.reduce_prod(tf.shape(token_ids)[1:])
+    real = tf.reshape(tf.cast(tf.not_equal(token_ids, PAD_ID), tf.float32), (batch, tokens, 1))
+    by_example = (batch, tokens, tf.shape(vectors)[-1])
     gradient = tf.reshape(tf.cast(gradient, tf.float32), by_example) * real
     length = tf.norm(tf.reshape(tf.cast(vectors, tf.float32), by_example) * real, axis=(1, 2), keepdims=True)
     direction = tf.math.divide_no_nan(gradient, tf.norm(gradient, axis=(1, 2), keepdims=True))

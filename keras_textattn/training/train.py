@@ -993,17 +993,22 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
             loss += tf.cast(tf.add_n(model.losses), tf.float32) * rows
         return loss, correct(labels, probabilities), rows
 
-    def summed(replica_function):
-        """A traced step that runs `replica_function` on every replica and adds up its values."""
+    def summed(replica_function, batches):
+        """A traced step that runs `replica_function` on every replica and adds up its values.
+        Traced once, for the batches' own shapes: a worker whose part has run out gets a batch of
+        a known 0 rows, and a step traced for it apart left some of HCAN's and CSPAN's gradients
+        None, so that worker sent fewer to the gradients' all-reduce than the others and the run
+        failed ("Shape mismatch in the collective instance")."""
 
-        @tf.function
+        @tf.function(input_signature=list(batches.element_spec))
         def run(ids, labels):
             return [strategy.reduce("SUM", value, axis=None)
                     for value in strategy.run(replica_function, args=(ids, labels))]
 
         return run
 
-    step, scores = summed(replica_step), summed(replica_scores)
+    step = summed(replica_step, train_batches)
+    scores = summed(replica_scores, validation_batches) if validation_batches is not None else None
     history = keras.callbacks.History()  # last: each epoch's logs as the callbacks leave them
     callbacks = keras.callbacks.CallbackList([*callbacks, history], model=model, epochs=epochs, steps=batches)
     model.stop_training = False

@@ -41,6 +41,11 @@ def test_the_perturbation_is_epsilon_times_each_examples_norm_along_its_gradient
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
     assert np.all(got.reshape(3, -1, 4)[0, 6:] == 0) and np.all(got.reshape(3, -1, 4)[2] == 0)
     assert np.linalg.norm(got.reshape(3, -1)[1]) > 0
+    # A batch of no rows (a multi-worker run's worker whose part has run out) gets none: the tokens
+    # per example were left to reshape's -1, which no rows cannot tell.
+    empty = _adversarial_direction(tf.zeros((0, *shape[1:])), tf.zeros((0, *shape[1:])), tf.zeros((0, *ids.shape[1:]),
+                                   tf.int32), 0.1)
+    assert empty.shape == (0, *shape[1:])
 
 
 def averaging_classifier():
