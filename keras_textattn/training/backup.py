@@ -13,6 +13,7 @@ resume.
 """
 
 import errno
+import functools
 import json
 import math
 import os
@@ -154,6 +155,52 @@ def restore(model, folder):
                        f"it with that version, or delete {folder} to start the run again from its first epoch")
     raise RunError(f"no checkpoint of {folder} can be read ({', '.join(damaged)} are damaged); "
                    f"delete {folder} to start the run again from its first epoch")
+
+
+def copy_from_chief(strategy, chief, paths, folder):
+    """Give every worker of `strategy` the chief's files: on the chief, `paths` (those that exist;
+    other workers' `paths` are ignored); every other worker writes them into `folder` under
+    their names. A multi-worker run resumes this way from the chief's backup alone, so its run
+    folder need not be on a disk that the other workers share.
+
+    The bytes go through the strategy's collective: an all-reduced sum to which only replica 0,
+    the chief's first (TensorFlow numbers the chief's replicas first), gives its values, the
+    others zeros (`tf.distribute.ReduceOp` has no broadcast). First the names and sizes, then
+    each file, as int32 words: every worker takes part with the same shapes.
+    """
+    present = [path for path in paths if os.path.isfile(path)] if chief else []
+    manifest = json.dumps({os.path.basename(path): os.path.getsize(path) for path in present}).encode()
+    size = int(_from_chief(strategy, np.array([len(manifest)], np.int32))[0])
+    manifest = json.loads(_from_chief(strategy, _words(manifest, size)).tobytes()[:size])
+    by_name = {os.path.basename(path): path for path in present}
+    for name, size in manifest.items():
+        content = None
+        if chief:
+            with open(by_name[name], "rb") as handle:
+                content = handle.read()
+        received = _from_chief(strategy, _words(content, size)).tobytes()[:size] if size else b""
+        if not chief:
+            write_atomically(os.path.join(folder, name), functools.partial(_write_bytes, content=received))
+
+
+def _write_bytes(path, content):
+    with open(path, "wb") as handle:
+        handle.write(content)
+
+
+def _words(content, size):
+    """`content` (bytes; None: zeros) as the int32 words that hold `size` bytes."""
+    return np.frombuffer((content or b"").ljust(-(-size // 4) * 4, b"\0"), np.int32)
+
+
+def _from_chief(strategy, words):
+    """The int32 array `words` as replica 0 holds it, on every worker."""
+
+    def given(context):
+        return words if context.replica_id_in_sync_group == 0 else np.zeros_like(words)
+
+    values = strategy.experimental_distribute_values_from_function(given)
+    return np.asarray(strategy.reduce("SUM", values, axis=None))
 
 
 class BestEpoch(keras.callbacks.Callback):

@@ -70,6 +70,7 @@ from keras_textattn.training.adversarial import check_epsilon
 from keras_textattn.training.adversarial import use_adversarial_training
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
+from keras_textattn.training.backup import copy_from_chief
 from keras_textattn.training.backup import restore
 from keras_textattn.training.schedules import parse_schedule
 from keras_textattn.training.schedules import schedule_callbacks
@@ -516,7 +517,8 @@ def train(
         distribute: None, "mirrored", "multi-worker" (see `make_strategy`) or "ray": a
             multi-worker run of `workers` processes that Ray Train starts (on the cluster at
             `ray_address` or `RAY_ADDRESS`, else a local one); see
-            `keras_textattn.training.ray_launcher`.
+            `keras_textattn.training.ray_launcher`. A multi-worker run resumes as others do,
+            every worker from the chief's backup (`backup.copy_from_chief`).
         checkpoint_every: also back up every N steps (the end of every epoch always is).
         overwrite: replace the run at `output` (finished, or unfinished to start it
             again); the old run is kept aside until the new one is written, and
@@ -791,29 +793,41 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
     monitor = arguments["early_stopping_monitor"] or "loss"
     class_weights, class_weight = weigh_classes(arguments["class_weight"], dataset["train"], dataset.label_names)
     if distribute == "multi-worker":
-        # The run is not resumable: the chief replaces what an earlier try, which started again, left.
-        if chief:
+        if chief and not resume:  # what an earlier try, which started again, left
             for folder in (logs, backup):
                 shutil.rmtree(folder, ignore_errors=True)
-        # Every worker keeps the plateau's and early stopping's state (they decide alike, on the same
-        # validation figures, and each restores the best weights); only the chief's is in the run folder.
+        # Every worker keeps the run's state: the chief in the run folder, the others in a temporary
+        # folder, into which the chief's backup and history (a resumed run's) are copied first. So all
+        # resume alike from the chief's disk alone: the same epoch, weights, and plateau's and early
+        # stopping's state (which then decide alike, on the same validation figures), and each
+        # restores the best epoch's weights at the end.
         with contextlib.nullcontext(backup) if chief else tempfile.TemporaryDirectory() as state:
+            kept = sorted(os.path.join(backup, name) for name in os.listdir(backup)
+                          if not name.startswith(".")) if chief and os.path.isdir(backup) else []
+            copy_from_chief(strategy, chief, [*kept, history_path], state)
+            worker_history = history_path if chief else os.path.join(state, os.path.basename(history_path))
             best = BestEpoch(state, early_stopping, monitor) if early_stopping else None
-            callbacks = [
-                *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, state),
-                # The chief's history.csv and TensorBoard logs, epoch by epoch as `fit` writes them.
-                *([keras.callbacks.CSVLogger(history_path), _EpochRateTensorBoard(logs)] if chief else []),
-                *([best] if best else []),
-            ]
-            history = _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
-                                        math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief,
-                                        validation_batches_of=lambda part, size: make_batches(part, encoder, size,
-                                                                                              cache=cache),
-                                        validation_batch_size=predict_batch_size, class_weights=class_weights,
-                                        adversarial=arguments["adversarial"])
+            resumed_from_epoch = restore(classifier, state)
+            _keep_history_before(worker_history, resumed_from_epoch)
+            if resumed_from_epoch < epochs and not (best and best.stopped):
+                callbacks = [
+                    *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, state),
+                    # The chief's history.csv and TensorBoard logs, epoch by epoch as `fit` writes them.
+                    keras.callbacks.CSVLogger(worker_history, append=True),
+                    *([_EpochRateTensorBoard(logs)] if chief else []),
+                    *([best] if best else []),  # before the checkpoint, as above
+                    *([RunBackup(backup, every=checkpoint_every)] if chief else []),
+                ]
+                _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
+                                  math.ceil(rows["train"] / batch_size), callbacks, verbose=verbose and chief,
+                                  validation_batches_of=lambda part, size: make_batches(part, encoder, size,
+                                                                                        cache=cache),
+                                  validation_batch_size=predict_batch_size, class_weights=class_weights,
+                                  adversarial=arguments["adversarial"], initial_epoch=resumed_from_epoch)
+            history = _read_history(worker_history)
             if best:
+                best.set_model(classifier)
                 best.restore_best()
-        resumed_from_epoch = 0
         # Evaluate locally on each worker (Keras's evaluate cannot reduce across workers either):
         # the trained weights in a model built outside the strategy.
         trained = classifier
@@ -909,7 +923,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
 
 def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, batches, callbacks=(),
                       verbose=False, validation_batches_of=None, validation_batch_size=None, class_weights=None,
-                      adversarial=None):
+                      adversarial=None, initial_epoch=0):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -923,8 +937,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     equal single-device gradients. `class_weights` (`{label id: weight}`, as `fit`'s
     `class_weight`) weigh each row's loss, as `fit` does (not the accuracy). `adversarial`: an
     epsilon, to train as `use_adversarial_training` makes `fit` train.
-    `batches`: the global batches of an epoch. Not resumable: a restarted multi-worker run
-    starts again from its first epoch.
+    `batches`: the global batches of an epoch. `initial_epoch`: the first epoch to train (a
+    resumed run's, as `fit`'s).
 
     With `validation_batches_of` (as `batches_of`, unshuffled; `validation_batch_size` the global
     batch), each epoch ends with the validation split's loss and accuracy, `fit`'s `val_loss`
@@ -933,9 +947,10 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     stopping, the plateau) decide alike on all of them.
 
     `callbacks` (Keras callbacks, the run's schedule among them: `schedules.schedule_callbacks`)
-    get the beginning of each epoch and training batch, as in `fit`, and each epoch's end with its
-    history row as the logs; one that sets `model.stop_training` ends training there. `verbose`
-    prints that row, a line an epoch.
+    get the beginning and end of each epoch and training batch, as in `fit` (each epoch's end with
+    its history row as the logs: a checkpoint's callback, `RunBackup`, saves there and every few
+    batches); one that sets `model.stop_training` ends training there. `verbose` prints that row,
+    a line an epoch.
     """
 
     def distributed(split, batches_of_split, global_size):
@@ -1018,12 +1033,13 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
 
     learning_rate = optimizer_rate()  # the run's, for a message
     callbacks.on_train_begin()
-    for epoch in range(epochs):
+    for epoch in range(initial_epoch, epochs):
         callbacks.on_epoch_begin(epoch)
         start, losses, right, rows = time.perf_counter(), [], 0.0, 0.0
         for batch, (ids, labels) in enumerate(train_batches):
             callbacks.on_train_batch_begin(batch)
             loss, batch_right, batch_rows = step(ids, labels)
+            callbacks.on_train_batch_end(batch)
             losses.append(float(loss))
             right, rows = right + float(batch_right), rows + float(batch_rows)
         # The rate logged is the optimizer's (constant, the plateau's); a schedule's callback logs its own.

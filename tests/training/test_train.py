@@ -786,14 +786,21 @@ def multi_worker_run(sst2_shards):
     return output, _two_workers([*args, *VALIDATED, "--output", output])
 
 
-def _two_workers(args):
-    """`keras-textattn train ARGS --distribute multi-worker` on two local workers: what each printed."""
+def _start_two_workers(args, worker_args=((), ())):
+    """`keras-textattn train ARGS --distribute multi-worker` started on two local workers (each with
+    its `worker_args` added), output to pipes."""
     cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
     workers = []
     for index in range(2):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        workers.append(subprocess.Popen(_command(*args, "--distribute", "multi-worker"), env=env,
+        workers.append(subprocess.Popen(_command(*args, *worker_args[index], "--distribute", "multi-worker"), env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return workers
+
+
+def _two_workers(args, worker_args=((), ())):
+    """`keras-textattn train ARGS --distribute multi-worker` on two local workers: what each printed."""
+    workers = _start_two_workers(args, worker_args)
     try:
         outputs = [worker.communicate(timeout=TIMEOUT)[0] for worker in workers]
     finally:
@@ -821,6 +828,45 @@ def test_multi_worker_parts_of_different_sizes(shared_data, tmp_path):
     metrics = _metrics(output)
     assert metrics["replicas"] == 2
     assert metrics["history"]["val_accuracy"][metrics["best_epoch"]] == metrics["accuracy"]["validation"]
+
+
+@pytest.mark.xdist_group("multi_worker")
+def test_killed_multi_worker_run_resumes_from_the_chiefs_backup(shared_data, tmp_path):
+    """Both workers killed after the first of 3 epochs, the same commands resume from the chief's
+    checkpoint (the run started again from its first epoch). The other worker writes its own
+    `--output` here, as on a disk of its own: it gets the chief's checkpoint and the plateau's and
+    early stopping's state through the collective. Had it trained on from other weights, each
+    epoch's validation accuracy (each worker scores its part with its own weights) would not be
+    what the chief's model scores on the whole split."""
+    with gzip.open(shared_data / "sst2" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        header, *rows = handle.read().splitlines()[:4001]
+    for index in range(2):
+        (tmp_path / f"train-{index}.csv").write_text("\n".join([header, *rows[index::2]]) + "\n", encoding="utf-8")
+    output = tmp_path / "run"
+    args = [*SMALL_SCALABLE, "--data", str(tmp_path / "train-*.csv"), "--batch-size", "64", "--epochs", "3",
+            "--output", str(output), "--lr-schedule", "plateau", "--early-stopping", "2"]
+    own_output = ((), ("--output", str(tmp_path / "worker-1")))
+    workers = _start_two_workers(args, own_output)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (output / "backup" / "epoch-0001-batch-000000.weights.h5").exists():
+            if ended := [worker for worker in workers if worker.poll() is not None]:
+                pytest.fail("a worker ended before the first epoch's checkpoint: " + ended[0].stdout.read()[-2000:])
+            assert time.monotonic() < deadline, "no checkpoint of the first epoch within the time limit"
+            time.sleep(0.05)
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+            worker.stdout.close()
+    assert not (output / "metrics.json").exists()
+    _two_workers(args, own_output)
+    metrics = _metrics(output)
+    assert metrics["resumed_from_epoch"] == 1
+    assert metrics["history"]["epoch"] == [0, 1, 2]
+    assert metrics["best_epoch"] >= 1  # trained after the resume (measured: 2)
+    assert metrics["history"]["val_accuracy"][metrics["best_epoch"]] == metrics["accuracy"]["validation"]
+    assert not (output / "backup").exists() and os.listdir(tmp_path / "worker-1") == []
 
 
 def _loop_data(validation_labels=0):
