@@ -13,6 +13,8 @@ the test accuracy (the official 25,000 test reviews, read once per run):
     python benchmarks/validation_split.py --models scalable_attention --max-tokens 5000   # rows "...@v5000"
     python benchmarks/validation_split.py --models scalable_attention --max-tokens 2000 --length 768 --epochs 6 \
         --kinds id_block
+    python benchmarks/validation_split.py --models hcan --max-tokens 2000 --bigram-buckets 200000 --epochs 2 \
+        --lr-schedule cosine --adversarial 0.05 --max-sentences 48 --kinds id_block --carves 0 --hide-test
     python benchmarks/validation_split.py --quick      # TF-IDF, one carve of each kind, 2,000 reviews per label
     python benchmarks/validation_split.py --report --hide-test   # the table without its test columns
 
@@ -20,7 +22,8 @@ When the carves choose a recipe, run and report with `--hide-test`: the held-out
 printed and the test figures only recorded, so the choice is made before they are seen.
 
 Keras models train through `train()` with `validation_data` set to the carve (the cpu preset,
-3 epochs at a constant rate, texts cut at 256 tokens as in accuracy.py; `--length`, `--epochs`,
+3 epochs at a constant rate, texts cut at 256 tokens as in accuracy.py, HCAN's sentences and words
+chosen by train(); `--length`, `--max-sentences`, `--epochs`,
 `--bigram-buckets`, `--lr-schedule`, `--embeddings`, `--vectors-vocabulary` and others change
 that and name the row, e.g. "scalable_attention@768@v2000@e6"; each row keeps the held-out
 accuracy after every epoch). Results are appended to benchmarks/results/validation_split.jsonl;
@@ -42,6 +45,7 @@ from accuracy import DATASETS
 from accuracy import DEFAULT_DATA
 from accuracy import VOCABULARY
 from accuracy import builder_arguments
+from accuracy import reads_sentences
 from accuracy import row_suffix
 from accuracy import tfidf_classifier
 from accuracy import write_labelled_csv
@@ -93,8 +97,10 @@ def held_out(carve, k, labels, ids, blocks=BLOCKS):
 
 def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_path, seed, max_tokens,
         length=DATASETS["imdb"][2], epochs=3, bigram_buckets=None, bigrams_of=None, weight_decay=None,
-        lr_schedule=None, embeddings=None, vectors_vocabulary=None, adversarial=None):
-    """Held-out and test accuracy of `model` trained on the rows outside `mask`."""
+        lr_schedule=None, embeddings=None, vectors_vocabulary=None, adversarial=None, max_sentences=None):
+    """Held-out and test accuracy of `model` trained on the rows outside `mask`. `length`: tokens
+    per text (HCAN: words per sentence; None: train()'s choice from the training texts, as
+    `max_sentences` None is)."""
     start = time.perf_counter()
     if model == "tfidf_lr":
         classifier = tfidf_classifier(train_texts[~mask], train_labels[~mask], seed)
@@ -109,7 +115,8 @@ def run(model, train_texts, train_labels, mask, test_texts, test_labels, test_pa
         for split, rows in (("train", ~mask), ("validation", mask)):
             write_labelled_csv(files[split], train_texts[rows], np.where(train_labels[rows] == 1, "pos", "neg"))
         metrics = train(spec, files["train"], os.path.join(folder, "run"), validation_data=files["validation"],
-                        test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length, epochs=epochs,
+                        test_data=test_path, model_kwargs=options, max_tokens=max_tokens, sequence_length=length,
+                        max_sentences=max_sentences, epochs=epochs,
                         bigram_buckets=bigram_buckets, bigrams_of=bigrams_of, weight_decay=weight_decay,
                         lr_schedule=lr_schedule, embeddings=embeddings, vectors_vocabulary=vectors_vocabulary,
                         adversarial=adversarial, seed=seed, verbose=0)
@@ -155,7 +162,11 @@ def main(argv=None):
     parser.add_argument("--kinds", nargs="+", choices=CARVES, default=list(CARVES), help="which kinds of carve")
     parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
                         help=f"Keras models: the vocabulary (rows other than {VOCABULARY} are named '<model>@v<tokens>')")
-    parser.add_argument("--length", type=int, default=DATASETS["imdb"][2], help="Keras models: tokens per review")
+    parser.add_argument("--length", type=int,
+                        help=f"Keras models: tokens per review (default {DATASETS['imdb'][2]}; HCAN: words per sentence, "
+                             "default: train()'s choice from the training texts)")
+    parser.add_argument("--max-sentences", type=int, metavar="N",
+                        help="HCAN: sentences per review (row '@s<N>'; default: train()'s choice, at most 30)"),
     parser.add_argument("--epochs", type=int, default=3, help="Keras models: epochs")
     parser.add_argument("--bigram-buckets", type=int, help="Keras models: hashed bigrams (default: the model's)")
     parser.add_argument("--bigrams-of", choices=["vocabulary", "tokens"],
@@ -203,7 +214,9 @@ def main(argv=None):
     done = {(row["model"], row["carve"], row["k"]) for row in rows if "model" in row}
     for model in args.models:
         row_name = model
+        length = args.length
         if model != "tfidf_lr":
+            length = length or (None if reads_sentences(model) else DATASETS["imdb"][2])
             row_name += row_suffix(args.length if args.length != DATASETS["imdb"][2] else None, args.max_tokens, args.epochs)
             row_name += f"@b{args.bigram_buckets}" if args.bigram_buckets is not None else ""
             row_name += "@tokens" if args.bigrams_of == "tokens" else ""
@@ -212,16 +225,18 @@ def main(argv=None):
             row_name += f"@{args.embeddings}" if args.embeddings else ""
             row_name += f"@add{args.vectors_vocabulary}" if args.vectors_vocabulary else ""
             row_name += f"@adv{args.adversarial:g}" if args.adversarial else ""
+            row_name += f"@s{args.max_sentences}" if args.max_sentences else ""
         row_name += "@quick" if args.quick else ""  # of 2,000 reviews per label: never mixed with the full rows
         for carve in args.kinds:
             for k in args.carves:
                 if (row_name, carve, k) in done:
                     continue
                 result = run(model, texts, labels, held_out(carve, k, labels, ids), test_texts, test_labels, test_path,
-                             seed=k, max_tokens=args.max_tokens, length=args.length, epochs=args.epochs,
+                             seed=k, max_tokens=args.max_tokens, length=length, epochs=args.epochs,
                              bigram_buckets=args.bigram_buckets, bigrams_of=args.bigrams_of,
                              weight_decay=args.weight_decay, lr_schedule=args.lr_schedule, embeddings=args.embeddings,
-                             vectors_vocabulary=args.vectors_vocabulary, adversarial=args.adversarial)
+                             vectors_vocabulary=args.vectors_vocabulary, adversarial=args.adversarial,
+                             max_sentences=args.max_sentences)
                 rows.append({"model": row_name, "carve": carve, "k": k, **result})
                 test = "" if args.hide_test else f"test {result['test']:.4f}, "
                 print(f"{row_name:20s} {carve:8s} {k}: held out {result['validation']:.4f}, {test}{result['seconds']:.0f} s",
