@@ -892,8 +892,9 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     epochs of 4 batches the rate is the cosine's at 1.75 epochs (at 1 had it been set once an
     epoch), and the history records each epoch's first rate. Each epoch ends with the validation
     loss and accuracy, as `evaluate` gives them. Each epoch's row reaches its callbacks
-    (history.csv, TensorBoard) and, verbose, a printed line, as it happens (a run on several
+    (history.csv, TensorBoard, the checkpoints) and, verbose, a printed line, as it happens (a run on several
     machines showed nothing until it ended, and wrote neither)."""
+    from keras_textattn.training.backup import RunBackup
     from keras_textattn.training.schedules import rate_at
     from keras_textattn.training.schedules import schedule_callbacks
     from keras_textattn.training.train import _EpochRateTensorBoard
@@ -902,7 +903,7 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
 
     model, data = _loop_model(0.01), _loop_data()
     callbacks = [*schedule_callbacks("cosine", 0.01, 2), keras.callbacks.CSVLogger(str(tmp_path / "history.csv")),
-                 _EpochRateTensorBoard(str(tmp_path / "logs"))]
+                 _EpochRateTensorBoard(str(tmp_path / "logs")), RunBackup(str(tmp_path / "backup"), every=3)]
     history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
                                 4, callbacks, verbose=True, validation_batches_of=lambda part, size: part.batch(size),
                                 validation_batch_size=3)
@@ -914,6 +915,9 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
         model.evaluate(data["validation"].batch(3), verbose=0), rel=1e-6)
     assert _read_history(tmp_path / "history.csv") == {name: pytest.approx(values) for name, values in history.items()}
     _assert_tensorboard_draws_the_history(tmp_path, history)
+    # Checkpoints after every third batch and at each epoch's end, as `fit` has them (the two newest kept).
+    assert sorted(os.listdir(tmp_path / "backup")) == ["epoch-0001-batch-000003.weights.h5",
+                                                       "epoch-0002-batch-000000.weights.h5"]
     printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("worker 0 of 1 reads")]
     assert [line.split(" - ")[:4] for line in printed] == [
         ["Epoch 1/2", f"loss: {history['loss'][0]:.4g}", f"accuracy: {history['accuracy'][0]:.4g}",
