@@ -812,10 +812,11 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
             if resumed_from_epoch < epochs and not (best and best.stopped):
                 callbacks = [
                     *schedule_callbacks(arguments["lr_schedule"], arguments["learning_rate"], epochs, state),
-                    # The chief's history.csv and TensorBoard logs, epoch by epoch as `fit` writes them.
+                    # history.csv (the other workers' copy in `state`) and the chief's TensorBoard logs,
+                    # epoch by epoch as `fit` writes them.
                     keras.callbacks.CSVLogger(worker_history, append=True),
                     *([_EpochRateTensorBoard(logs)] if chief else []),
-                    *([best] if best else []),  # before the checkpoint, as above
+                    *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
                     *([RunBackup(backup, every=checkpoint_every)] if chief else []),
                 ]
                 _fit_multi_worker(strategy, classifier, dataset, train_batches_of, epochs, batch_size,
