@@ -169,8 +169,9 @@ def copy_from_chief(strategy, chief, paths, folder):
     each file, as int32 words: every worker takes part with the same shapes.
     """
     present = [path for path in paths if os.path.isfile(path)] if chief else []
-    manifest = json.dumps({os.path.basename(path): os.path.getsize(path) for path in present}).encode()
-    size = int(_from_chief(strategy, np.array([len(manifest)], np.int32))[0])
+    names_and_sizes = {os.path.basename(path): os.path.getsize(path) for path in present}
+    manifest = json.dumps(names_and_sizes).encode() if chief else None  # the other workers receive it
+    size = int(_from_chief(strategy, np.array([len(manifest) if chief else 0], np.int32))[0])
     manifest = json.loads(_from_chief(strategy, _words(manifest, size)).tobytes()[:size])
     by_name = {os.path.basename(path): path for path in present}
     for name, size in manifest.items():
@@ -194,7 +195,8 @@ def _words(content, size):
 
 
 def _from_chief(strategy, words):
-    """The int32 array `words` as replica 0 holds it, on every worker."""
+    """The int32 array `words` as replica 0 holds it, on every worker (the others' are not read,
+    only their shape: the same on every worker)."""
 
     def given(context):
         return words if context.replica_id_in_sync_group == 0 else np.zeros_like(words)
