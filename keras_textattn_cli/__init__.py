@@ -271,6 +271,9 @@ def _parser():
                      help="adversarial training on the embeddings (Miyato et al., 2017): each step also trains on "
                           "its examples moved by EPSILON (relative to their embeddings' norm, e.g. 0.02) in the "
                           "direction that raises the loss fastest")
+    fit.add_argument("--label-smoothing", type=float, metavar="EPSILON",
+                     help="train against smoothed targets: 1 - EPSILON + EPSILON/K on the label, EPSILON/K on each "
+                          "of the K classes (Szegedy et al., 2016; e.g. 0.1)")
     fit.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
                      help="mixed precision for GPUs and TPUs (16-bit compute, float32 weights; default: float32)")
     fit.add_argument("--class-weight", type=_class_weight, metavar="balanced|JSON",
@@ -544,6 +547,7 @@ def _train(args):
         lr_schedule=args.lr_schedule,
         clip_norm=args.clip_norm,
         adversarial=args.adversarial,
+        label_smoothing=args.label_smoothing,
         dtype_policy=args.dtype_policy,
         class_weight=args.class_weight,
         validation_fraction=args.validation_fraction,

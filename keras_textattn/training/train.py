@@ -38,6 +38,7 @@ from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_seed
 from keras_textattn.errors import check_verbose
 from keras_textattn.errors import check_whole
+from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
 from keras_textattn.models import PRESETS
 from keras_textattn.models import SPECS
 from keras_textattn.models import build_model
@@ -81,9 +82,9 @@ RUN_ARGUMENTS = ("model", "preset", "data", "test_data", "validation_data", "tex
                  "label_offset", "label_names", "data_dir", "model_kwargs", "max_tokens", "min_frequency",
                  "sequence_length", "max_sentences", "split_long_sentences", "bigram_buckets", "bigrams_of",
                  "embeddings", "freeze_embeddings", "vectors_vocabulary", "batch_size", "optimizer", "learning_rate",
-                 "weight_decay", "lr_schedule", "clip_norm", "adversarial", "class_weight", "early_stopping",
-                 "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream", "skip_bad_rows",
-                 "adapt_rows", "group_column", "dtype_policy", "init_from", "delimiter")
+                 "weight_decay", "lr_schedule", "clip_norm", "adversarial", "label_smoothing", "class_weight",
+                 "early_stopping", "early_stopping_monitor", "validation_fraction", "seed", "shuffle", "stream",
+                 "skip_bad_rows", "adapt_rows", "group_column", "dtype_policy", "init_from", "delimiter")
 # What a run started from another (`init_from`) takes from it: the model's sizes, the encoder and
 # the initial weights. Given as well, they are refused.
 FROM_SOURCE_RUN = ("preset", "model_kwargs", "max_tokens", "min_frequency", "adapt_rows", "sequence_length",
@@ -385,6 +386,7 @@ def train(
     lr_schedule=None,
     clip_norm=None,
     adversarial=None,
+    label_smoothing=None,
     dtype_policy=None,
     class_weight=None,
     validation_fraction=0.1,
@@ -502,6 +504,11 @@ def train(
             attention's held-out accuracy by 0.7 points (test: 0.896 to 0.902; HCAN 0.901 to
             0.906), and 0.1 left one carve of three at chance; on R8 LAMA+ctx's held-out figures
             did not rise (BENCHMARKS.md, "Adversarial training"). None: none.
+        label_smoothing: a number in [0, 1): train against targets of 1 - label_smoothing +
+            label_smoothing / K on the label and label_smoothing / K on each of the K classes
+            (`keras_textattn.losses.SmoothedSparseCategoricalCrossentropy`); the validation loss,
+            which early stopping watches, is of the same targets. None or 0: the plain
+            cross-entropy.
         dtype_policy: the model's Keras dtype policy: "float32", or "mixed_float16" /
             "mixed_bfloat16" for GPUs and TPUs (float32 weights, 16-bit compute; with
             mixed_float16 Keras scales the loss). None: Keras's global policy
@@ -613,6 +620,10 @@ def train(
             check_epsilon(adversarial)
         except ValueError as error:
             raise RunError(f"{error} (--adversarial)") from None
+    try:
+        classifier_loss(label_smoothing)
+    except ValueError as error:
+        raise RunError(f"{error} (--label-smoothing)") from None
     check_class_weight(class_weight)
     given = locals()
     arguments = _jsonable({name: given[name] for name in RUN_ARGUMENTS})
@@ -764,7 +775,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                             arguments["dtype_policy"])
         embeddings = _initialise_embeddings(classifier, encoder, dataset["train"], arguments, verbose)
         initialised_from = _initialise_from(classifier, source_model, arguments["init_from"], verbose)
-        compile_classifier(classifier, _optimizer(arguments))
+        compile_classifier(classifier, _optimizer(arguments), arguments["label_smoothing"])
         # Built here, not by Keras inside the first trace of the training step: a traced function
         # that creates variables is traced a second time (HCAN on 300 SST-2 sentences: 22.7 s ->
         # 16.2 s with `accuracy_metric`).
@@ -824,7 +835,8 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
                                   validation_batches_of=lambda part, size: make_batches(part, encoder, size,
                                                                                         cache=cache),
                                   validation_batch_size=predict_batch_size, class_weights=class_weights,
-                                  adversarial=arguments["adversarial"], initial_epoch=resumed_from_epoch)
+                                  adversarial=arguments["adversarial"], label_smoothing=arguments["label_smoothing"],
+                                  initial_epoch=resumed_from_epoch)
             history = _read_history(worker_history)
             if best:
                 best.set_model(classifier)
@@ -835,7 +847,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         classifier = _build(spec, dataset.num_classes, encoder, model_kwargs, {}, arguments["dtype_policy"])
         classifier.set_weights(trained.get_weights())
         # The run's optimizer and its trained state, so that model.keras trains on as a one-device run's does.
-        compile_classifier(classifier, _optimizer(arguments))
+        compile_classifier(classifier, _optimizer(arguments), arguments["label_smoothing"])
         classifier.optimizer.build(classifier.trainable_variables)
         for variable, value in zip(classifier.optimizer.variables, trained.optimizer.variables, strict=True):
             variable.assign(value)
@@ -905,6 +917,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
         "lr_schedule": arguments["lr_schedule"] or "constant",
         "clip_norm": arguments["clip_norm"],
         "adversarial": arguments["adversarial"],
+        "label_smoothing": arguments["label_smoothing"],
         "dtype_policy": classifier.dtype_policy.name,
         "embeddings": embeddings,
         "initialised_from": initialised_from,
@@ -924,7 +937,7 @@ def _train_run(model, output, dataset, source, strategy, chief, resume, given, a
 
 def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, batches, callbacks=(),
                       verbose=False, validation_batches_of=None, validation_batch_size=None, class_weights=None,
-                      adversarial=None, initial_epoch=0):
+                      adversarial=None, label_smoothing=None, initial_epoch=0):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -937,7 +950,8 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     is averaged over the global batch (`tf.nn.compute_average_loss`), so the summed gradients
     equal single-device gradients. `class_weights` (`{label id: weight}`, as `fit`'s
     `class_weight`) weigh each row's loss, as `fit` does (not the accuracy). `adversarial`: an
-    epsilon, to train as `use_adversarial_training` makes `fit` train.
+    epsilon, to train as `use_adversarial_training` makes `fit` train. `label_smoothing`: as
+    `classifier_loss`'s, to train with the loss `compile_classifier` gives `fit`.
     `batches`: the global batches of an epoch. `initial_epoch`: the first epoch to train (a
     resumed run's, as `fit`'s).
 
@@ -966,7 +980,7 @@ def _fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch
     train_batches = distributed("train", batches_of, global_batch_size)
     validation_batches = (distributed("validation", validation_batches_of, validation_batch_size)
                           if validation_batches_of else None)
-    loss_function = keras.losses.SparseCategoricalCrossentropy(reduction=None)
+    loss_function = classifier_loss(label_smoothing, reduction=None)
     weights_of_classes = tf.constant([(class_weights or {}).get(label, 1.0) for label in range(dataset.num_classes)],
                                      tf.float32)
 
@@ -1099,8 +1113,16 @@ def _even_first_batch(batches, rows, batch_size, strategy, split):
     return batches.flat_map(two_batches)
 
 
-def compile_classifier(model, optimizer):
-    """Compile `model` for integer labels with `optimizer` and `accuracy_metric`, the optimizer
+def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size"):
+    """The cross-entropy of integer labels a run trains with: with `label_smoothing` (in [0, 1)), of
+    the smoothed targets (`SmoothedSparseCategoricalCrossentropy`); without it (None or 0), Keras's."""
+    if label_smoothing is None or (label_smoothing == 0 and not isinstance(label_smoothing, bool)):
+        return keras.losses.SparseCategoricalCrossentropy(reduction=reduction)
+    return SmoothedSparseCategoricalCrossentropy(label_smoothing, reduction=reduction)
+
+
+def compile_classifier(model, optimizer, label_smoothing=None):
+    """Compile `model` for integer labels (`classifier_loss`) with `optimizer` and `accuracy_metric`, the optimizer
     wrapped in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
     wraps it too, but the saved compile config then names the bare optimizer, and
     `keras.models.load_model` rebuilds a functional model under the loader's global dtype policy
@@ -1108,7 +1130,7 @@ def compile_classifier(model, optimizer):
     trained further) and its saved optimizer state was skipped, with Keras's warning."""
     if model.dtype_policy.name == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale_optimizer")
-    model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=[accuracy_metric()])
+    model.compile(optimizer=optimizer, loss=classifier_loss(label_smoothing), metrics=[accuracy_metric()])
 
 
 def accuracy_metric():

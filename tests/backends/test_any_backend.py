@@ -6,6 +6,7 @@ CI runs this module under KERAS_BACKEND=tensorflow, jax and torch.
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -83,6 +84,41 @@ def test_saturated_classifier_learns_again_through_its_logits_model():
 
 
 @NOT_ALL_BACKENDS
+def test_smoothed_cross_entropy_matches_numpy_and_loads_without_custom_objects(tmp_path):
+    """`SmoothedSparseCategoricalCrossentropy`, `train(label_smoothing=...)`'s loss: the mean over
+    examples of -sum_k q_k log p_k with q = (1 - e) one_hot(y) + e / K; 0 is Keras's sparse
+    cross-entropy; labels of shape (batch, 1) as (batch,); a model compiled with it trains under
+    `jit_compile` where the backend has it, and loads with its smoothing and no custom objects."""
+    from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
+
+    rng = np.random.default_rng(0)
+    probabilities, labels = rng.dirichlet(np.ones(4), size=6).astype("float32"), np.array([0, 3, 1, 2, 2, 0])
+    targets = np.full((6, 4), 0.2 / 4)
+    targets[np.arange(6), labels] += 0.8
+    expected = -(targets * np.log(probabilities)).sum(-1)
+    np.testing.assert_allclose(SmoothedSparseCategoricalCrossentropy(0.2)(labels, probabilities), expected.mean(),
+                               rtol=1e-5)
+    each = SmoothedSparseCategoricalCrossentropy(0.2, reduction=None)(labels[:, None], probabilities)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(each), expected, rtol=1e-5)
+    np.testing.assert_allclose(SmoothedSparseCategoricalCrossentropy(0.0)(labels, probabilities),
+                               keras.losses.SparseCategoricalCrossentropy()(labels, probabilities), rtol=1e-6)
+    for bad in (1.0, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match=re.escape(f"label_smoothing must be a number in [0, 1); got {bad!r}")):
+            SmoothedSparseCategoricalCrossentropy(bad)
+
+    model, shape = _model("scalable_attention")
+    model.compile(keras.optimizers.Adam(0.01), SmoothedSparseCategoricalCrossentropy(0.1),
+                  jit_compile=keras.backend.backend() != "torch")
+    ids, labels = _ids(shape, batch=16), np.arange(16) % 3
+    history = model.fit(ids, labels, batch_size=8, epochs=3, verbose=0).history
+    assert np.isfinite(history["loss"]).all() and history["loss"][-1] < history["loss"][0]
+    model.save(tmp_path / "smoothed.keras")
+    loaded = keras.models.load_model(tmp_path / "smoothed.keras")
+    assert isinstance(loaded.loss, SmoothedSparseCategoricalCrossentropy) and loaded.loss.label_smoothing == 0.1
+    np.testing.assert_allclose(loaded.evaluate(ids, labels, verbose=0), model.evaluate(ids, labels, verbose=0),
+                               rtol=1e-5)
+
+
 def test_tensorflow_only_parts_say_so_on_another_backend():
     """On JAX and torch in this process; the TensorFlow run asks a JAX process."""
     backend = keras.backend.backend()

@@ -182,14 +182,23 @@ def test_paper_preset_trains_cspan_with_adams_weight_decay(sst2_dev, tmp_path):
     assert isinstance(optimizer, keras.optimizers.Adam) and optimizer.weight_decay == 1e-4
 
 
-def test_step_schedule_and_clipping(sst2_dev, tmp_path):
+def test_step_schedule_clipping_and_label_smoothing(sst2_dev, tmp_path):
     """"step:2,3" trains epoch 1 at the rate, 2 at a tenth, 3 at a hundredth (history.csv logs
-    them); the saved optimizer clips to the given global norm."""
+    them); the saved optimizer clips to the given global norm; the saved model's loss is the
+    smoothed cross-entropy of the run (its loss on some texts is that of its predictions)."""
     metrics = train("scalable_attention", sst2_dev, str(tmp_path / "run"), epochs=3, learning_rate=0.01,
-                    lr_schedule="step:2,3", clip_norm=0.5, **SMALL)
+                    lr_schedule="step:2,3", clip_norm=0.5, label_smoothing=0.2, **SMALL)
     np.testing.assert_allclose(metrics["history"]["learning_rate"], [0.01, 0.001, 0.0001], rtol=1e-6)
     model = keras.models.load_model(tmp_path / "run" / "model.keras")
     assert model.optimizer.global_clipnorm == 0.5 and metrics["clip_norm"] == 0.5
+    assert metrics["label_smoothing"] == 0.2 and model.loss.get_config()["label_smoothing"] == 0.2
+    ids = load_run(tmp_path / "run")[1](np.array(["a gripping film", "dull and far too long", "i loved it"]))
+    labels = np.array([1, 0, 1])
+    probabilities = model.predict(ids, verbose=0).astype("float64")
+    targets = np.full(probabilities.shape, 0.2 / 2)
+    targets[np.arange(3), labels] += 0.8
+    smoothed = -(targets * np.log(probabilities)).sum(-1).mean()
+    assert model.evaluate(ids, labels, verbose=0)[0] == pytest.approx(smoothed, rel=1e-4)
 
 
 def test_scalable_attention_trains_with_its_cpu_presets_cosine_schedule(sst2_dev, tmp_path, capsys):

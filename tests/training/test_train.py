@@ -113,6 +113,7 @@ def sst2(shared_data):
         (["--adversarial", "0"], "adversarial epsilon must be a number in (0, 1] (a length relative to the "
                                  "embeddings'); got 0.0 (--adversarial)"),
         (["--weight-decay", "1.5"], "weight-decay must be a number in [0, 1); got 1.5"),
+        (["--label-smoothing", "1"], "label_smoothing must be a number in [0, 1); got 1.0 (--label-smoothing)"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number; got -1.0"),
         (["--learning-rate", "nan"], "learning-rate must be a positive number; got nan"),  # it trained a model of nans
         (["--seed", "-1"], "seed must be a whole number from 0 to 4294967295; got -1"),  # was NumPy's traceback
@@ -972,6 +973,36 @@ def test_multi_worker_loop_weighs_classes_as_fit_does():
     # The weights matter here: without them the same epoch ends elsewhere, far outside the tolerance above.
     unweighted.fit(rows.batch(4), epochs=1, shuffle=False, verbose=0)
     assert max(np.abs(a - b).max() for a, b in zip(unweighted.get_weights(), by_fit.get_weights())) > 0.01
+
+
+def test_multi_worker_loop_smooths_labels_as_fit_does():
+    """`--label-smoothing` in the multi-worker loop trains as `fit` compiled with the run's loss
+    does: from the same weights, an epoch over the same batches gives the same weights, loss and
+    validation loss (the smoothed one)."""
+    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.training.train import _fit_multi_worker
+    from keras_textattn.training.train import classifier_loss
+
+    inputs = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
+    labels = (inputs[:, 0] > 0.5).astype("int32")
+    rows = tf.data.Dataset.from_tensor_slices((inputs, labels))
+    by_fit, by_loop, plain = _loop_model(0.1), _loop_model(0.1), _loop_model(0.1)
+    for model in (by_fit, by_loop):
+        model.compile(keras.optimizers.Adam(0.1), loss=classifier_loss(0.3), metrics=["accuracy"])
+    for model in (by_loop, plain):
+        model.set_weights(by_fit.get_weights())
+    fitted = by_fit.fit(rows.batch(4), validation_data=rows.batch(8), epochs=1, shuffle=False, verbose=0).history
+    looped = _fit_multi_worker(tf.distribute.get_strategy(), by_loop, TextClassificationData(
+        splits={"train": rows, "validation": rows}, label_names=["a", "b"]), lambda part, size: part.batch(size),
+        1, 4, 4, validation_batches_of=lambda part, size: part.batch(size), validation_batch_size=8,
+        label_smoothing=0.3)
+    for fit_weight, loop_weight in zip(by_fit.get_weights(), by_loop.get_weights(), strict=True):
+        np.testing.assert_allclose(loop_weight, fit_weight, rtol=1e-5, atol=1e-6)
+    for key in ("loss", "val_loss"):
+        assert looped[key] == pytest.approx(fitted[key], rel=1e-5)
+    # The smoothing matters here: the plain loss ends elsewhere, far outside the tolerance above.
+    plain.fit(rows.batch(4), epochs=1, shuffle=False, verbose=0)
+    assert max(np.abs(a - b).max() for a, b in zip(plain.get_weights(), by_fit.get_weights())) > 0.01
 
 
 def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
