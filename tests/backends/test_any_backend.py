@@ -83,7 +83,6 @@ def test_saturated_classifier_learns_again_through_its_logits_model():
     assert keras.losses.SparseCategoricalCrossentropy()(labels, model.predict(ids, verbose=0)) < 0.8
 
 
-@NOT_ALL_BACKENDS
 def test_smoothed_cross_entropy_matches_numpy_and_loads_without_custom_objects(tmp_path):
     """`SmoothedSparseCategoricalCrossentropy`, `train(label_smoothing=...)`'s loss: the mean over
     examples of -sum_k q_k log p_k with q = (1 - e) one_hot(y) + e / K; 0 is Keras's sparse
@@ -119,6 +118,7 @@ def test_smoothed_cross_entropy_matches_numpy_and_loads_without_custom_objects(t
                                rtol=1e-5)
 
 
+@NOT_ALL_BACKENDS
 def test_tensorflow_only_parts_say_so_on_another_backend():
     """On JAX and torch in this process; the TensorFlow run asks a JAX process."""
     backend = keras.backend.backend()
