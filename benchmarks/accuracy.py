@@ -450,7 +450,7 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     from keras_textattn.text import TextEncoder
     from keras_textattn.training.adversarial import use_adversarial_training
     from keras_textattn.training.schedules import schedule_callbacks
-    from keras_textattn.training.train import compile_classifier
+    from keras_textattn.training import compile_classifier
 
     model_name, options = builder_arguments(model_name)
     spec = get_spec(model_name)

@@ -15,10 +15,11 @@ import json
 import os
 import sys
 
-from keras_textattn_cli import DTYPE_POLICIES
-from keras_textattn_cli import cpu_devices_refusal
-from keras_textattn_cli import path_argument
-from keras_textattn_cli import progress_verbosity
+from keras_textattn_config.flags import path_argument
+from keras_textattn_config.flags import progress_verbosity
+from keras_textattn_config.train_config import DTYPE_POLICIES
+from keras_textattn_config.train_config import TrainConfig
+from keras_textattn_config.train_config import cpu_devices_refusal
 
 # `tune()`'s data arguments, taken from what an example passes `train()`.
 TUNE_DATA_ARGUMENTS = ("test_data", "text_column", "label_column", "header", "label_offset", "label_names", "data_dir")
@@ -96,10 +97,7 @@ def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
     model_kwargs = dict(model_kwargs)
     if args.tune:
         model_kwargs.update(_search(args, model, data, train_kwargs))
-    metrics = train(
-        model=model,
-        data=data,
-        output=args.output,
+    config = TrainConfig(
         model_kwargs=model_kwargs,
         preset="cpu" if args.small else "paper",
         epochs=epochs if args.epochs is None else args.epochs,  # 0 is train's one-line error, not the default
@@ -111,6 +109,7 @@ def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
         verbose=progress_verbosity(),
         **train_kwargs,
     )
+    metrics = train(model, data, args.output, config)
     print(json.dumps(metrics["accuracy"], indent=2))
     print(f"Results: {os.path.abspath(args.output)} (metrics.json, model.keras, encoder.keras, logs/)")
     if args.export:

@@ -33,14 +33,11 @@ from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets.loading import checked_label_names
 from keras_textattn.errors import UserError
+from keras_textattn_config.checks import RunError  # noqa: F401 (re-exported: keras_textattn.training)
 
 RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.txt", "labels.json", "history.csv",
                        "metrics.json", "logs", "backup"})
 FINISHED_MARKER = "metrics.json"
-
-
-class RunError(UserError):
-    """A user's mistake in a run's arguments or files, reported by the CLI as one line."""
 
 
 def is_finished(folder):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from keras_textattn_cli import _parser, main
+from keras_textattn_cli import build_parser as _parser, main
 
 TILDE_PATHS = [
     ["train", "--model", "lama", "--data=~/d.csv", "--output=~/run", "--test-data=~/t.csv", "--validation-data=~/v.csv",

@@ -7,12 +7,11 @@ from keras_textattn.datasets.loading import is_local_path
 from keras_textattn.datasets.loading import load_dataset
 from keras_textattn.datasets.loading import load_labelled_data
 from keras_textattn.datasets.loading import resolve_source
-from keras_textattn.datasets.pipeline import ADAPT_ROWS
 from keras_textattn.datasets.pipeline import check_class_weight
 from keras_textattn.datasets.pipeline import inference_batch_size
 from keras_textattn.datasets.pipeline import make_batches
 from keras_textattn.datasets.pipeline import sample_rows
 from keras_textattn.datasets.pipeline import weigh_classes
 
-__all__ = ["ADAPT_ROWS", "DataError", "check_class_weight", "LocalFile", "TextClassificationData", "inference_batch_size", "is_local_path", "load_dataset", "load_labelled_data",
+__all__ = ["DataError", "check_class_weight", "LocalFile", "TextClassificationData", "inference_batch_size", "is_local_path", "load_dataset", "load_labelled_data",
            "make_batches", "resolve_source", "sample_rows", "weigh_classes"]

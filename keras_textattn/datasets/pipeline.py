@@ -125,7 +125,6 @@ def weigh_classes(class_weight, train_rows, label_names):
 
 # The vocabulary is counted on at most this many training rows (`sample_rows`): every shared
 # dataset (IMDB's 25,000 reviews the largest) is counted whole, as before streaming.
-ADAPT_ROWS = 200_000
 
 
 def sample_rows(dataset, limit, total, seed=0):

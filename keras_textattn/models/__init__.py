@@ -25,8 +25,9 @@ from keras_textattn.models.dual_axial import build_dual_axial_classifier
 from keras_textattn.models.hcan import build_hcan_classifier
 from keras_textattn.models.lama import build_lama_classifier
 from keras_textattn.models.scalable_attention import build_scalable_attention_classifier
-from keras_textattn.models.spec import PRESETS
 from keras_textattn.models.spec import ModelSpec
+from keras_textattn_config.train_config import DTYPE_POLICIES
+from keras_textattn_config.train_config import PRESETS
 
 SPECS = {
     spec.name: spec
@@ -42,7 +43,6 @@ def get_spec(name):
     return SPECS[name]
 
 
-DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def check_dtype_policy(dtype_policy):

@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 
 from keras_textattn.layers._attention_utils import check_bool
+from keras_textattn_config.train_config import PRESETS
 
 
 # Builder arguments that training and tuning give the builder themselves (from the encoder, its
@@ -122,5 +123,4 @@ def _checked(preset):
     return preset
 
 
-PRESETS = ("cpu", "paper")
 DEFAULT_BIGRAM_BUCKETS = 50000

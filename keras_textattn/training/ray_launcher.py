@@ -1,4 +1,4 @@
-"""`train(distribute="ray", workers=N)`: the multi-worker run, its processes started by Ray.
+"""`train(..., distribute="ray", workers=N)`: the multi-worker run, its processes started by Ray.
 
 Ray Train's `TensorflowTrainer` starts `N` workers on a Ray cluster and sets `TF_CONFIG`
 in each; each worker then runs `train(..., distribute="multi-worker")`, the same loop as
@@ -16,30 +16,31 @@ import os
 import re
 import socket
 
+from keras_textattn.datasets.loading import LocalFile
 from keras_textattn.datasets.loading import is_pattern
+from keras_textattn.errors import UserError
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 from keras_textattn.text.vectors import PACKAGED_VECTORS
 
 
-# `train()`'s arguments that may be local paths: the workers' working folder is not ours.
-PATH_ARGUMENTS = ("data", "test_data", "validation_data", "data_dir", "init_from", "embeddings")
+# `TrainConfig`'s fields that may be local paths: the workers' working folder is not ours.
+PATH_FIELDS = ("test_data", "validation_data", "data_dir", "init_from", "embeddings")
 
 
-def worker_arguments(arguments):
-    """`train(**arguments)`'s arguments as a Ray worker runs them: a multi-worker run, with the
-    output and the local paths among `PATH_ARGUMENTS` made absolute (TFDS names, remote paths and
-    the vectors' names "word2vec" and `PACKAGED_VECTORS` as they are)."""
-    arguments = {**arguments, "distribute": "multi-worker", "output": os.path.abspath(os.fspath(arguments["output"]))}
-    for name in PATH_ARGUMENTS:
-        if not (name == "embeddings" and arguments.get(name) in ("word2vec", *PACKAGED_VECTORS)):
-            arguments[name] = _absolute(arguments.get(name))
-    return arguments
+def worker_arguments(data, output, config):
+    """`(data, output, config)` as a Ray worker runs them: a multi-worker run, with the output,
+    the data and the local paths among `PATH_FIELDS` made absolute (TFDS names, remote paths
+    and the vectors' names "word2vec" and `PACKAGED_VECTORS` as they are)."""
+    paths = {name: _absolute(getattr(config, name)) for name in PATH_FIELDS
+             if not (name == "embeddings" and config.embeddings in ("word2vec", *PACKAGED_VECTORS))}
+    config = dataclasses.replace(config, distribute="multi-worker", workers=None, ray_address=None, **paths)
+    return _absolute(data), os.path.abspath(os.fspath(output)), config
 
 
-def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
-    """Run `train(**arguments)` (`worker_arguments`) as a multi-worker run of `workers` Ray
-    workers; the chief's metrics."""
+def train_on_ray(train, model, data, output, config, workers, ray_address=None, cpus_per_worker=1):
+    """Run `train(model, data, output, config)` (`worker_arguments`'s) as a multi-worker run of
+    `workers` Ray workers; the chief's metrics."""
     try:
         import ray
         from ray.train import RunConfig
@@ -50,13 +51,13 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
     started = not ray.is_initialized()
     if started:
         _check_reachable(ray_address or os.environ.get("RAY_ADDRESS"))
-        ray.init(address=ray_address, log_to_driver=arguments.get("verbose", 1) != 0, include_dashboard=False)
+        ray.init(address=ray_address, log_to_driver=config.verbose != 0, include_dashboard=False)
     try:
         trainer = TensorflowTrainer(
             _worker_loop,
-            train_loop_config=arguments,
+            train_loop_config={"train": train, "model": model, "data": data, "output": output, "config": config},
             scaling_config=_scaling_config(ScalingConfig, workers, cpus_per_worker),
-            run_config=RunConfig(name=f"keras-textattn-{os.path.basename(arguments['output'])}"),
+            run_config=RunConfig(name=f"keras-textattn-{os.path.basename(output)}"),
         )
         try:
             trainer.fit()
@@ -65,7 +66,7 @@ def train_on_ray(arguments, workers, ray_address=None, cpus_per_worker=1):
     finally:
         if started:
             ray.shutdown()
-    return read_json(os.path.join(arguments["output"], "metrics.json"))
+    return read_json(os.path.join(output, "metrics.json"))
 
 
 def _scaling_config(ScalingConfig, workers, cpus_per_worker):
@@ -83,8 +84,6 @@ def _scaling_config(ScalingConfig, workers, cpus_per_worker):
 def _absolute(data):
     """Local paths in `data` (a path, a `LocalFile`, or a dict of them) made absolute; TFDS names
     and remote paths as they are."""
-    from keras_textattn.datasets import LocalFile
-
     if isinstance(data, dict):
         return {split: _absolute(value) for split, value in data.items()}
     if isinstance(data, LocalFile):
@@ -111,15 +110,13 @@ def _check_reachable(address, timeout=10):
 
 
 def _worker_loop(arguments):
-    from keras_textattn.training.train import train
-
-    train(**arguments)
+    """One Ray worker's part: `train()` of a multi-worker run (the function is passed, not
+    imported, so that this module and the training's do not import each other)."""
+    arguments["train"](arguments["model"], arguments["data"], arguments["output"], arguments["config"])
 
 
 def _user_error_in(error):
     """The `UserError` (bad arguments, bad data) that made a Ray worker fail, if that is what did."""
-    from keras_textattn.errors import UserError
-
     seen, pending = set(), [error]
     while pending:
         current = pending.pop()

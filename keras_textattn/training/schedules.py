@@ -25,29 +25,9 @@ import keras
 
 from keras_textattn._files import write_text
 from keras_textattn.run_folder import RunError
+from keras_textattn_config.schedules import EPOCH_SCHEDULES  # noqa: F401 (re-exported)
+from keras_textattn_config.schedules import parse_schedule
 from keras_textattn.run_folder import read_json
-
-SCHEDULES = ("constant", "cosine", "plateau", "step:E1,E2,...")
-# The kinds whose rate is a function of the training done alone (`rate_at`): the ones a loop
-# without validation data (a tuner trial) can apply.
-EPOCH_SCHEDULES = ("constant", "cosine", "step")
-
-
-def parse_schedule(schedule):
-    """`(kind, drop epochs)` of a schedule's name, or a `RunError` that lists the choices."""
-    schedule = schedule or "constant"
-    if schedule in ("constant", "cosine", "plateau"):
-        return schedule, ()
-    if isinstance(schedule, str) and schedule.startswith("step:"):
-        try:
-            drops = tuple(int(epoch) for epoch in schedule[len("step:"):].split(","))
-        except ValueError:
-            drops = ()
-        if drops and all(epoch >= 1 for epoch in drops) and list(drops) == sorted(set(drops)):
-            return "step", drops
-    raise RunError(f"unknown learning-rate schedule {schedule!r} (--lr-schedule); use one of {', '.join(SCHEDULES)} "
-                   "(step: increasing epochs counted from 1, e.g. step:20,25)")
-
 
 def rate_at(schedule, learning_rate, epochs):
     """`t -> rate` of a schedule that is a function of the training done ("cosine",

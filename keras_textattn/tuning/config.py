@@ -19,8 +19,8 @@ from keras_textattn.models import BUILDERS
 from keras_textattn.models import PRESETS
 from keras_textattn.models import get_spec
 from keras_textattn.models.spec import GIVEN_BY_TRAINING
-from keras_textattn.training.schedules import EPOCH_SCHEDULES
-from keras_textattn.training.schedules import parse_schedule
+from keras_textattn_config.schedules import EPOCH_SCHEDULES
+from keras_textattn_config.schedules import parse_schedule
 
 TOP_LEVEL = {"model": True, "objective": False, "preset": False, "tuner": False, "encoder": False, "fixed": False,
              "hyperparameters": True}

@@ -9,7 +9,7 @@ from keras_textattn.models import build_model
 from keras_textattn.run_folder import load_run
 from keras_textattn.training import train
 from keras_textattn.training import use_adversarial_training
-from keras_textattn.training.train import compile_classifier
+from keras_textattn.training import compile_classifier
 from keras_textattn.training.adversarial import _adversarial_direction
 from tests.small_models import SMALL
 
@@ -87,7 +87,7 @@ def test_one_step_matches_the_equations_in_numpy(trainer):
     which refused adversarial training before), the weights are those of a NumPy step on
     loss(s) + loss(s + r_adv)."""
     from keras_textattn.datasets.loading import TextClassificationData
-    from keras_textattn.training.train import _fit_multi_worker
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     rng = np.random.default_rng(1)
     ids, labels = rng.integers(1, 12, (4, 6)), np.array([0, 1, 1, 0])

@@ -1,5 +1,6 @@
 """The training command: bad input, resuming a killed run, tf.distribute (real processes)."""
 
+import dataclasses
 import csv
 import gzip
 import importlib.util
@@ -150,7 +151,7 @@ def test_out_of_memory_in_a_traced_step_names_the_allocation():
     allocation lines later (this one is HCAN's at 40,000 words a sentence, which takes 52 s and 12 GB
     to reach: too much for the suite; the building case runs above, dual-axial at 300,000 tokens)."""
     from keras_textattn.run_folder import RunError
-    from keras_textattn.training.train import _out_of_memory_said
+    from keras_textattn.training.run_state import out_of_memory_said as _out_of_memory_said
 
     message = ("Graph execution error:\n\nDetected at node StatefulPartitionedCall/hcan_1/word_self_attention_1/"
                "elu_branch_1/MatMul defined at (most recent call last):\n<stack traces unavailable>\nOOM when "
@@ -898,9 +899,9 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     from keras_textattn.training.backup import RunBackup
     from keras_textattn.training.schedules import rate_at
     from keras_textattn.training.schedules import schedule_callbacks
-    from keras_textattn.training.train import _EpochRateTensorBoard
-    from keras_textattn.training.train import _fit_multi_worker
-    from keras_textattn.training.train import _read_history
+    from keras_textattn.training.callbacks import EpochRateTensorBoard as _EpochRateTensorBoard
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
+    from keras_textattn.training.run_state import read_history as _read_history
 
     model, data = _loop_model(0.01), _loop_data()
     callbacks = [*schedule_callbacks("cosine", 0.01, 2), keras.callbacks.CSVLogger(str(tmp_path / "history.csv")),
@@ -935,7 +936,7 @@ def test_multi_worker_loop_stops_early_and_lowers_the_rate_on_a_plateau(tmp_path
     second (patience 1), and the first epoch's weights come back."""
     from keras_textattn.training.backup import BestEpoch
     from keras_textattn.training.schedules import schedule_callbacks
-    from keras_textattn.training.train import _fit_multi_worker
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     model, data = _loop_model(0.05), _loop_data(validation_labels=1)
     best = BestEpoch(str(tmp_path), patience=2)
@@ -954,7 +955,7 @@ def test_multi_worker_loop_weighs_classes_as_fit_does():
     `class_weight`: from the same weights, an epoch over the same batches gives the same weights,
     loss and training accuracy."""
     from keras_textattn.datasets.loading import TextClassificationData
-    from keras_textattn.training.train import _fit_multi_worker
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     inputs = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
     labels = (inputs[:, 0] > 0.5).astype("int32")
@@ -980,8 +981,8 @@ def test_multi_worker_loop_smooths_labels_as_fit_does():
     does: from the same weights, an epoch over the same batches gives the same weights, loss and
     validation loss (the smoothed one)."""
     from keras_textattn.datasets.loading import TextClassificationData
-    from keras_textattn.training.train import _fit_multi_worker
-    from keras_textattn.training.train import classifier_loss
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
+    from keras_textattn.training import classifier_loss
 
     inputs = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
     labels = (inputs[:, 0] > 0.5).astype("int32")
@@ -1012,8 +1013,8 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
     from keras_textattn.datasets.loading import TextClassificationData
     from keras_textattn.run_folder import RunError
     from keras_textattn.training import train
-    from keras_textattn.training.train import _fit_multi_worker
-    from keras_textattn.training.train import check_converging
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
+    from keras_textattn.training.callbacks import check_converging
 
     data = tmp_path / "rows.csv"
     data.write_text("label,text\n" + "".join(f"{i % 2},{'good fine' if i % 2 else 'bad dull'} text {i}\n"
@@ -1074,7 +1075,7 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
     assert metrics["history"]["val_accuracy"] == [metrics["accuracy"]["validation"]]
     assert (metrics["best_epoch"], metrics["early_stopping"], metrics["lr_schedule"]) == (0, 1, "plateau")
     # The chief's epochs in history.csv and TensorBoard's logs, as a one-device run's (only it writes them).
-    from keras_textattn.training.train import _read_history
+    from keras_textattn.training.run_state import read_history as _read_history
 
     assert _read_history(os.path.join(output, "history.csv")) == {
         column: pytest.approx(values) for column, values in _metrics(output)["history"].items()}
@@ -1142,6 +1143,7 @@ def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(mult
     import ray
 
     from keras_textattn.run_folder import RunError
+    from keras_textattn.training import TrainConfig
     from keras_textattn.training import train
     from keras_textattn.training.ray_launcher import worker_arguments
 
@@ -1162,10 +1164,11 @@ def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(mult
     for name in ("texts.csv", "vectors.txt", "word2vec"):  # a file named as word2vec is still the name
         (tmp_path / name).write_text("")
     (tmp_path / "source").mkdir()
-    given = {"output": "out", "data": "texts.csv", "test_data": "ag_news", "validation_data": None, "data_dir": None,
-             "init_from": "source", "embeddings": "vectors.txt", "verbose": 0}
-    assert worker_arguments(given) == {**given, "distribute": "multi-worker", "output": str(tmp_path / "out"),
-                                       "data": str(tmp_path / "texts.csv"), "init_from": str(tmp_path / "source"),
-                                       "embeddings": str(tmp_path / "vectors.txt")}
+    config = TrainConfig(test_data="ag_news", init_from="source", embeddings="vectors.txt", distribute="ray",
+                         workers=2, verbose=0)
+    assert worker_arguments("texts.csv", "out", config) == (
+        str(tmp_path / "texts.csv"), str(tmp_path / "out"),
+        dataclasses.replace(config, distribute="multi-worker", workers=None, init_from=str(tmp_path / "source"),
+                            embeddings=str(tmp_path / "vectors.txt")))
     for name in ("word2vec", "glove-6b-50d"):
-        assert worker_arguments({**given, "embeddings": name})["embeddings"] == name
+        assert worker_arguments("texts.csv", "out", dataclasses.replace(config, embeddings=name))[2].embeddings == name

@@ -1,0 +1,177 @@
+"""A run's model: its encoder's lengths, the classifier built and compiled, its initial weights."""
+
+import dataclasses
+import os
+
+import keras
+import numpy as np
+
+from keras_textattn._scores import macro_f1
+from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
+from keras_textattn.models import build_model
+from keras_textattn.models import get_spec
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import read_json
+from keras_textattn.text import choose_open_lengths
+from keras_textattn.text.lengths import TOKENS
+from keras_textattn.text.lengths import texts_cut
+from keras_textattn.text.vectors import coverage
+from keras_textattn.text.vectors import initial_embedding
+from keras_textattn.text.vectors import vectors_dimension
+from keras_textattn_config.train_config import OPTIMIZERS
+
+
+def with_fallbacks(config):
+    """`config` with the training options a run uses when neither the user nor the paper's recipe set them."""
+    optimizer = config.optimizer or "adam"
+    return dataclasses.replace(config, optimizer=optimizer, learning_rate=config.learning_rate or OPTIMIZERS[optimizer],
+                               batch_size=config.batch_size or 32, weight_decay=config.weight_decay or 0.0,
+                               min_frequency=1 if config.min_frequency is None else config.min_frequency)
+
+
+def make_optimizer(config):
+    """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping."""
+    options = dict(learning_rate=config.learning_rate, weight_decay=config.weight_decay or None,
+                   global_clipnorm=config.clip_norm)
+    if config.optimizer == "sgd":
+        return keras.optimizers.SGD(momentum=0.9, **options)
+    return keras.optimizers.Adam(**options)
+
+
+def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
+    """The model of `spec` for `encoder`'s ids, under `dtype_policy` (None: the global one).
+    A builder's `TypeError` or `ValueError` is the user's mistake when they gave builder
+    arguments (`given`, `--set`)."""
+    try:
+        return build_model(spec.name, num_classes, dtype_policy=dtype_policy, vocabulary_size=encoder.vocabulary_size(),
+                           **spec.shape_arguments(encoder), **model_kwargs)
+    except (TypeError, ValueError) as error:
+        if not given:
+            raise
+        raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
+                       f"{', '.join(spec.settable_arguments())}") from None
+
+
+def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size"):
+    """The cross-entropy of integer labels a run trains with: with `label_smoothing` (in [0, 1)), of
+    the smoothed targets (`SmoothedSparseCategoricalCrossentropy`); without it (None or 0), Keras's."""
+    if label_smoothing is None or (label_smoothing == 0 and not isinstance(label_smoothing, bool)):
+        return keras.losses.SparseCategoricalCrossentropy(reduction=reduction)
+    return SmoothedSparseCategoricalCrossentropy(label_smoothing, reduction=reduction)
+
+
+def compile_classifier(model, optimizer, label_smoothing=None):
+    """Compile `model` for integer labels (`classifier_loss`) with `optimizer` and `accuracy_metric`, the optimizer
+    wrapped in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
+    wraps it too, but the saved compile config then names the bare optimizer, and
+    `keras.models.load_model` rebuilds a functional model under the loader's global dtype policy
+    (its config keeps none): the model came back with the bare optimizer (no loss scaling when
+    trained further) and its saved optimizer state was skipped, with Keras's warning."""
+    if model.dtype_policy.name == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale_optimizer")
+    model.compile(optimizer=optimizer, loss=classifier_loss(label_smoothing), metrics=[accuracy_metric()])
+
+
+def accuracy_metric():
+    """Keras's "accuracy" for integer labels, its variables made now: the string "accuracy" makes
+    them inside the first trace of the training step, which tf.function then traces again."""
+    return keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+
+
+def scores(classifier, rows, batches):
+    """Accuracy and macro F1 (`macro_f1`) of `classifier` on `batches`, the unshuffled
+    batches of the `(text, label)` `rows`."""
+    labels = rows.map(lambda _, label: label).batch(65_536)  # in blocks: row by row took a second per 10,000
+    truth = np.concatenate([np.zeros(0, np.int64), *labels.as_numpy_iterator()]).astype(np.int64)
+    predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
+    return float(np.mean(truth == predicted)), macro_f1(truth, predicted)
+
+
+def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
+    """`choose_open_lengths` for `spec`'s encoder `options` on the training `texts`, printing (when
+    `verbose`) what was chosen and, when the length stopped at the model's most, how many texts it cuts.
+    The messages say how to set a length: `train`'s flags, or (`in_config`) a tuner config's `encoder`."""
+    chosen = choose_open_lengths(options, texts, longest=spec.longest_text)
+
+    def setting(name, value=None):
+        if in_config:
+            return f"encoder.{name}" + ("" if value is None else f": {value}")
+        return f"--{name.replace('_', '-')}" + ("" if value is None else f" {value}")
+
+    where = " in the config" if in_config else ""
+    if chosen and verbose:
+        print(f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))}{where} to "
+              "set): " + ", ".join(f"{name} {value}" for name, value in chosen.items()))
+    given = options.get("sequence_length")
+    if verbose and "sequence_length" not in chosen and given > 2 * TOKENS[1] and not options.get("hierarchical"):
+        # A length given far past the texts pads each one to it: time and memory for nothing (a typo's extra
+        # zero, say).
+        whole = texts_cut(texts, given)[1]
+        if given > 4 * whole:
+            print(f"{setting('sequence_length', given)}{where} is over 4x the {whole} tokens that read 95% of the "
+                  "training texts whole: every text is padded to it, which costs time and memory for little")
+    length = chosen.get("sequence_length")
+    if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
+        # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
+        share, whole = texts_cut(texts, length)
+        if share > 0.05:
+            print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
+                  f"default and are cut; {setting('sequence_length', whole)}{where} reads 95% of them whole "
+                  "(slower, and often more accurate: the docs' results page)")
+    return chosen
+
+
+def initialise_embeddings(classifier, model, encoder, train_rows, config):
+    """Set the token embedding (the builders' layer "embedding") of `classifier`, a `model`, from
+    `config.embeddings`; freeze it with `freeze_embeddings`. Returns what metrics.json records, or None."""
+    source = config.embeddings
+    if source is None:
+        return None
+    layer = classifier.get_layer("embedding")
+    dimension = layer.output_dim
+    if source != "word2vec" and (found := vectors_dimension(source)) != dimension:
+        size = get_spec(model).embedding_size_argument
+        raise RunError(f"{source} has {found}-dimensional vectors; the {model} embedding has "
+                       f"{dimension} (set its size to match: --set {size}={found})")
+    rows, covered = initial_embedding(source, encoder, train_rows, dimension, seed=config.seed)
+    layer.embeddings.assign(rows)
+    layer.trainable = not config.freeze_embeddings
+    added = encoder.added_tokens
+    share = coverage(covered, encoder.counted_vocabulary_size())  # of the training texts' words
+    if config.verbose:
+        print(f"Embeddings from {source}: {share:.1%} of the vocabulary has a vector"
+              + (f"; {added:,} more of its words added to the vocabulary" if added else "")
+              + (" (frozen)" if config.freeze_embeddings else ""))
+    return {"source": source, "dimension": dimension, "coverage": share, "words_added": added,
+            "frozen": bool(config.freeze_embeddings)}
+
+
+def source_run_metrics(folder, model):
+    """The metrics.json of the finished run at `folder` (`init_from`), whose model `model` (None:
+    any) must be."""
+    metrics_path = os.path.join(os.fspath(folder), "metrics.json")
+    if not os.path.isfile(metrics_path):
+        raise RunError(f"init_from (--init-from) must be a finished run folder; {folder} has no metrics.json")
+    metrics = read_json(metrics_path)
+    if model is not None and model != metrics.get("model"):
+        raise RunError(f"{folder} trained {metrics.get('model')}, and a run started from it trains the same model; "
+                       f"leave out --model or give {metrics.get('model')}; got {model}")
+    return metrics
+
+
+def initialise_from(classifier, source, folder, verbose):
+    """Set every layer of `classifier` but its output layer ("logits") to the weights of the same
+    layer of `source`, the model of the run at `folder` (same builder, sizes and encoder).
+    Returns what metrics.json records, or None without a source."""
+    if source is None:
+        return None
+    copied = 0
+    for layer in source.layers:
+        if layer.name != "logits" and layer.weights:
+            weights = layer.get_weights()
+            classifier.get_layer(layer.name).set_weights(weights)
+            copied += sum(int(np.size(weight)) for weight in weights)
+    if verbose:
+        print(f"Initialised from {folder}: its encoder and {copied:,} weights, every layer but the output layer, "
+              "which starts afresh")
+    return {"run": os.path.abspath(folder), "weights": copied, "new_layers": ["logits"]}

@@ -1,0 +1,360 @@
+"""`train()`: data to a finished run folder, resumable and distributable (TensorFlow backend).
+
+What a run folder holds, and how it is read: `keras_textattn.run_folder`. The options of a
+run: `TrainConfig`. Here: resolving them (the preset's recipe, the fallbacks), the folder's
+state, and the steps that write it.
+"""
+
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import shutil
+
+import keras
+import numpy as np
+
+from keras_textattn import _backend
+from keras_textattn._files import check_path
+from keras_textattn._files import locked
+from keras_textattn._files import write_text
+from keras_textattn.datasets import inference_batch_size
+from keras_textattn.datasets import load_labelled_data
+from keras_textattn.datasets import make_batches
+from keras_textattn.datasets import sample_rows
+from keras_textattn.datasets import weigh_classes
+from keras_textattn.models import get_spec
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import load_encoder
+from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import recover_replacement
+from keras_textattn.run_folder import remove_temporary_files
+from keras_textattn.run_folder import replace_aside
+from keras_textattn.run_folder import save_encoder
+from keras_textattn.run_folder import save_run
+from keras_textattn.text import TextEncoder
+from keras_textattn.text.vectors import vectors_words
+from keras_textattn.training import ray_launcher
+from keras_textattn.training.adversarial import use_adversarial_training
+from keras_textattn.training.backup import BestEpoch
+from keras_textattn.training.backup import RunBackup
+from keras_textattn.training.backup import restore
+from keras_textattn.training.callbacks import DeferredInterrupt
+from keras_textattn.training.callbacks import EpochRateTensorBoard
+from keras_textattn.training.callbacks import EpochSeconds
+from keras_textattn.training.callbacks import StopOnDivergence
+from keras_textattn.training.callbacks import diverged_run
+from keras_textattn.training.callbacks import weights_are_numbers
+from keras_textattn.training.checks import check_run_options
+from keras_textattn.training.model_setup import build_classifier
+from keras_textattn.training.model_setup import choose_lengths_saying_so
+from keras_textattn.training.model_setup import compile_classifier
+from keras_textattn.training.model_setup import initialise_embeddings
+from keras_textattn.training.model_setup import initialise_from
+from keras_textattn.training.model_setup import make_optimizer
+from keras_textattn.training.model_setup import scores
+from keras_textattn.training.model_setup import source_run_metrics
+from keras_textattn.training.model_setup import with_fallbacks
+from keras_textattn.training.multi_worker import train_multi_worker
+from keras_textattn.training.run_state import count_rows
+from keras_textattn.training.run_state import keep_history_before
+from keras_textattn.training.run_state import out_of_memory_said
+from keras_textattn.training.run_state import read_history
+from keras_textattn.training.run_state import removed_if_nothing_trained
+from keras_textattn.training.run_state import run_state
+from keras_textattn.training.schedules import schedule_callbacks
+from keras_textattn.training.strategies import even_first_batch
+from keras_textattn.training.strategies import is_chief
+from keras_textattn.training.strategies import make_strategy
+from keras_textattn_config.train_config import FROM_SOURCE_RUN
+from keras_textattn_config.train_config import TrainConfig
+from keras_textattn_config.train_config import default_of
+from keras_textattn_config.train_config import jsonable
+
+ENCODER_OPTIONS = ("max_tokens", "min_frequency", "sequence_length", "max_sentences", "split_long_sentences",
+                   "bigram_buckets", "bigrams_of")
+
+
+def train(model=None, data=None, output="runs/run", config=None, **overrides):
+    """Train `model` on `data` and write a run folder at `output`.
+
+    Args:
+        model: a name of `keras_textattn.models.SPECS`; None: "lama", or with `init_from` the
+            model of that run.
+        data: a TFDS name, a local CSV/TSV, JSONL or TFRecord file (plain or .gz), a glob or a
+            folder of shards (streamed), or a dict of split name to `LocalFile`.
+        output: the run folder to write; an unfinished run there is resumed when its options
+            (run.json) are these, a finished one refused without `overwrite`.
+        config: a `TrainConfig` (or a dict of its fields); None: the defaults.
+        **overrides: fields of `TrainConfig` that replace the config's, e.g. `epochs=5`.
+
+    Returns:
+        The metrics dict written to metrics.json.
+
+    Example:
+        `train("lama", "train.csv", "runs/lama", epochs=5, lr_schedule="cosine")`, or with a
+        config kept for several runs: `train("hcan", "train.csv", "runs/hcan", recipe, seed=1)`.
+    """
+    config = TrainConfig.of(config, **overrides)
+    _backend.require_tensorflow("Training")
+    check_path(output, "output (--output)")
+    source_run = None  # with init_from: that run's metrics.json
+    if config.init_from is not None:
+        source_run = _check_init_from(model, output, config)
+        model = source_run["model"]
+    model = model or "lama"
+    spec = check_run_options(model, config)
+    run_json = {"model": model, "data": jsonable(data), **config.resumed()}
+    # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
+    recipe = {name: value for name, value in spec.training_defaults(config.preset).items()
+              if getattr(config, name) is None and (config.init_from is None or name not in FROM_SOURCE_RUN)}
+    used = with_fallbacks(dataclasses.replace(config, **recipe))
+    if config.early_stopping_monitor is not None and used.early_stopping is None:
+        raise RunError(f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
+                       f"patience too (--early-stopping N); got monitor {config.early_stopping_monitor!r} without it")
+    if config.distribute == "ray":
+        return _train_on_ray(model, data, output, config, run_json)
+    if recipe and config.verbose:
+        whose = (f"The {model} paper's recipe (--preset paper; " if config.preset == "paper"
+                 else f"The {model} cpu preset's training (")
+        print(whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items()))
+    strategy = make_strategy(config.distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
+    _check_batch_splits(used.batch_size, strategy, config.distribute)
+    run_state(output, config.overwrite, run_json)  # a quick first look, before the data is read
+    dataset, source = _load_data(data, config)  # bad data fails here, before anything on disk changes
+    chief = is_chief(strategy)
+    with locked(output) if chief else contextlib.nullcontext(), out_of_memory_said(model):
+        if chief:
+            recover_replacement(output)
+        state = run_state(output, config.overwrite, run_json)
+        keras.utils.set_random_seed(config.seed)
+        run = _Run(model=model, output=output, config=used, run_json=run_json, dataset=dataset, source=source,
+                   strategy=strategy, chief=chief, resume=state == "resume", source_run=source_run)
+        if state == "overwrite" and chief:
+            # The old run is kept aside until the new one is written, and restored if it fails.
+            with replace_aside(output):
+                return _train_run(run)
+        if state == "new" and chief:
+            with removed_if_nothing_trained(output):
+                return _train_run(run)
+        return _train_run(run)
+
+
+@dataclasses.dataclass
+class _Run:
+    """A run `train()` has resolved: `config` with the recipe and fallbacks filled in, `run_json`
+    what run.json holds (the options as given), `source_run` the metrics of the `init_from` run."""
+
+    model: str
+    output: str
+    config: TrainConfig
+    run_json: dict
+    dataset: object
+    source: object
+    strategy: object
+    chief: bool
+    resume: bool
+    source_run: dict | None
+
+
+def _check_init_from(model, output, config):
+    """The metrics.json of the run `config.init_from` names, after the checks of starting from it."""
+    if os.path.abspath(config.init_from) == os.path.abspath(output):
+        raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another "
+                       "--output")
+    source_run = source_run_metrics(config.init_from, model)
+    fields = {field.name: field for field in dataclasses.fields(config)}
+    taken = [name for name in FROM_SOURCE_RUN if (getattr(config, name) or None) != (default_of(fields[name]) or None)]
+    if taken:
+        flags = ["--set" if name == "model_kwargs" else "--" + name.replace("_", "-") for name in taken]
+        raise RunError(f"a run started from another (--init-from) takes its model's sizes, encoder and weights "
+                       f"from {config.init_from}; leave out {', '.join(flags)}")
+    return source_run
+
+
+def _train_on_ray(model, data, output, config, run_json):
+    """The run as Ray workers run it (`ray_launcher`), after the output's refusals (the workers
+    would make them half a minute later)."""
+    data, output, worker_config = ray_launcher.worker_arguments(data, output, config)
+    run_state(output, config.overwrite, {**run_json, "data": jsonable(data), **worker_config.resumed()})
+    return ray_launcher.train_on_ray(train, model, data, output, worker_config, config.workers, config.ray_address)
+
+
+def _check_batch_splits(batch_size, strategy, distribute):
+    replicas = strategy.num_replicas_in_sync
+    if batch_size % replicas:
+        lower = batch_size - batch_size % replicas
+        raise RunError(f"batch size {batch_size} (--batch-size: the global batch) does not split evenly over the "
+                       f"{replicas} replicas of --distribute {distribute}; give a multiple of {replicas}, e.g. "
+                       + (f"{lower} or {lower + replicas}" if lower else f"{replicas}"))
+
+
+def _load_data(data, config):
+    dataset, source = load_labelled_data(
+        data, test_data=config.test_data, validation_data=config.validation_data, text_column=config.text_column,
+        label_column=config.label_column, header=config.header, label_offset=config.label_offset,
+        label_names=config.label_names, data_dir=config.data_dir, validation_fraction=config.validation_fraction,
+        seed=config.seed, stream=config.stream, skip_bad_rows=config.skip_bad_rows, group_column=config.group_column,
+        delimiter=config.delimiter,
+    )
+    if dataset.skipped and config.verbose:
+        for split, skipped in dataset.skipped.items():
+            print(f"Skipped in {split}: {skipped['rows']} rows, {len(skipped['files'])} files; first: {skipped['first']}")
+    return dataset, source
+
+
+def _train_run(run):
+    """The part of `train()` that writes the run folder: encoder, fit (resumed from the backup),
+    evaluation, files."""
+    config, output, dataset = run.config, run.output, run.dataset
+    os.makedirs(output, exist_ok=True)
+    rows = {split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits}
+    rows = {split: count_rows(dataset[split]) if count is None else count for split, count in rows.items()}
+    if run.chief:
+        remove_temporary_files(output)  # of a write that a kill interrupted
+        write_text(os.path.join(output, "run.json"), json.dumps(run.run_json, indent=2, sort_keys=True))
+    spec = get_spec(run.model)
+    source_model = source_encoder = None
+    if run.source_run is not None:  # the sizes, encoder and weights of the init_from run
+        source_model, source_encoder, _ = load_run(config.init_from)
+        if not weights_are_numbers(source_model):
+            raise RunError(f"{config.init_from} (--init-from) holds weights that are not numbers (a run that "
+                           "diverged): start from another run, or without one")
+        preset, model_kwargs = run.source_run["preset"], run.source_run["model_kwargs"]
+    else:
+        preset = config.preset
+        model_kwargs = {**spec.preset_arguments(preset), **config.model_kwargs}
+    encoder = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
+    with run.strategy.scope():
+        classifier = build_classifier(spec, dataset.num_classes, encoder, model_kwargs, config.model_kwargs,
+                                      config.dtype_policy)
+        embeddings = initialise_embeddings(classifier, run.model, encoder, dataset["train"], config)
+        initialised_from = initialise_from(classifier, source_model, config.init_from, config.verbose)
+        compile_classifier(classifier, make_optimizer(config), config.label_smoothing)
+        # Built here, not by Keras inside the first trace of the training step: a traced function
+        # that creates variables is traced a second time.
+        classifier.optimizer.build(classifier.trainable_variables)
+        if config.adversarial:
+            use_adversarial_training(classifier, config.adversarial)
+    class_weights, class_weight = weigh_classes(config.class_weight, dataset["train"], dataset.label_names)
+    fitted = _fit(run, classifier, encoder, rows, class_weights, rebuild=lambda: build_classifier(
+        spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy))
+    classifier, history, best, resumed_from_epoch = fitted
+    predict_batch_size = inference_batch_size(config.batch_size)
+    accuracy, f1 = {}, {}
+    for split, count in rows.items():
+        batches = make_batches(dataset[split], encoder, predict_batch_size, rows=count, cache=False)
+        accuracy[split], f1[split] = scores(classifier, dataset[split], batches)
+    metrics = {
+        "model": run.model, "preset": preset, "model_kwargs": model_kwargs,
+        "data": run.source if isinstance(run.source, str) else {k: str(v.path) for k, v in run.source.items()},
+        "label_names": dataset.label_names, "accuracy": accuracy, "macro_f1": f1, "rows": rows,
+        "skipped": dataset.skipped, "class_weight": class_weight,
+        **_training_record(run, history, best, resumed_from_epoch, rows["train"]),
+        "parameters": int(classifier.count_params()), "dtype_policy": classifier.dtype_policy.name,
+        "embeddings": embeddings, "initialised_from": initialised_from, "encoder": encoder.get_config(),
+    }
+    if run.chief:
+        save_run(output, classifier, encoder, dataset.label_names, metrics)
+        shutil.rmtree(os.path.join(output, "backup"), ignore_errors=True)
+    return metrics
+
+
+def _training_record(run, history, best, resumed_from_epoch, train_rows):
+    """What metrics.json records of how the run trained."""
+    config, seconds = run.config, history.get("seconds", [])
+    return {
+        "history": history, "seconds_per_epoch": seconds,
+        "examples_per_second": float(train_rows / np.mean(seconds)) if seconds else None,
+        "epochs": config.epochs, "resumed_from_epoch": resumed_from_epoch, "early_stopping": config.early_stopping,
+        "early_stopping_monitor": (config.early_stopping_monitor or "loss") if config.early_stopping else None,
+        "optimizer": config.optimizer, "learning_rate": config.learning_rate, "weight_decay": config.weight_decay,
+        "lr_schedule": config.lr_schedule or "constant", "clip_norm": config.clip_norm,
+        "adversarial": config.adversarial, "label_smoothing": config.label_smoothing,
+        "best_epoch": best.best["epoch"] if best and best.best else None, "stopped_early": bool(best and best.stopped),
+        "batch_size": config.batch_size, "seed": config.seed, "distribute": config.distribute or "none",
+        "replicas": run.strategy.num_replicas_in_sync,
+    }
+
+
+def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
+    """The run's encoder: a resumed run's, the `init_from` run's, or one fitted on the training texts
+    (its lengths chosen from them where not given); saved in the run folder."""
+    config = run.config
+    path = os.path.join(run.output, "encoder.keras")
+    if run.resume and os.path.exists(path):
+        return load_encoder(path)
+    if source_encoder is not None:
+        encoder = source_encoder
+    else:
+        options = spec.encoder_options(model_kwargs, **{name: getattr(config, name) for name in ENCODER_OPTIONS
+                                                        if getattr(config, name) is not None})
+        chosen = choose_lengths_saying_so(spec, options, run.dataset["train"], config.verbose)
+        try:
+            encoder = TextEncoder(**{**options, **chosen})
+        except ValueError as error:
+            raise RunError(str(error)) from None
+        encoder.adapt(sample_rows(run.dataset["train"], config.adapt_rows, train_rows, seed=config.seed))
+        if config.vectors_vocabulary:
+            encoder.extend_vocabulary(vectors_words(config.embeddings, config.vectors_vocabulary))
+    if run.chief:
+        save_encoder(path, encoder)
+    return encoder
+
+
+def _fit(run, classifier, encoder, rows, class_weights, rebuild):
+    """Train `classifier` from where the run's backup left it: `(classifier, history, best epoch's
+    callback or None, the epoch it resumed from)`. `rebuild()` makes the same model outside any
+    strategy (for the multi-worker loop's evaluation)."""
+    config, dataset = run.config, run.dataset
+    cache = not dataset.streamed  # streamed rows are read again each epoch, never held
+
+    def batches_of(rows_dataset, batch, count=None, shuffle=False):
+        return make_batches(rows_dataset, encoder, batch, shuffle=shuffle, seed=config.seed, rows=count, cache=cache)
+
+    if config.distribute == "multi-worker":
+        return train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild)
+    predict_batch_size = inference_batch_size(config.batch_size)
+    train_batches = batches_of(dataset["train"], config.batch_size, rows["train"], shuffle=config.shuffle)
+    validation_batches = batches_of(dataset["validation"], predict_batch_size, rows["validation"])
+    if config.distribute == "mirrored":
+        train_batches, validation_batches = (
+            even_first_batch(batches, rows[split], size, run.strategy, split)
+            for batches, split, size in ((train_batches, "train", config.batch_size),
+                                         (validation_batches, "validation", predict_batch_size)))
+    backup, history_path = os.path.join(run.output, "backup"), os.path.join(run.output, "history.csv")
+    best = BestEpoch(backup, config.early_stopping, config.early_stopping_monitor or "loss") \
+        if config.early_stopping else None
+    resumed_from_epoch = restore(classifier, backup) if run.resume else 0
+    keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
+    if resumed_from_epoch < config.epochs and not (best and best.stopped):
+        interrupt = DeferredInterrupt()
+        with interrupt.deferred():
+            classifier.fit(train_batches, validation_data=validation_batches, epochs=config.epochs,
+                           initial_epoch=resumed_from_epoch, callbacks=_callbacks(run, best, interrupt),
+                           verbose=config.verbose, shuffle=False,  # make_batches shuffles, with the seed
+                           class_weight=class_weights)
+    if best:
+        best.set_model(classifier)
+        best.restore_best()
+    return classifier, read_history(history_path), best, resumed_from_epoch
+
+
+def _callbacks(run, best, interrupt):
+    """`fit`'s callbacks, in the order that keeps a kill between any two of them harmless."""
+    config, backup = run.config, os.path.join(run.output, "backup")
+    return [
+        EpochSeconds(),
+        StopOnDivergence(functools.partial(diverged_run, learning_rate=config.learning_rate)),
+        # Before the history row (they log each epoch's learning rate) and the checkpoint (its state).
+        *schedule_callbacks(config.lr_schedule, config.learning_rate, config.epochs, backup),
+        keras.callbacks.CSVLogger(os.path.join(run.output, "history.csv"), append=True),
+        # Before the checkpoint too, so no epoch a resumed run skips misses its point (a kill between
+        # the two trains the epoch again, and TensorBoard shows it twice at that step).
+        EpochRateTensorBoard(os.path.join(run.output, "logs")),
+        # After the history row: a kill between the two trains the epoch again, and its row is dropped.
+        *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
+        RunBackup(backup, every=config.checkpoint_every),
+        interrupt,  # last: a finished epoch is recorded and backed up before Ctrl-C stops the run
+    ]
