@@ -80,10 +80,18 @@ DATASETS = {
         # Trained on all 120,000 AG News rows, not our 5,000-row sample.
         {"scalable_attention": 0.926, "dual_axial": 0.928, "cspan": 0.937, "fasttext": 0.925, "tfidf_lr": 0.924},
     ),
-    "r8": ({"path": "r8/train.csv.gz"}, {"path": "r8/test.csv.gz"}, 256,
-           {"lama": 0.973, "transformer": 0.901, "bigru": 0.867, "kim_cnn": 0.96}),
-    "imdb": ({"path": "imdb/train.csv.gz"}, {"path": "imdb/test.csv.gz"}, 256,
-             {"lama": 0.90, "transformer": 0.817, "bigru": 0.876, "kim_cnn": 0.874}),
+    "r8": (
+        {"path": "r8/train.csv.gz"},
+        {"path": "r8/test.csv.gz"},
+        256,
+        {"lama": 0.973, "transformer": 0.901, "bigru": 0.867, "kim_cnn": 0.96},
+    ),
+    "imdb": (
+        {"path": "imdb/train.csv.gz"},
+        {"path": "imdb/test.csv.gz"},
+        256,
+        {"lama": 0.90, "transformer": 0.817, "bigru": 0.876, "kim_cnn": 0.874},
+    ),
 }
 # Official validation files, for rows run through `train()` with --official-validation.
 VALIDATION = {"sst2": {"path": "sst2/dev.csv.gz"}}
@@ -95,15 +103,30 @@ KERAS_MODELS = PAPER_MODELS + ("transformer", "bigru", "kim_cnn")
 VARIANTS = {"dual_axial_mean": ("dual_axial", {"aggregation": "mean"})}
 
 
-def row_suffix(length=None, max_tokens=VOCABULARY, epochs=3, bigram_buckets=None, official_validation=False,
-               lr_schedule=None, split_long_sentences=False, train_rows=None, adversarial=None):
+def row_suffix(
+    length=None,
+    max_tokens=VOCABULARY,
+    epochs=3,
+    bigram_buckets=None,
+    official_validation=False,
+    lr_schedule=None,
+    split_long_sentences=False,
+    train_rows=None,
+    adversarial=None,
+):
     """What a row's name adds for settings other than the defaults:
     "@768@v2000@e2@b200000@cosine@dev", "@split_long_sentences", "@n5000", "@adv0.05"."""
-    return ((f"@{length}" if length else "") + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
-            + (f"@e{epochs}" if epochs != 3 else "") + (f"@b{bigram_buckets}" if bigram_buckets is not None else "")
-            + (f"@{lr_schedule}" if lr_schedule not in (None, "constant") else "")
-            + ("@dev" if official_validation else "") + ("@split_long_sentences" if split_long_sentences else "")
-            + (f"@n{train_rows}" if train_rows else "") + (f"@adv{adversarial:g}" if adversarial else ""))
+    return (
+        (f"@{length}" if length else "")
+        + (f"@v{max_tokens}" if max_tokens != VOCABULARY else "")
+        + (f"@e{epochs}" if epochs != 3 else "")
+        + (f"@b{bigram_buckets}" if bigram_buckets is not None else "")
+        + (f"@{lr_schedule}" if lr_schedule not in (None, "constant") else "")
+        + ("@dev" if official_validation else "")
+        + ("@split_long_sentences" if split_long_sentences else "")
+        + (f"@n{train_rows}" if train_rows else "")
+        + (f"@adv{adversarial:g}" if adversarial else "")
+    )
 
 
 def builder_arguments(row):
@@ -124,8 +147,13 @@ def reads_sentences(row):
 # RECIPE_EPOCHS epochs with early stopping on 10% of the training rows held out
 # (patience 2, the best epoch's weights kept), the plateau schedule and gradient clipping.
 # Every choice is made on that validation split; test accuracy is read once per seed.
-RECIPE = {"embeddings": "word2vec", "bigram_buckets": 20000, "early_stopping": 2, "lr_schedule": "plateau",
-          "clip_norm": 1.0}
+RECIPE = {
+    "embeddings": "word2vec",
+    "bigram_buckets": 20000,
+    "early_stopping": 2,
+    "lr_schedule": "plateau",
+    "clip_norm": 1.0,
+}
 RECIPE_EPOCHS = 10
 # Runs through `train()`: name -> (model, train() options, epochs). The recipes above, and class
 # weights on an imbalanced split (R8) beside the same training without them.
@@ -133,14 +161,34 @@ TRAINED = {f"{name}+recipe": (name, RECIPE, RECIPE_EPOCHS) for name in PAPER_MOD
 TRAINED["hcan+recipe"] = ("hcan", {**RECIPE, "bigram_buckets": 0}, RECIPE_EPOCHS)  # measured before HCAN read bigrams
 # The recipe's parts that helped one SST-2 run (BENCHMARKS.md): word2vec, plateau, clipping;
 # no bigrams, no early stopping, the default 3 epochs (10% still held out: the plateau reads it).
-TRAINED.update({f"{name}+w2v": (name, {"embeddings": "word2vec", "lr_schedule": "plateau", "clip_norm": 1.0}, 3)
-                for name in PAPER_MODELS})
+TRAINED.update(
+    {
+        f"{name}+w2v": (name, {"embeddings": "word2vec", "lr_schedule": "plateau", "clip_norm": 1.0}, 3)
+        for name in PAPER_MODELS
+    }
+)
 # The recipe without bigrams, early stopping on validation accuracy instead of loss (BENCHMARKS.md).
-TRAINED.update({f"{name}+w2v_stop_on_accuracy": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy"},
-                                                 RECIPE_EPOCHS) for name in PAPER_MODELS})
+TRAINED.update(
+    {
+        f"{name}+w2v_stop_on_accuracy": (
+            name,
+            {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy"},
+            RECIPE_EPOCHS,
+        )
+        for name in PAPER_MODELS
+    }
+)
 # The same with the word2vec vectors frozen (fewer weights to overfit IMDB's movies with).
-TRAINED.update({f"{name}+w2v_frozen": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
-                                              "freeze_embeddings": True}, RECIPE_EPOCHS) for name in PAPER_MODELS})
+TRAINED.update(
+    {
+        f"{name}+w2v_frozen": (
+            name,
+            {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy", "freeze_embeddings": True},
+            RECIPE_EPOCHS,
+        )
+        for name in PAPER_MODELS
+    }
+)
 # The same recipe with vectors learned from other texts of the same kind instead of word2vec on
 # the training split: SST-2's movie-review sentences with vectors from IMDB's reviews, its 25,000
 # training reviews (imdb_vectors) or all 50,000 (imdb50k_vectors; labels unused) (`keras-textattn
@@ -149,8 +197,16 @@ TRAINED.update({f"{name}+w2v_frozen": (name, {**RECIPE, "bigram_buckets": 0, "ea
 # own dataset's test texts is refused.
 UNLABELLED = {"imdb_vectors": ("imdb/train.csv.gz",), "imdb50k_vectors": ("imdb/train.csv.gz", "imdb/test.csv.gz")}
 for corpus in UNLABELLED:
-    TRAINED.update({f"{name}+{corpus}": (name, {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy",
-                                                "embeddings": corpus}, RECIPE_EPOCHS) for name in PAPER_MODELS})
+    TRAINED.update(
+        {
+            f"{name}+{corpus}": (
+                name,
+                {**RECIPE, "bigram_buckets": 0, "early_stopping_monitor": "accuracy", "embeddings": corpus},
+                RECIPE_EPOCHS,
+            )
+            for name in PAPER_MODELS
+        }
+    )
 # Fine-tuned from a run on another labelled corpus (`train(init_from=...)`, transfer learning):
 # the source run is `train()` on that corpus's training file with these options and epochs, the
 # same model and seed (written once into the temporary folder and reused; its epochs' seconds are
@@ -161,30 +217,47 @@ for corpus in UNLABELLED:
 # row's own dataset is refused.
 # HCAN's source reads 2 sentences of 40 words, the shape `train()` chooses for SST-2 (chosen from
 # IMDB's reviews it would be 30 x 48, at which size it would then read each SST-2 sentence).
-LABELLED = {"imdb_run": ("imdb/train.csv.gz", {"sequence_length": 64}, 2),
-            "imdb_run_sentences": ("imdb/train.csv.gz", {"sequence_length": 40, "max_sentences": 2}, 2)}
-TRAINED.update({f"{name}+imdb_transfer": (name, {"init_from": "imdb_run_sentences" if name == "hcan" else "imdb_run"}, 3)
-                for name in PAPER_MODELS})
+LABELLED = {
+    "imdb_run": ("imdb/train.csv.gz", {"sequence_length": 64}, 2),
+    "imdb_run_sentences": ("imdb/train.csv.gz", {"sequence_length": 40, "max_sentences": 2}, 2),
+}
+TRAINED.update(
+    {
+        f"{name}+imdb_transfer": (name, {"init_from": "imdb_run_sentences" if name == "hcan" else "imdb_run"}, 3)
+        for name in PAPER_MODELS
+    }
+)
 # `train()`'s defaults with those vectors and the cosine schedule (3 epochs, no early stopping).
-TRAINED.update({f"{name}+imdb_vectors_cosine": (name, {"embeddings": "imdb_vectors", "lr_schedule": "cosine"}, 3)
-                for name in PAPER_MODELS})
+TRAINED.update(
+    {
+        f"{name}+imdb_vectors_cosine": (name, {"embeddings": "imdb_vectors", "lr_schedule": "cosine"}, 3)
+        for name in PAPER_MODELS
+    }
+)
 # The papers' sizes and their own recipes (`train(preset="paper")`; LAMA: word2vec, early stopping
 # with patience 5, SGD), at most RECIPE_EPOCHS epochs, or the paper's count: CSPAN trains 30, and
 # LAMA's SGD is still improving at 10 (R8), so it gets up to 30 for its early stopping to end.
 PAPER_EPOCHS = {"lama": 30, "cspan": 30}
-TRAINED.update({f"{name}+paper": (name, {"preset": "paper"}, PAPER_EPOCHS.get(name, RECIPE_EPOCHS))
-                for name in PAPER_MODELS})
+TRAINED.update(
+    {f"{name}+paper": (name, {"preset": "paper"}, PAPER_EPOCHS.get(name, RECIPE_EPOCHS)) for name in PAPER_MODELS}
+)
 # LAMA's paper recipe before it had the paper's optimizer (SGD): Adam at 1e-3, no weight decay.
 PAPER_ADAM = {"preset": "paper", "optimizer": "adam", "learning_rate": 1e-3, "weight_decay": 0.0}
 TRAINED["lama+paper_adam"] = ("lama", PAPER_ADAM, PAPER_EPOCHS["lama"])
 # The same, its early stopping (patience 5) watching the validation accuracy instead of the loss.
-TRAINED["lama+paper_adam_stop_on_accuracy"] = ("lama", {**PAPER_ADAM, "early_stopping_monitor": "accuracy"},
-                                               PAPER_EPOCHS["lama"])
+TRAINED["lama+paper_adam_stop_on_accuracy"] = (
+    "lama",
+    {**PAPER_ADAM, "early_stopping_monitor": "accuracy"},
+    PAPER_EPOCHS["lama"],
+)
 # The same with LAMA's vocabulary rule (sec. 4: "All words appearing less than 5 times are discarded").
 TRAINED["lama+paper_adam_min5"] = ("lama", {**PAPER_ADAM, "min_frequency": 5}, PAPER_EPOCHS["lama"])
 # The same with 50,000 buckets of hashed bigrams (they helped LAMA+ctx's defaults on R8's test split).
-TRAINED["lama+paper_adam_min5_bigrams"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "bigram_buckets": 50000},
-                                           PAPER_EPOCHS["lama"])
+TRAINED["lama+paper_adam_min5_bigrams"] = (
+    "lama",
+    {**PAPER_ADAM, "min_frequency": 5, "bigram_buckets": 50000},
+    PAPER_EPOCHS["lama"],
+)
 # ... and instead with a cosine over 4 epochs (its best held-out epochs were the 1st, 3rd and 4th),
 # the paper's early stopping (patience 5) still keeping the best held-out epoch's weights.
 TRAINED["lama+paper_adam_min5_cosine"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"}, 4)
@@ -193,24 +266,43 @@ TRAINED["lama+paper_adam_min5_cosine_e6"] = ("lama", {**PAPER_ADAM, "min_frequen
 # ... and over 3 (the 4-epoch runs kept the 2nd or 3rd epoch's weights), and over 4 with the 50,000 bigram
 # buckets above; chosen between on held-out rows (the tenth, and benchmarks/cross_validation.py).
 TRAINED["lama+paper_adam_min5_cosine_e3"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"}, 3)
-TRAINED["lama+paper_adam_min5_cosine_bigrams"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine",
-                                                           "bigram_buckets": 50000}, 4)
+TRAINED["lama+paper_adam_min5_cosine_bigrams"] = (
+    "lama",
+    {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "bigram_buckets": 50000},
+    4,
+)
 # ... and with adversarial training on the embeddings at the epsilon IMDB's film-disjoint carves chose
 # (0.05, BENCHMARKS.md "Adversarial training"; not chosen again on R8).
-TRAINED["lama+paper_adam_min5_cosine_adv0.05"] = ("lama", {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine",
-                                                           "adversarial": 0.05}, 4)
+TRAINED["lama+paper_adam_min5_cosine_adv0.05"] = (
+    "lama",
+    {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "adversarial": 0.05},
+    4,
+)
 # ... and with label smoothing (Szegedy et al., 2016), epsilon 0.1 or 0.2, chosen between by cross-validation;
 # 0.3 measured after that choice, to see past the edge of the two.
-TRAINED.update({f"lama+paper_adam_min5_cosine_ls{epsilon:g}": ("lama", {**PAPER_ADAM, "min_frequency": 5,
-                                                                        "lr_schedule": "cosine",
-                                                                        "label_smoothing": epsilon}, 4)
-                for epsilon in (0.1, 0.2, 0.3)})
+TRAINED.update(
+    {
+        f"lama+paper_adam_min5_cosine_ls{epsilon:g}": (
+            "lama",
+            {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "label_smoothing": epsilon},
+            4,
+        )
+        for epsilon in (0.1, 0.2, 0.3)
+    }
+)
 # ... and with 5, 10 or 20 heads instead of the paper preset's 15 (the paper varies them from 1 to 20,
 # Figure 5; its best differs by dataset); chosen between by cross-validation (BENCHMARKS.md).
 VARIANTS.update({f"lama_h{heads}": ("lama", {"num_heads": heads}) for heads in (5, 10, 20)})
-TRAINED.update({f"lama_h{heads}+paper_adam_min5_cosine": (f"lama_h{heads}", {**PAPER_ADAM, "min_frequency": 5,
-                                                                             "lr_schedule": "cosine"}, 4)
-                for heads in (5, 10, 20)})
+TRAINED.update(
+    {
+        f"lama_h{heads}+paper_adam_min5_cosine": (
+            f"lama_h{heads}",
+            {**PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine"},
+            4,
+        )
+        for heads in (5, 10, 20)
+    }
+)
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
 DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
@@ -220,40 +312,62 @@ DEFAULTS["dual_axial+defaults_token_bigrams"] = ("dual_axial", {"bigrams_of": "t
 # Scalable attention's cpu preset has trained with it since 2026-11-24 (its held-out rows preferred
 # it): its "+defaults" rows are cosine, and "+defaults_constant" the constant rate it had before
 # ("+defaults_epoch_cosine": the cosine set once an epoch, see the docstring).
-DEFAULTS.update({f"{name}+defaults_cosine": (name, {"lr_schedule": "cosine"}, 3) for name in PAPER_MODELS
-                 if name != "scalable_attention"})
+DEFAULTS.update(
+    {
+        f"{name}+defaults_cosine": (name, {"lr_schedule": "cosine"}, 3)
+        for name in PAPER_MODELS
+        if name != "scalable_attention"
+    }
+)
 DEFAULTS["scalable_attention+defaults_constant"] = ("scalable_attention", {"lr_schedule": "constant"}, 3)
 # CSPAN's cpu preset has trained with the cosine too since 2026-11-25: its "+defaults" rows from before
 # are now "+defaults_constant" (and "+defaults_cosine" is the same `train()` call as "+defaults").
 DEFAULTS["cspan+defaults_constant"] = ("cspan", {"lr_schedule": "constant"}, 3)
 # The same defaults with dual-axial's hashed bigrams (50,000 buckets of the vocabulary's tokens) for
 # the flat models that have none by default: should bigrams be their default too?
-DEFAULTS.update({f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3)
-                 for name in ("scalable_attention", "lama")})
+DEFAULTS.update(
+    {f"{name}+defaults_bigrams": (name, {"bigram_buckets": 50000}, 3) for name in ("scalable_attention", "lama")}
+)
 # HCAN's defaults with the recipe that lifted scalable attention and LAMA+ctx on IMDB (chosen on
 # scalable attention's film-disjoint carves, not again for HCAN: BENCHMARKS.md): 200,000 buckets of
 # hashed bigrams (pairs within a sentence row) and the cosine over 2 epochs.
 DEFAULTS["hcan+defaults_bigrams_cosine_e2"] = ("hcan", {"bigram_buckets": 200000, "lr_schedule": "cosine"}, 2)
 # ... and with adversarial training on the embeddings (epsilon 0.05, chosen on scalable attention's carves,
 # not again for HCAN: BENCHMARKS.md "Adversarial training").
-DEFAULTS["hcan+defaults_bigrams_cosine_e2_adv0.05"] = ("hcan", {"bigram_buckets": 200000, "lr_schedule": "cosine",
-                                                                 "adversarial": 0.05}, 2)
+DEFAULTS["hcan+defaults_bigrams_cosine_e2_adv0.05"] = (
+    "hcan",
+    {"bigram_buckets": 200000, "lr_schedule": "cosine", "adversarial": 0.05},
+    2,
+)
 # ... and reading 48 sentences of each review instead of the 30 `train()` chooses at most (30 x 48 keeps
 # 93% of IMDB's training tokens, 48 x 48 96.5%, the flat models' 768 tokens 97%: BENCHMARKS.md).
-DEFAULTS["hcan+defaults_bigrams_cosine_e2_adv0.05_s48"] = ("hcan", {"bigram_buckets": 200000, "lr_schedule": "cosine",
-                                                                     "adversarial": 0.05, "max_sentences": 48}, 2)
+DEFAULTS["hcan+defaults_bigrams_cosine_e2_adv0.05_s48"] = (
+    "hcan",
+    {"bigram_buckets": 200000, "lr_schedule": "cosine", "adversarial": 0.05, "max_sentences": 48},
+    2,
+)
 # Scalable attention's defaults with a longer cosine (its rate reaches near zero at the last epoch).
 DEFAULTS.update({f"scalable_attention+defaults_e{epochs}": ("scalable_attention", {}, epochs) for epochs in (5, 8)})
 # ... and with the paper's sizes (embedding 100, FC 256) instead of the cpu preset's (64, 64).
-DEFAULTS["scalable_attention+defaults_paper_sizes"] = ("scalable_attention", {"preset": "paper", "lr_schedule": "cosine"}, 3)
+DEFAULTS["scalable_attention+defaults_paper_sizes"] = (
+    "scalable_attention",
+    {"preset": "paper", "lr_schedule": "cosine"},
+    3,
+)
 # ... and with the words seen once in the training texts read as unknown (TF-IDF + LR's min_df 2).
-DEFAULTS.update({f"{name}+defaults_min2": (name, {"min_frequency": 2}, 3) for name in ("scalable_attention", "dual_axial")})
+DEFAULTS.update(
+    {f"{name}+defaults_min2": (name, {"min_frequency": 2}, 3) for name in ("scalable_attention", "dual_axial")}
+)
 # ... and with another learning rate or batch size, or a hidden layer in its attention network (section
 # 3.4 explores them; none in the presets): chosen between on AG News by cross-validation (BENCHMARKS.md).
-DEFAULTS.update({"scalable_attention+defaults_lr2e-3": ("scalable_attention", {"learning_rate": 2e-3}, 3),
-                 "scalable_attention+defaults_lr5e-4": ("scalable_attention", {"learning_rate": 5e-4}, 3),
-                 "scalable_attention+defaults_batch16": ("scalable_attention", {"batch_size": 16}, 3),
-                 "scalable_attention+defaults_batch64": ("scalable_attention", {"batch_size": 64}, 3)})
+DEFAULTS.update(
+    {
+        "scalable_attention+defaults_lr2e-3": ("scalable_attention", {"learning_rate": 2e-3}, 3),
+        "scalable_attention+defaults_lr5e-4": ("scalable_attention", {"learning_rate": 5e-4}, 3),
+        "scalable_attention+defaults_batch16": ("scalable_attention", {"batch_size": 16}, 3),
+        "scalable_attention+defaults_batch64": ("scalable_attention", {"batch_size": 64}, 3),
+    }
+)
 VARIANTS["scalable_attention_hidden64"] = ("scalable_attention", {"hidden_units": [64]})
 DEFAULTS["scalable_attention_hidden64+defaults"] = ("scalable_attention_hidden64", {}, 3)
 # HCAN with the layer-normalisation epsilon for int8 export (1e-3 instead of 1e-6): what it costs in accuracy.
@@ -266,15 +380,34 @@ DEFAULTS["hcan_ln1e-3+defaults"] = ("hcan_ln1e-3", {}, 3)
 # so that words first seen in validation or test texts read as their vectors ("_v50k": N = 50,000).
 for name in ("scalable_attention", "dual_axial", "lama", "cspan"):
     VARIANTS[f"{name}_d50"] = (name, {"embedding_dim": 50})
-    DEFAULTS.update({f"{name}_d50+defaults": (f"{name}_d50", {}, 3),
-                     f"{name}_d50+glove": (f"{name}_d50", {"embeddings": "glove-6b-50d"}, 3)})
-    DEFAULTS.update({f"{name}_d50+glove_v{words // 1000}k": (f"{name}_d50", {"embeddings": "glove-6b-50d",
-                                                                               "vectors_vocabulary": words}, 3)
-                     for words in (20000, 50000, 100000, 400000)})
+    DEFAULTS.update(
+        {
+            f"{name}_d50+defaults": (f"{name}_d50", {}, 3),
+            f"{name}_d50+glove": (f"{name}_d50", {"embeddings": "glove-6b-50d"}, 3),
+        }
+    )
+    DEFAULTS.update(
+        {
+            f"{name}_d50+glove_v{words // 1000}k": (
+                f"{name}_d50",
+                {"embeddings": "glove-6b-50d", "vectors_vocabulary": words},
+                3,
+            )
+            for words in (20000, 50000, 100000, 400000)
+        }
+    )
 # LAMA+ctx's R8 recipe (above) with GloVe 6B 50-d and 100,000 of its words instead of its paper's word2vec.
-TRAINED["lama_d50+paper_adam_min5_cosine_glove_v100k"] = ("lama_d50", {
-    **PAPER_ADAM, "min_frequency": 5, "lr_schedule": "cosine", "embeddings": "glove-6b-50d",
-    "vectors_vocabulary": 100000}, 4)
+TRAINED["lama_d50+paper_adam_min5_cosine_glove_v100k"] = (
+    "lama_d50",
+    {
+        **PAPER_ADAM,
+        "min_frequency": 5,
+        "lr_schedule": "cosine",
+        "embeddings": "glove-6b-50d",
+        "vectors_vocabulary": 100000,
+    },
+    4,
+)
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).
@@ -282,12 +415,23 @@ TRAINED.update({f"{name}+train": (name, {}, 3) for name in ("dual_axial", "dual_
 # Dual-axial's with the cosine schedule (IMDB's film-disjoint carves leaned to it: BENCHMARKS.md).
 TRAINED["dual_axial+train_cosine"] = ("dual_axial", {"lr_schedule": "cosine"}, 3)
 # At a constant rate, as measured before scalable attention's cpu preset had the cosine schedule.
-TRAINED.update({"scalable_attention+unweighted": ("scalable_attention", {"lr_schedule": "constant"}, 3),
-                "scalable_attention+balanced": ("scalable_attention", {"class_weight": "balanced",
-                                                                       "lr_schedule": "constant"}, 3)})
+TRAINED.update(
+    {
+        "scalable_attention+unweighted": ("scalable_attention", {"lr_schedule": "constant"}, 3),
+        "scalable_attention+balanced": (
+            "scalable_attention",
+            {"class_weight": "balanced", "lr_schedule": "constant"},
+            3,
+        ),
+    }
+)
 # "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
-MODELS = (list(KERAS_MODELS) + [name for name in VARIANTS if name not in KERAS_MODELS] + list(TRAINED)
-          + ["fasttext", "tfidf_lr", "tfidf_lr_cut"])
+MODELS = (
+    list(KERAS_MODELS)
+    + [name for name in VARIANTS if name not in KERAS_MODELS]
+    + list(TRAINED)
+    + ["fasttext", "tfidf_lr", "tfidf_lr_cut"]
+)
 QUICK = {"datasets": ["trec"], "models": ["scalable_attention", "fasttext", "tfidf_lr"], "seeds": [0], "epochs": 1}
 
 
@@ -315,8 +459,10 @@ def unlabelled_vectors(data_dir, model_name, corpus, dataset_name):
     from keras_textattn.text import write_word2vec
 
     if DATASETS[dataset_name][1]["path"] in UNLABELLED[corpus]:
-        raise SystemExit(f"{corpus} reads {DATASETS[dataset_name][1]['path']}, the test texts of {dataset_name}: "
-                         "its rows on that dataset would learn from the texts they are tested on")
+        raise SystemExit(
+            f"{corpus} reads {DATASETS[dataset_name][1]['path']}, the test texts of {dataset_name}: "
+            "its rows on that dataset would learn from the texts they are tested on"
+        )
     spec = get_spec(builder_arguments(model_name)[0])
     dimension = spec.cpu_defaults[spec.embedding_size_argument]
     path = pathlib.Path(tempfile.gettempdir()) / f"keras_textattn_{corpus}_{dimension}.vec"
@@ -337,8 +483,16 @@ def source_run(data_dir, model_name, corpus, dataset_name, seed):
     folder = pathlib.Path(tempfile.gettempdir()) / f"keras_textattn_{corpus}_{model_name}_seed{seed}"
     if not (folder / "metrics.json").is_file():
         model, model_kwargs = builder_arguments(model_name)
-        train(model, str(data_dir / path), str(folder), model_kwargs=model_kwargs, epochs=epochs, seed=seed,
-              verbose=0, **options)
+        train(
+            model,
+            str(data_dir / path),
+            str(folder),
+            model_kwargs=model_kwargs,
+            epochs=epochs,
+            seed=seed,
+            verbose=0,
+            **options,
+        )
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     return str(folder), float(sum(metrics["seconds_per_epoch"]))
 
@@ -359,8 +513,18 @@ def trained_row(data_dir, row, dataset_name, seed):
     return dict(model_name=model, options=options, epochs=epochs, chosen_lengths=chosen_lengths), source_seconds
 
 
-def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=VOCABULARY, chosen_lengths=False,
-              split_long_sentences=False, keep=None):
+def run_train(
+    model_name,
+    data_files,
+    length,
+    seed,
+    options,
+    epochs,
+    max_tokens=VOCABULARY,
+    chosen_lengths=False,
+    split_long_sentences=False,
+    keep=None,
+):
     """`train()` with `options` (e.g. `RECIPE`): the run's test accuracy and macro F1 (None without a
     test split), its validation accuracy, training seconds (word2vec, the encoder and every epoch)
     and the epochs it took. `chosen_lengths`: leave the lengths to `train()` (the row records what
@@ -381,17 +545,40 @@ def run_train(model_name, data_files, length, seed, options, epochs, max_tokens=
     with contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         # A run started from another (`init_from`) has that run's builder arguments.
-        metrics = train(model_name, data_files, os.path.join(folder, "run"),
-                        model_kwargs=None if "init_from" in options else model_kwargs,
-                        max_tokens=max_tokens, epochs=epochs, seed=seed, verbose=0,
-                        split_long_sentences=split_long_sentences, **shape, **options)
+        metrics = train(
+            model_name,
+            data_files,
+            os.path.join(folder, "run"),
+            model_kwargs=None if "init_from" in options else model_kwargs,
+            max_tokens=max_tokens,
+            epochs=epochs,
+            seed=seed,
+            verbose=0,
+            split_long_sentences=split_long_sentences,
+            **shape,
+            **options,
+        )
         seconds = time.perf_counter() - start
-    chosen = {name: metrics["encoder"][name] for name in ("sequence_length", "max_sentences", "split_long_sentences")
-              if metrics["encoder"].get("hierarchical") or name == "sequence_length"} if chosen_lengths else {}
-    return {"accuracy": metrics["accuracy"].get("test"), "train_seconds": seconds, "parameters": metrics["parameters"],
-            "validation_accuracy": metrics["accuracy"]["validation"], "epochs_trained": len(metrics["history"]["loss"]),
-            "best_epoch": metrics["best_epoch"], "macro_f1": metrics["macro_f1"].get("test"),
-            "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"), **({"chosen": chosen} if chosen else {})}
+    chosen = (
+        {
+            name: metrics["encoder"][name]
+            for name in ("sequence_length", "max_sentences", "split_long_sentences")
+            if metrics["encoder"].get("hierarchical") or name == "sequence_length"
+        }
+        if chosen_lengths
+        else {}
+    )
+    return {
+        "accuracy": metrics["accuracy"].get("test"),
+        "train_seconds": seconds,
+        "parameters": metrics["parameters"],
+        "validation_accuracy": metrics["accuracy"]["validation"],
+        "epochs_trained": len(metrics["history"]["loss"]),
+        "best_epoch": metrics["best_epoch"],
+        "macro_f1": metrics["macro_f1"].get("test"),
+        "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"),
+        **({"chosen": chosen} if chosen else {}),
+    }
 
 
 def training_sample(dataset, rows, seed):
@@ -399,15 +586,19 @@ def training_sample(dataset, rows, seed):
     drawn with `seed`, so that every model of a seed trains on the same rows; the test split whole."""
     _, labels = texts_and_labels(dataset["train"])
     if not 0 < rows < len(labels):
-        raise SystemExit(f"--train-rows: expected 1 to {len(labels) - 1} (the training split has {len(labels)} rows), "
-                         f"got {rows}")
+        raise SystemExit(
+            f"--train-rows: expected 1 to {len(labels) - 1} (the training split has {len(labels)} rows), got {rows}"
+        )
     rng = np.random.default_rng(seed)
     keep = np.zeros(len(labels), bool)
     for label in np.unique(labels):
         members = np.flatnonzero(labels == label)
         keep[rng.choice(members, round(rows * len(members) / len(labels)), replace=False)] = True
-    return dataclasses.replace(dataset, splits={**dataset.splits, "train": kept_rows(dataset["train"], keep)},
-                               rows={**dataset.rows, "train": int(keep.sum())})
+    return dataclasses.replace(
+        dataset,
+        splits={**dataset.splits, "train": kept_rows(dataset["train"], keep)},
+        rows={**dataset.rows, "train": int(keep.sum())},
+    )
 
 
 def kept_rows(split, keep):
@@ -437,8 +628,20 @@ def texts_and_labels(split):
     return texts, np.array(labels)
 
 
-def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, max_tokens=VOCABULARY, bigram_buckets=None,
-              lr_schedule=None, split_long_sentences=False, probabilities_path=None, adversarial=None):
+def run_keras(
+    model_name,
+    dataset,
+    length,
+    seed,
+    epochs,
+    shuffle_buffer=None,
+    max_tokens=VOCABULARY,
+    bigram_buckets=None,
+    lr_schedule=None,
+    split_long_sentences=False,
+    probabilities_path=None,
+    adversarial=None,
+):
     """A plain row: the model at its cpu preset, Adam at 1e-3 (`lr_schedule`: a schedule of
     `train()` that is a function of the epoch, e.g. "cosine"; `adversarial`: train()'s epsilon of
     adversarial training), `epochs` epochs; its test probabilities saved to `probabilities_path`
@@ -448,9 +651,9 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import get_spec
     from keras_textattn.text import TextEncoder
+    from keras_textattn.training import compile_classifier
     from keras_textattn.training.adversarial import use_adversarial_training
     from keras_textattn.training.schedules import schedule_callbacks
-    from keras_textattn.training import compile_classifier
 
     model_name, options = builder_arguments(model_name)
     spec = get_spec(model_name)
@@ -458,23 +661,45 @@ def run_keras(model_name, dataset, length, seed, epochs, shuffle_buffer=None, ma
     words = 24  # hierarchical (HCAN): words per sentence, and as many sentences as fit in `length`
     if bigram_buckets is None:
         bigram_buckets = 20000 if spec.bigrams else 0
-    encoder = TextEncoder(**spec.encoder_options(None, max_tokens=max_tokens, bigram_buckets=bigram_buckets,
-                                                 sequence_length=words if spec.is_hierarchical() else length,
-                                                 max_sentences=max(2, length // words),
-                                                 split_long_sentences=split_long_sentences))
+    encoder = TextEncoder(
+        **spec.encoder_options(
+            None,
+            max_tokens=max_tokens,
+            bigram_buckets=bigram_buckets,
+            sequence_length=words if spec.is_hierarchical() else length,
+            max_sentences=max(2, length // words),
+            split_long_sentences=split_long_sentences,
+        )
+    )
     start = time.perf_counter()
     encoder.adapt(dataset["train"])
-    model = spec.build(dataset.num_classes, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                       **spec.preset_arguments("cpu"), **options)
+    model = spec.build(
+        dataset.num_classes,
+        vocabulary_size=encoder.vocabulary_size(),
+        **spec.shape_arguments(encoder),
+        **spec.preset_arguments("cpu"),
+        **options,
+    )
     compile_classifier(model, keras.optimizers.Adam(1e-3))  # as train() compiles (its step traced once)
     if adversarial:
         use_adversarial_training(model, adversarial)
     # The whole training split shuffled (make_batches with its row count), as `train()` does;
     # --shuffle-buffer 10000 repeats the runs before that (a buffer over IMDB's label-sorted file).
-    model.fit(make_batches(dataset["train"], encoder, 32, shuffle=True, seed=seed, rows=dataset.rows["train"],
-                           shuffle_buffer=shuffle_buffer), epochs=epochs, verbose=0,
-              callbacks=schedule_callbacks(lr_schedule, 1e-3, epochs, folder=None),
-              shuffle=False)  # make_batches shuffles; Keras ignores (and warns about) shuffle for a tf.data input
+    model.fit(
+        make_batches(
+            dataset["train"],
+            encoder,
+            32,
+            shuffle=True,
+            seed=seed,
+            rows=dataset.rows["train"],
+            shuffle_buffer=shuffle_buffer,
+        ),
+        epochs=epochs,
+        verbose=0,
+        callbacks=schedule_callbacks(lr_schedule, 1e-3, epochs, folder=None),
+        shuffle=False,
+    )  # make_batches shuffles; Keras ignores (and warns about) shuffle for a tf.data input
     seconds = time.perf_counter() - start
     test_batches = make_batches(dataset["test"], encoder, 256, rows=(dataset.rows or {}).get("test"))
     _, accuracy = model.evaluate(test_batches, verbose=0)
@@ -503,8 +728,9 @@ def run_fasttext(dataset, seed):
                 for i in order:
                     handle.write(f"__label__{labels[i]} {' '.join(texts[i].lower().split())}\n")
         start = time.perf_counter()
-        model = fasttext.train_supervised(paths["train"], dim=10, wordNgrams=2, epoch=5, lr=0.5, seed=seed,
-                                          thread=2, verbose=0)
+        model = fasttext.train_supervised(
+            paths["train"], dim=10, wordNgrams=2, epoch=5, lr=0.5, seed=seed, thread=2, verbose=0
+        )
         seconds = time.perf_counter() - start
         _, precision_at_one, _ = model.test(paths["test"])  # single label: precision@1 = accuracy
     parameters = model.get_input_matrix().size + model.get_output_matrix().size
@@ -519,7 +745,7 @@ def first_tokens(texts, length):
     encoder = TextEncoder()
     cut = []
     for start in range(0, len(texts), 1024):
-        tokens = encoder.tokenize(texts[start:start + 1024])[:, :length].to_list()
+        tokens = encoder.tokenize(texts[start : start + 1024])[:, :length].to_list()
         cut.extend(" ".join(token.decode("utf-8") for token in row) for row in tokens)
     return cut
 
@@ -530,8 +756,10 @@ def tfidf_classifier(texts, labels, seed):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    classifier = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
-                               LogisticRegression(C=10, max_iter=2000, random_state=seed))
+    classifier = make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+        LogisticRegression(C=10, max_iter=2000, random_state=seed),
+    )
     return classifier.fit(texts, labels)
 
 
@@ -547,7 +775,11 @@ def run_tfidf(dataset, seed, length=None):
     seconds = time.perf_counter() - start
     accuracy = classifier.score(test_texts, test_labels)
     linear = classifier[-1]
-    return {"accuracy": accuracy, "train_seconds": seconds, "parameters": int(linear.coef_.size + linear.intercept_.size)}
+    return {
+        "accuracy": accuracy,
+        "train_seconds": seconds,
+        "parameters": int(linear.coef_.size + linear.intercept_.size),
+    }
 
 
 def read_results(path):
@@ -563,11 +795,16 @@ def report(results, hide_test=False):
     with no figure read from the test split."""
     if hide_test:
         results = [r for r in results if r.get("validation_accuracy") is not None]
-        lines = ["| dataset | model | held-out accuracy (mean ± sd over seeds) | seeds | train seconds | parameters |",
-                 "| --- | --- | --- | ---: | ---: | ---: |"]
+        lines = [
+            "| dataset | model | held-out accuracy (mean ± sd over seeds) | seeds | train seconds | parameters |",
+            "| --- | --- | --- | ---: | ---: | ---: |",
+        ]
     else:
-        lines = ["| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper "
-                 "| macro F1 |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines = [
+            "| dataset | model | test accuracy (mean ± sd over seeds) | seeds | train seconds | parameters | paper "
+            "| macro F1 |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
     for dataset in DATASETS:
         measured = {r["model"] for r in results if r["dataset"] == dataset}
         for model in MODELS + sorted(measured - set(MODELS)):
@@ -576,8 +813,10 @@ def report(results, hide_test=False):
                 continue
             accuracy = np.array([r["validation_accuracy" if hide_test else "accuracy"] for r in rows])
             spread = f" ± {accuracy.std():.3f}" if len(rows) > 1 else ""
-            line = (f"| {dataset} | {model} | {accuracy.mean():.3f}{spread} | {len(rows)} "
-                    f"| {np.mean([r['train_seconds'] for r in rows]):.0f} | {rows[0]['parameters']:,} |")
+            line = (
+                f"| {dataset} | {model} | {accuracy.mean():.3f}{spread} | {len(rows)} "
+                f"| {np.mean([r['train_seconds'] for r in rows]):.0f} | {rows[0]['parameters']:,} |"
+            )
             if not hide_test:
                 paper = None if "@" in model else DATASETS[dataset][3].get(model)
                 macro_f1 = f"{np.mean([r['macro_f1'] for r in rows]):.3f}" if all("macro_f1" in r for r in rows) else ""
@@ -601,8 +840,9 @@ def _label_points(figure, axes, means):
     for model, (seconds, accuracy) in sorted(means.items(), key=lambda item: -item[1][1]):
         fitting = None  # the first place inside the axes, if every one covers something
         for dx, dy, align in places:
-            label = axes.annotate(model, (seconds, accuracy), textcoords="offset points", xytext=(dx, dy), ha=align,
-                                  fontsize=8)
+            label = axes.annotate(
+                model, (seconds, accuracy), textcoords="offset points", xytext=(dx, dy), ha=align, fontsize=8
+            )
             box = label.get_window_extent(renderer)
             label.remove()
             if inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1:
@@ -611,8 +851,9 @@ def _label_points(figure, axes, means):
                     fitting = (dx, dy, align)
                     break
         dx, dy, align = fitting or places[0]
-        label = axes.annotate(model, (seconds, accuracy), textcoords="offset points", xytext=(dx, dy), ha=align,
-                              fontsize=8)
+        label = axes.annotate(
+            model, (seconds, accuracy), textcoords="offset points", xytext=(dx, dy), ha=align, fontsize=8
+        )
         placed.append(label.get_window_extent(renderer))
 
 
@@ -667,13 +908,21 @@ def plot_time_to_accuracy(results, dataset, path):
         if len(models) == 2:
             axes.plot(*np.transpose([means[m] for m in models]), color=colour, linewidth=1, alpha=0.5)
         for model in models:
-            axes.errorbar(*means[model], yerr=np.std([a for _, a in points[model]]), capsize=3, color=colour,
-                          linestyle="none", marker="s" if simple else "o", markersize=6,
-                          markerfacecolor="white" if model == family and not simple else colour)
+            axes.errorbar(
+                *means[model],
+                yerr=np.std([a for _, a in points[model]]),
+                capsize=3,
+                color=colour,
+                linestyle="none",
+                marker="s" if simple else "o",
+                markersize=6,
+                markerfacecolor="white" if model == family and not simple else colour,
+            )
     for model, style in (("fasttext", ":"), ("tfidf_lr", "--")):
         if model in points:
-            axes.axhline(means[model][1], color="grey", linestyle=style, linewidth=1,
-                         label=f"{model} {means[model][1]:.3f}")
+            axes.axhline(
+                means[model][1], color="grey", linestyle=style, linewidth=1, label=f"{model} {means[model][1]:.3f}"
+            )
     axes.plot([], [], "o", color="grey", markerfacecolor="white", label="a model's plain row (cpu preset, 3 epochs)")
     axes.plot([], [], "o", color="grey", label="its most accurate row (3 seeds)")
     axes.set_xscale("log")
@@ -689,8 +938,9 @@ def plot_time_to_accuracy(results, dataset, path):
     plt.close(figure)
     if "fasttext" not in means:
         return []
-    return sorted(model for model, (_, accuracy) in means.items()
-                  if model != "fasttext" and accuracy >= means["fasttext"][1])
+    return sorted(
+        model for model, (_, accuracy) in means.items() if model != "fasttext" and accuracy >= means["fasttext"][1]
+    )
 
 
 def seed_number(text):
@@ -706,76 +956,140 @@ def seed_number(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA))
+    )
     parser.add_argument("--results", default="benchmarks/results/accuracy.jsonl", help="JSON lines, appended")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
     parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS)
     parser.add_argument("--seeds", nargs="+", type=seed_number, default=[0, 1, 2])
-    parser.add_argument("--epochs", type=int, default=3, help="plain Keras models: epochs (rows other than 3 are "
-                                                                "named '<model>@e<N>')")
-    parser.add_argument("--shuffle-buffer", type=int, help="our models: shuffle in a buffer of this many rows "
-                                                           "(default: the whole training split)")
+    parser.add_argument(
+        "--epochs", type=int, default=3, help="plain Keras models: epochs (rows other than 3 are named '<model>@e<N>')"
+    )
+    parser.add_argument(
+        "--shuffle-buffer",
+        type=int,
+        help="our models: shuffle in a buffer of this many rows (default: the whole training split)",
+    )
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
-    parser.add_argument("--length", type=int, help="cut texts to this many tokens instead of the dataset's "
-                        "length in DATASETS; rows are recorded as '<model>@<length>'")
-    parser.add_argument("--max-tokens", type=int, default=VOCABULARY,
-                        help="our models' vocabulary; rows of another size are recorded as '<model>@v<tokens>'")
-    parser.add_argument("--bigram-buckets", type=int, help="plain Keras models: hashed bigrams of the vocabulary's "
-                        "tokens (default: 20,000 for dual-axial, none for the others); rows '<model>@b<N>'")
-    parser.add_argument("--lr-schedule", help="plain Keras models: a learning-rate schedule of train() that is a "
-                        "function of the epoch (cosine, step:E1,...); rows '<model>@<schedule>'")
-    parser.add_argument("--adversarial", type=float, metavar="EPSILON",
-                        help="plain Keras models: adversarial training on the embeddings, train()'s --adversarial "
-                             "(rows '@adv<EPSILON>')")
-    parser.add_argument("--official-validation", action="store_true",
-                        help="rows run through train(): validate on the dataset's own validation file (SST-2's dev "
-                             "set) and train on every training row, instead of holding 10%% out; rows '<model>@dev'")
-    parser.add_argument("--split-long-sentences", action="store_true",
-                        help="HCAN rows: TextEncoder(split_long_sentences=True), rows left over by a text's sentences "
-                             "hold the rest of its long sentences; rows '<model>@split_long_sentences'")
-    parser.add_argument("--train-rows", type=int,
-                        help="train on a stratified sample of this many training rows, drawn with each seed (the "
-                             "same rows for every model of a seed; the test split whole): a learning curve; not for "
-                             "the rows run through train(); rows '<model>@n<N>'")
-    parser.add_argument("--save-probabilities", metavar="FOLDER",
-                        help="plain Keras models: also save each row's test probabilities as FOLDER/<dataset>_<row>_seed<N>.npy "
-                             "(for ensemble.py; rows already in --results are not trained again: give a new one)")
+    parser.add_argument(
+        "--length",
+        type=int,
+        help="cut texts to this many tokens instead of the dataset's "
+        "length in DATASETS; rows are recorded as '<model>@<length>'",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=VOCABULARY,
+        help="our models' vocabulary; rows of another size are recorded as '<model>@v<tokens>'",
+    )
+    parser.add_argument(
+        "--bigram-buckets",
+        type=int,
+        help="plain Keras models: hashed bigrams of the vocabulary's "
+        "tokens (default: 20,000 for dual-axial, none for the others); rows '<model>@b<N>'",
+    )
+    parser.add_argument(
+        "--lr-schedule",
+        help="plain Keras models: a learning-rate schedule of train() that is a "
+        "function of the epoch (cosine, step:E1,...); rows '<model>@<schedule>'",
+    )
+    parser.add_argument(
+        "--adversarial",
+        type=float,
+        metavar="EPSILON",
+        help="plain Keras models: adversarial training on the embeddings, train()'s --adversarial "
+        "(rows '@adv<EPSILON>')",
+    )
+    parser.add_argument(
+        "--official-validation",
+        action="store_true",
+        help="rows run through train(): validate on the dataset's own validation file (SST-2's dev "
+        "set) and train on every training row, instead of holding 10%% out; rows '<model>@dev'",
+    )
+    parser.add_argument(
+        "--split-long-sentences",
+        action="store_true",
+        help="HCAN rows: TextEncoder(split_long_sentences=True), rows left over by a text's sentences "
+        "hold the rest of its long sentences; rows '<model>@split_long_sentences'",
+    )
+    parser.add_argument(
+        "--train-rows",
+        type=int,
+        help="train on a stratified sample of this many training rows, drawn with each seed (the "
+        "same rows for every model of a seed; the test split whole): a learning curve; not for "
+        "the rows run through train(); rows '<model>@n<N>'",
+    )
+    parser.add_argument(
+        "--save-probabilities",
+        metavar="FOLDER",
+        help="plain Keras models: also save each row's test probabilities as FOLDER/<dataset>_<row>_seed<N>.npy "
+        "(for ensemble.py; rows already in --results are not trained again: give a new one)",
+    )
     parser.add_argument("--report", action="store_true", help="print the table of the results file and stop")
-    parser.add_argument("--hide-test", action="store_true",
-                        help="for choosing between rows run through train() ('+' rows): print their held-out accuracy "
-                             "instead of the test accuracy (still recorded); with --report, the held-out table")
-    parser.add_argument("--plot", metavar="PNG", help="draw test accuracy against training seconds on the first of "
-                        "--datasets from the results file, say which rows reach fastText's accuracy, and stop")
+    parser.add_argument(
+        "--hide-test",
+        action="store_true",
+        help="for choosing between rows run through train() ('+' rows): print their held-out accuracy "
+        "instead of the test accuracy (still recorded); with --report, the held-out table",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="draw test accuracy against training seconds on the first of "
+        "--datasets from the results file, say which rows reach fastText's accuracy, and stop",
+    )
     args = parser.parse_args(argv)
     if args.report:
         print(report(read_results(args.results), args.hide_test))
         return 0
     if args.plot:
         reached = plot_time_to_accuracy(read_results(args.results), args.datasets[0], args.plot)
-        print(f"Wrote {args.plot}; at or above fastText's accuracy on {args.datasets[0]}: {', '.join(reached) or 'none'}")
+        print(
+            f"Wrote {args.plot}; at or above fastText's accuracy on {args.datasets[0]}: {', '.join(reached) or 'none'}"
+        )
         return 0
     if args.quick:
-        args.datasets, args.models, args.seeds, args.epochs = QUICK["datasets"], QUICK["models"], QUICK["seeds"], QUICK["epochs"]
-    if args.epochs != 3 and not args.quick and set(args.models) & (set(TRAINED) | {"fasttext", "tfidf_lr", "tfidf_lr_cut"}):
-        parser.error("--epochs is for the plain Keras models (rows '<model>@e<N>'); the '+' rows train for their "
-                     "recipe's epochs, fastText and TF-IDF for their own")
+        args.datasets, args.models, args.seeds, args.epochs = (
+            QUICK["datasets"],
+            QUICK["models"],
+            QUICK["seeds"],
+            QUICK["epochs"],
+        )
+    if (
+        args.epochs != 3
+        and not args.quick
+        and set(args.models) & (set(TRAINED) | {"fasttext", "tfidf_lr", "tfidf_lr_cut"})
+    ):
+        parser.error(
+            "--epochs is for the plain Keras models (rows '<model>@e<N>'); the '+' rows train for their "
+            "recipe's epochs, fastText and TF-IDF for their own"
+        )
     if args.bigram_buckets is not None and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
         parser.error("--bigram-buckets is for the plain Keras models")
-    if args.lr_schedule is not None and (set(args.models) - set(KERAS_MODELS) - set(VARIANTS)
-                                         or args.lr_schedule == "plateau"):
+    if args.lr_schedule is not None and (
+        set(args.models) - set(KERAS_MODELS) - set(VARIANTS) or args.lr_schedule == "plateau"
+    ):
         parser.error("--lr-schedule is for the plain Keras models, and not 'plateau' (they have no validation data)")
     if args.adversarial is not None and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
         parser.error("--adversarial is for the plain Keras models")
     if args.official_validation and (set(args.models) - set(TRAINED) or set(args.datasets) - set(VALIDATION)):
-        parser.error(f"--official-validation is for the rows run through train() ('+' rows), on {', '.join(VALIDATION)}")
+        parser.error(
+            f"--official-validation is for the rows run through train() ('+' rows), on {', '.join(VALIDATION)}"
+        )
     if args.hide_test and set(args.models) - set(TRAINED):
-        parser.error("--hide-test is for the rows run through train() ('+' rows), the ones that hold data out; "
-                     f"not {', '.join(sorted(set(args.models) - set(TRAINED)))}")
+        parser.error(
+            "--hide-test is for the rows run through train() ('+' rows), the ones that hold data out; "
+            f"not {', '.join(sorted(set(args.models) - set(TRAINED)))}"
+        )
     if args.split_long_sentences and not all(reads_sentences(m) for m in args.models):
         parser.error("--split-long-sentences is for the models that read sentences (hcan rows)")
     if args.train_rows is not None and set(args.models) & set(TRAINED):
-        parser.error("--train-rows is for the plain Keras models, fastText and TF-IDF; not the rows run through "
-                     "train() ('+' rows), which hold their own validation rows out")
+        parser.error(
+            "--train-rows is for the plain Keras models, fastText and TF-IDF; not the rows run through "
+            "train() ('+' rows), which hold their own validation rows out"
+        )
     if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if args.save_probabilities and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
@@ -786,9 +1100,17 @@ def main(argv=None):
     if args.save_probabilities:
         os.makedirs(args.save_probabilities, exist_ok=True)
     done = {(r["dataset"], r["model"], r["seed"]) for r in read_results(args.results)}
-    suffix = row_suffix(args.length, args.max_tokens, 3 if args.quick else args.epochs, args.bigram_buckets,
-                        args.official_validation, args.lr_schedule, args.split_long_sentences, args.train_rows,
-                        args.adversarial)
+    suffix = row_suffix(
+        args.length,
+        args.max_tokens,
+        3 if args.quick else args.epochs,
+        args.bigram_buckets,
+        args.official_validation,
+        args.lr_schedule,
+        args.split_long_sentences,
+        args.train_rows,
+        args.adversarial,
+    )
     for dataset_name in args.datasets:
         todo = [(m, s) for m in args.models for s in args.seeds if (dataset_name, m + suffix, s) not in done]
         if not todo:
@@ -802,9 +1124,14 @@ def main(argv=None):
             dataset = samples[seed] if args.train_rows else whole
             if model_name in TRAINED:
                 row, source_seconds = trained_row(args.data_dir, model_name, dataset_name, seed)
-                result = run_train(data_files=files(args.data_dir, dataset_name, args.official_validation),
-                                   length=length, seed=seed, max_tokens=args.max_tokens,
-                                   split_long_sentences=args.split_long_sentences, **row)
+                result = run_train(
+                    data_files=files(args.data_dir, dataset_name, args.official_validation),
+                    length=length,
+                    seed=seed,
+                    max_tokens=args.max_tokens,
+                    split_long_sentences=args.split_long_sentences,
+                    **row,
+                )
                 if source_seconds is not None:
                     result["source_seconds"] = source_seconds
             elif model_name == "fasttext":
@@ -814,20 +1141,39 @@ def main(argv=None):
             elif model_name == "tfidf_lr_cut":
                 result = run_tfidf(dataset, seed, length)
             else:
-                result = run_keras(model_name, dataset, length, seed, args.epochs, args.shuffle_buffer, args.max_tokens,
-                                   args.bigram_buckets, args.lr_schedule, args.split_long_sentences,
-                                   args.save_probabilities and probabilities_file(args.save_probabilities, dataset_name,
-                                                                                  model_name + suffix, seed),
-                                   args.adversarial)
-            result.update(dataset=dataset_name, model=model_name + suffix, seed=seed, length=length,
-                          epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs,
-                          **({"train_rows": dataset.rows["train"]} if args.train_rows else {}))
+                result = run_keras(
+                    model_name,
+                    dataset,
+                    length,
+                    seed,
+                    args.epochs,
+                    args.shuffle_buffer,
+                    args.max_tokens,
+                    args.bigram_buckets,
+                    args.lr_schedule,
+                    args.split_long_sentences,
+                    args.save_probabilities
+                    and probabilities_file(args.save_probabilities, dataset_name, model_name + suffix, seed),
+                    args.adversarial,
+                )
+            result.update(
+                dataset=dataset_name,
+                model=model_name + suffix,
+                seed=seed,
+                length=length,
+                epochs=TRAINED[model_name][2] if model_name in TRAINED else args.epochs,
+                **({"train_rows": dataset.rows["train"]} if args.train_rows else {}),
+            )
             figure = f"accuracy {result['accuracy']:.4f}"
             if args.hide_test:  # the held-out accuracy: of the kept epoch's weights, with early stopping
                 figure = f"held-out accuracy {result['validation_accuracy']:.4f}" + (
-                    "" if result["best_epoch"] is None else f" (kept epoch {result['best_epoch'] + 1})")
-            print(f"{dataset_name:8s} {result['model']:18s} seed {seed}: {figure}, "
-                  f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters", flush=True)
+                    "" if result["best_epoch"] is None else f" (kept epoch {result['best_epoch'] + 1})"
+                )
+            print(
+                f"{dataset_name:8s} {result['model']:18s} seed {seed}: {figure}, "
+                f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters",
+                flush=True,
+            )
             with open(args.results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(result) + "\n")
     print(report(read_results(args.results), args.hide_test))

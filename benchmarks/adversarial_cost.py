@@ -37,17 +37,27 @@ def measure(name, texts, labels, length, repeats):
 
     spec = get_spec(name)
     hierarchical = spec.is_hierarchical()
-    encoder = TextEncoder(**spec.encoder_options(
-        None, max_tokens=20000, max_sentences=8 if hierarchical else None,
-        sequence_length=length // 8 if hierarchical else length, bigram_buckets=20000))
+    encoder = TextEncoder(
+        **spec.encoder_options(
+            None,
+            max_tokens=20000,
+            max_sentences=8 if hierarchical else None,
+            sequence_length=length // 8 if hierarchical else length,
+            bigram_buckets=20000,
+        )
+    )
     encoder.adapt(texts)
     encoded = encoder(tf.constant(texts))
     ids = tuple(e.numpy() for e in encoded) if isinstance(encoded, tuple) else encoded.numpy()
     seconds = {}
     for adversarial in (False, True):
         keras.utils.set_random_seed(0)
-        model = spec.build(4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                           **spec.preset_arguments("cpu"))
+        model = spec.build(
+            4,
+            vocabulary_size=encoder.vocabulary_size(),
+            **spec.shape_arguments(encoder),
+            **spec.preset_arguments("cpu"),
+        )
         model.compile("adam", "sparse_categorical_crossentropy")
         if adversarial:
             use_adversarial_training(model, 0.05)
@@ -58,8 +68,13 @@ def measure(name, texts, labels, length, repeats):
             model.fit(ids, labels, batch_size=32, epochs=1, verbose=0)
             epochs.append(time.perf_counter() - start)
         seconds["adversarial" if adversarial else "plain"] = min(epochs)
-    return {"model": name, "length": length, "texts": len(texts), **seconds,
-            "ratio": seconds["adversarial"] / seconds["plain"]}
+    return {
+        "model": name,
+        "length": length,
+        "texts": len(texts),
+        **seconds,
+        "ratio": seconds["adversarial"] / seconds["plain"],
+    }
 
 
 def main(argv=None):
@@ -69,8 +84,9 @@ def main(argv=None):
     parser.add_argument("--texts", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="LAMA only, 128 texts of 32 tokens, one repeat")
-    parser.add_argument("--data-dir", type=pathlib.Path,
-                        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA))
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.models, args.texts, args.length, args.repeats = ["lama"], 128, 32, 1
@@ -78,7 +94,7 @@ def main(argv=None):
     if not path.exists():
         raise SystemExit(f"{path} not found: give --data-dir or set KERAS_TEXTATTN_DATA")
     from keras_textattn.datasets import LocalFile
-    from keras_textattn.datasets.loading import read_labelled_texts
+    from keras_textattn.datasets.formats import read_labelled_texts
 
     texts, labels, _, _ = read_labelled_texts(LocalFile(path))
     texts, labels = texts[: args.texts], np.array([int(label) for label in labels[: args.texts]])

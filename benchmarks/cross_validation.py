@@ -29,9 +29,8 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 import accuracy
+import numpy as np
 
 FOLD_SEED = 0
 QUICK = {"dataset": "trec", "models": ["scalable_attention+defaults", "tfidf_lr"], "folds": 2, "seeds": [0]}
@@ -50,7 +49,7 @@ def fold_of_each_row(labels, folds, seed):
 
 def training_rows(data_dir, dataset_name):
     """`(texts, labels)` of a dataset's training split as `train()` reads them, as object arrays."""
-    from keras_textattn.datasets.loading import read_labelled_texts
+    from keras_textattn.datasets.formats import read_labelled_texts
 
     texts, labels, _, _ = read_labelled_texts(accuracy.files(data_dir, dataset_name)["train"])
     return np.array(texts, dtype=object), np.array(labels, dtype=object)
@@ -66,9 +65,13 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
     """Validation accuracy (and rows, epochs, seconds) of `row` trained on the rows outside `held_out`."""
     if row == "tfidf_lr":
         start = time.perf_counter()
-        return {"validation_accuracy": tfidf_on_fold(texts, labels, held_out, seed),
-                "validation_rows": int(held_out.sum()), "best_epoch": None, "epochs_trained": None,
-                "train_seconds": time.perf_counter() - start}
+        return {
+            "validation_accuracy": tfidf_on_fold(texts, labels, held_out, seed),
+            "validation_rows": int(held_out.sum()),
+            "best_epoch": None,
+            "epochs_trained": None,
+            "train_seconds": time.perf_counter() - start,
+        }
     from keras_textattn.datasets import LocalFile
 
     arguments, _ = accuracy.trained_row(data_dir, row, dataset_name, seed)
@@ -76,18 +79,29 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
         paths = {split: os.path.join(folder, f"{split}.csv") for split in ("train", "validation")}
         accuracy.write_labelled_csv(paths["train"], texts[~held_out], labels[~held_out])
         accuracy.write_labelled_csv(paths["validation"], texts[held_out], labels[held_out])
-        result = accuracy.run_train(data_files={split: LocalFile(path) for split, path in paths.items()},
-                                    length=accuracy.DATASETS[dataset_name][2], seed=seed, max_tokens=max_tokens,
-                                    **arguments)
-    return {"validation_accuracy": result["validation_accuracy"], "validation_rows": int(held_out.sum()),
-            "best_epoch": result["best_epoch"], "epochs_trained": result["epochs_trained"],
-            "train_seconds": result["train_seconds"]}
+        result = accuracy.run_train(
+            data_files={split: LocalFile(path) for split, path in paths.items()},
+            length=accuracy.DATASETS[dataset_name][2],
+            seed=seed,
+            max_tokens=max_tokens,
+            **arguments,
+        )
+    return {
+        "validation_accuracy": result["validation_accuracy"],
+        "validation_rows": int(held_out.sum()),
+        "best_epoch": result["best_epoch"],
+        "epochs_trained": result["epochs_trained"],
+        "train_seconds": result["train_seconds"],
+    }
 
 
 def report(results):
     """Markdown: per dataset and row, the pooled cross-validation accuracy (mean ± sd over seeds)."""
-    lines = ["| dataset | row | folds | cross-validated accuracy (mean ± sd over seeds) | by seed | seeds | seconds a fold |",
-             "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
+    lines = [
+        "| dataset | row | folds | cross-validated accuracy (mean ± sd over seeds) | by seed | seeds | seconds a "
+        "fold |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: |",
+    ]
     groups = {}
     for r in results:
         groups.setdefault((r["dataset"], r["model"], r["folds"]), {}).setdefault(r["seed"], []).append(r)
@@ -95,23 +109,34 @@ def report(results):
         complete = {seed: runs for seed, runs in by_seed.items() if len({r["fold"] for r in runs}) == folds}
         if not complete:
             continue
-        pooled = [sum(r["validation_accuracy"] * r["validation_rows"] for r in runs) / sum(r["validation_rows"] for r in runs)
-                  for _, runs in sorted(complete.items())]
+        pooled = [
+            sum(r["validation_accuracy"] * r["validation_rows"] for r in runs) / sum(r["validation_rows"] for r in runs)
+            for _, runs in sorted(complete.items())
+        ]
         seconds = np.mean([r["train_seconds"] for runs in complete.values() for r in runs])
-        lines.append(f"| {dataset} | {model} | {folds} | {np.mean(pooled):.4f} ± {np.std(pooled):.4f} | "
-                     f"{' / '.join(f'{p:.4f}' for p in pooled)} | {len(pooled)} | {seconds:.0f} |")
+        lines.append(
+            f"| {dataset} | {model} | {folds} | {np.mean(pooled):.4f} ± {np.std(pooled):.4f} | "
+            f"{' / '.join(f'{p:.4f}' for p in pooled)} | {len(pooled)} | {seconds:.0f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=pathlib.Path,
-                        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir",
+        type=pathlib.Path,
+        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)),
+    )
     parser.add_argument("--results", default="benchmarks/results/cross_validation.jsonl", help="JSON lines, appended")
     parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="r8")
-    parser.add_argument("--models", nargs="+", choices=[*accuracy.TRAINED, "tfidf_lr"],
-                        default=["lama+paper_adam_min5_cosine"],
-                        help="rows of accuracy.py run through train(), or tfidf_lr (TF-IDF + LR on the same folds)")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=[*accuracy.TRAINED, "tfidf_lr"],
+        default=["lama+paper_adam_min5_cosine"],
+        help="rows of accuracy.py run through train(), or tfidf_lr (TF-IDF + LR on the same folds)",
+    )
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0])
     parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="as accuracy.py's")
@@ -119,7 +144,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
     if args.quick:
-        args.dataset, args.models, args.folds, args.seeds = QUICK["dataset"], QUICK["models"], QUICK["folds"], QUICK["seeds"]
+        args.dataset, args.models, args.folds, args.seeds = (
+            QUICK["dataset"],
+            QUICK["models"],
+            QUICK["folds"],
+            QUICK["seeds"],
+        )
     if args.folds < 2:
         parser.error(f"--folds must be at least 2; got {args.folds}")
     results = accuracy.read_results(args.results)
@@ -143,9 +173,12 @@ def main(argv=None):
                 results.append(dict(zip(("dataset", "model", "folds", "seed", "fold"), key), **result))
                 with open(args.results, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps(results[-1]) + "\n")
-                print(f"{args.dataset} {row} seed {seed} fold {k + 1}/{args.folds}: validation accuracy "
-                      f"{result['validation_accuracy']:.4f} on {result['validation_rows']:,} rows, "
-                      f"{time.perf_counter() - start:.0f} s", flush=True)
+                print(
+                    f"{args.dataset} {row} seed {seed} fold {k + 1}/{args.folds}: validation accuracy "
+                    f"{result['validation_accuracy']:.4f} on {result['validation_rows']:,} rows, "
+                    f"{time.perf_counter() - start:.0f} s",
+                    flush=True,
+                )
     print(report(results))
     return 0
 

@@ -37,10 +37,9 @@ import pathlib
 import sys
 import tempfile
 
-import numpy as np
-
 import accuracy
 import cross_validation
+import numpy as np
 import paired
 import validation_split
 
@@ -52,8 +51,16 @@ def ensemble_rows(probabilities, labels, linear):
     for seed, members in sorted(probabilities.items()):
         right = np.mean(members, axis=0).argmax(-1) == labels
         only_ours, only_linear, p = paired.compare(right, linear)
-        rows.append({"seed": seed, "members": [float(np.mean(m.argmax(-1) == labels)) for m in members],
-                     "accuracy": float(right.mean()), "only_ours": only_ours, "only_linear": only_linear, "p": p})
+        rows.append(
+            {
+                "seed": seed,
+                "members": [float(np.mean(m.argmax(-1) == labels)) for m in members],
+                "accuracy": float(right.mean()),
+                "only_ours": only_ours,
+                "only_linear": only_linear,
+                "p": p,
+            }
+        )
     return rows
 
 
@@ -80,23 +87,36 @@ def held_out_probabilities(dataset, fold, members, seed, options):
         for k in range(fold.max() + 1):
             held = fold == k
             split = dataclasses.replace(
-                dataset, splits={**dataset.splits, "train": accuracy.kept_rows(dataset["train"], ~held),
-                                 "test": accuracy.kept_rows(dataset["train"], held)},
-                rows={**dataset.rows, "train": int((~held).sum()), "test": int(held.sum())})
+                dataset,
+                splits={
+                    **dataset.splits,
+                    "train": accuracy.kept_rows(dataset["train"], ~held),
+                    "test": accuracy.kept_rows(dataset["train"], held),
+                },
+                rows={**dataset.rows, "train": int((~held).sum()), "test": int(held.sum())},
+            )
             for member in members:
                 path = os.path.join(scratch, "probabilities.npy")
                 result = accuracy.run_keras(member, split, seed=seed, probabilities_path=path, **options)
                 probabilities[member][held] = np.load(path)
-                print(f"seed {seed} fold {k + 1}/{fold.max() + 1} {member}: accuracy {result['accuracy']:.4f} on "
-                      f"{int(held.sum())} rows", flush=True)
+                print(
+                    f"seed {seed} fold {k + 1}/{fold.max() + 1} {member}: accuracy {result['accuracy']:.4f} on "
+                    f"{int(held.sum())} rows",
+                    flush=True,
+                )
     return probabilities
 
 
 def linear_held_out(texts, labels, fold):
     """TF-IDF + LR's accuracy over the training rows, each scored by the model fitted on the other folds."""
     texts = np.array(texts, dtype=object)
-    return float(sum(cross_validation.tfidf_on_fold(texts, labels, fold == k, 0) * np.sum(fold == k)
-                     for k in range(fold.max() + 1)) / len(labels))
+    return float(
+        sum(
+            cross_validation.tfidf_on_fold(texts, labels, fold == k, 0) * np.sum(fold == k)
+            for k in range(fold.max() + 1)
+        )
+        / len(labels)
+    )
 
 
 def averages_table(labels, probabilities):
@@ -108,21 +128,31 @@ def averages_table(labels, probabilities):
         for chosen in itertools.combinations(members, size):
             figures[" + ".join(chosen)] = [
                 float(np.mean(np.mean([by_member[m] for m in chosen], axis=0).argmax(-1) == labels))
-                for _, by_member in sorted(probabilities.items())]
+                for _, by_member in sorted(probabilities.items())
+            ]
     lines = [f"| averaged | mean ± sd | seeds {' / '.join(map(str, sorted(probabilities)))} |", "| --- | ---: | --- |"]
-    lines += [f"| {name} | {np.mean(values):.4f} ± {np.std(values):.4f} | {' / '.join(f'{v:.4f}' for v in values)} |"
-              for name, values in sorted(figures.items(), key=lambda item: -np.mean(item[1]))]
+    lines += [
+        f"| {name} | {np.mean(values):.4f} ± {np.std(values):.4f} | {' / '.join(f'{v:.4f}' for v in values)} |"
+        for name, values in sorted(figures.items(), key=lambda item: -np.mean(item[1]))
+    ]
     return "\n".join(lines)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=pathlib.Path,
-                        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir",
+        type=pathlib.Path,
+        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)),
+    )
     parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="imdb")
     parser.add_argument("--probabilities", help="the folder of accuracy.py --save-probabilities")
-    parser.add_argument("--members", nargs="+", help="row names of accuracy.py, as its results file names them "
-                                                     "(with --folds: its plain models, e.g. scalable_attention)")
+    parser.add_argument(
+        "--members",
+        nargs="+",
+        help="row names of accuracy.py, as its results file names them "
+        "(with --folds: its plain models, e.g. scalable_attention)",
+    )
     parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0, 1, 2])
     parser.add_argument("--folds", type=int, help="choose on held-out data: K folds of the training split (above)")
     parser.add_argument("--length", type=int, help="with --folds: as accuracy.py's (default: the dataset's)")
@@ -130,8 +160,9 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3, help="with --folds: as accuracy.py's")
     parser.add_argument("--bigram-buckets", type=int, help="with --folds: as accuracy.py's")
     parser.add_argument("--lr-schedule", help="with --folds: as accuracy.py's")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke check: TREC, scalable_attention and kim_cnn, one epoch, seed 0")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke check: TREC, scalable_attention and kim_cnn, one epoch, seed 0"
+    )
     args = parser.parse_args(argv)
     if args.folds is not None:
         return choose_on_folds(parser, args)
@@ -141,27 +172,53 @@ def main(argv=None):
         if args.quick:
             args.dataset, args.seeds, args.probabilities = "trec", [0], scratch
             args.members = ["scalable_attention@e1", "kim_cnn@e1"]
-            accuracy.main(["--data-dir", str(args.data_dir), "--datasets", "trec", "--models", "scalable_attention",
-                           "kim_cnn", "--seeds", "0", "--epochs", "1", "--results", os.path.join(scratch, "rows.jsonl"),
-                           "--save-probabilities", scratch])
+            accuracy.main(
+                [
+                    "--data-dir",
+                    str(args.data_dir),
+                    "--datasets",
+                    "trec",
+                    "--models",
+                    "scalable_attention",
+                    "kim_cnn",
+                    "--seeds",
+                    "0",
+                    "--epochs",
+                    "1",
+                    "--results",
+                    os.path.join(scratch, "rows.jsonl"),
+                    "--save-probabilities",
+                    scratch,
+                ]
+            )
         if not args.probabilities or not args.members or len(args.members) < 2:
             parser.error("give --probabilities FOLDER and at least two --members")
-        paths = {(seed, row): accuracy.probabilities_file(args.probabilities, args.dataset, row, seed)
-                 for seed in args.seeds for row in args.members}
+        paths = {
+            (seed, row): accuracy.probabilities_file(args.probabilities, args.dataset, row, seed)
+            for seed in args.seeds
+            for row in args.members
+        }
         missing = [path for path in paths.values() if not os.path.isfile(path)]
         if missing:
             parser.error(f"no saved probabilities at {', '.join(missing)}: run accuracy.py with --save-probabilities")
         probabilities = {seed: [np.load(paths[seed, row]) for row in args.members] for seed in args.seeds}
     _, labels, linear = paired.tfidf_right(accuracy.load(args.data_dir, args.dataset))
-    print(f"{args.dataset}: TF-IDF + LR {linear.mean():.4f} on {len(labels):,} test rows; "
-          f"the ensemble averages {' + '.join(args.members)}")
+    print(
+        f"{args.dataset}: TF-IDF + LR {linear.mean():.4f} on {len(labels):,} test rows; "
+        f"the ensemble averages {' + '.join(args.members)}"
+    )
     rows = ensemble_rows(probabilities, labels, linear)
     for row in rows:
-        print(f"seed {row['seed']}: members {' / '.join(f'{a:.4f}' for a in row['members'])}, ensemble "
-              f"{row['accuracy']:.4f} ({row['accuracy'] - linear.mean():+.4f}); right where TF-IDF + LR is wrong: "
-              f"{row['only_ours']}, the other way: {row['only_linear']}; McNemar exact p = {row['p']:.3f}")
+        print(
+            f"seed {row['seed']}: members {' / '.join(f'{a:.4f}' for a in row['members'])}, ensemble "
+            f"{row['accuracy']:.4f} ({row['accuracy'] - linear.mean():+.4f}); right where TF-IDF + LR is wrong: "
+            f"{row['only_ours']}, the other way: {row['only_linear']}; McNemar exact p = {row['p']:.3f}"
+        )
     figures = [row["accuracy"] for row in rows]
-    print(f"ensemble {np.mean(figures):.4f} ± {np.std(figures):.4f} over {len(rows)} seeds; TF-IDF + LR {linear.mean():.4f}")
+    print(
+        f"ensemble {np.mean(figures):.4f} ± {np.std(figures):.4f} over {len(rows)} seeds; TF-IDF + LR "
+        f"{linear.mean():.4f}"
+    )
     return 0
 
 
@@ -172,18 +229,26 @@ def choose_on_folds(parser, args):
         parser.error(f"--folds must be at least 2; got {args.folds}")
     unknown = [m for m in args.members or [] if accuracy.builder_arguments(m)[0] not in accuracy.KERAS_MODELS]
     if not args.members or unknown:
-        parser.error(f"--members: give accuracy.py's plain models ({', '.join(accuracy.KERAS_MODELS)}); "
-                     f"got {unknown or 'none'}")
+        parser.error(
+            f"--members: give accuracy.py's plain models ({', '.join(accuracy.KERAS_MODELS)}); got {unknown or 'none'}"
+        )
     if not (args.data_dir / "README.md").is_file():
         parser.error(f"no datasets at {args.data_dir}; pass --data-dir or set KERAS_TEXTATTN_DATA")
     dataset = accuracy.load(args.data_dir, args.dataset)
     texts, labels = accuracy.texts_and_labels(dataset["train"])
     fold = fold_of_each_row(args.data_dir, args.dataset, labels, args.folds)
-    options = {"length": args.length or accuracy.DATASETS[args.dataset][2], "epochs": args.epochs,
-               "max_tokens": args.max_tokens, "bigram_buckets": args.bigram_buckets, "lr_schedule": args.lr_schedule}
+    options = {
+        "length": args.length or accuracy.DATASETS[args.dataset][2],
+        "epochs": args.epochs,
+        "max_tokens": args.max_tokens,
+        "bigram_buckets": args.bigram_buckets,
+        "lr_schedule": args.lr_schedule,
+    }
     probabilities = {seed: held_out_probabilities(dataset, fold, args.members, seed, options) for seed in args.seeds}
-    print(f"{args.dataset}: held out, {args.folds} folds of the {len(labels):,} training rows; TF-IDF + LR "
-          f"{linear_held_out(texts, labels, fold):.4f} on the same folds")
+    print(
+        f"{args.dataset}: held out, {args.folds} folds of the {len(labels):,} training rows; TF-IDF + LR "
+        f"{linear_held_out(texts, labels, fold):.4f} on the same folds"
+    )
     print(averages_table(labels, probabilities))
     return 0
 

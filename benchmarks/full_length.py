@@ -32,7 +32,6 @@ import sys
 import time
 
 import numpy as np
-
 from accuracy import DEFAULT_DATA
 from accuracy import VOCABULARY
 from accuracy import builder_arguments
@@ -63,10 +62,18 @@ def encode(dataset_name, data_dir, length, dimension, output, seed=0):
     longer = float(np.mean(np.concatenate(counts) > length))
     vectors = train_word2vec(encoder, dataset["train"], dimension, seed=seed)
     matrix, covered = embedding_matrix(encoder.get_vocabulary(), vectors, dimension, seed=seed)
-    np.savez_compressed(output, embeddings=matrix.astype(np.float16), num_classes=dataset.num_classes,
-                        length=length, dataset=dataset_name, **arrays)
-    print(f"{output}: {len(arrays['train_ids'])} / {len(arrays['test_ids'])} texts of {length} ids; "
-          f"{longer:.1%} of the training texts are longer; word2vec {dimension}-d covers {coverage(covered):.1%}")
+    np.savez_compressed(
+        output,
+        embeddings=matrix.astype(np.float16),
+        num_classes=dataset.num_classes,
+        length=length,
+        dataset=dataset_name,
+        **arrays,
+    )
+    print(
+        f"{output}: {len(arrays['train_ids'])} / {len(arrays['test_ids'])} texts of {length} ids; "
+        f"{longer:.1%} of the training texts are longer; word2vec {dimension}-d covers {coverage(covered):.1%}"
+    )
 
 
 def fit(ids_file, models, seeds, epochs, batch_size, learning_rate, patience, results):
@@ -94,27 +101,50 @@ def fit(ids_file, models, seeds, epochs, batch_size, learning_rate, patience, re
             if spec.is_hierarchical(options):
                 raise SystemExit(f"error: {name} reads (sentences, words) ids; this script gives flat ids")
             keras.utils.set_random_seed(seed)
-            model = spec.build(num_classes, vocabulary_size=len(matrix), sequence_length=length,
-                               **{**spec.preset_arguments("paper"), **options, spec.embedding_size_argument: matrix.shape[1]})
+            model = spec.build(
+                num_classes,
+                vocabulary_size=len(matrix),
+                sequence_length=length,
+                **{**spec.preset_arguments("paper"), **options, spec.embedding_size_argument: matrix.shape[1]},
+            )
             model.get_layer("embedding").embeddings.assign(matrix)
             model = logits_model(model)  # a saturated softmax stops learning on JAX and PyTorch
-            model.compile(keras.optimizers.Adam(learning_rate, global_clipnorm=1.0),
-                          keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-            callbacks = [keras.callbacks.EarlyStopping("val_accuracy", patience=patience, restore_best_weights=True),
-                         keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=1, min_lr=learning_rate / 100)]
+            model.compile(
+                keras.optimizers.Adam(learning_rate, global_clipnorm=1.0),
+                keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"],
+            )
+            callbacks = [
+                keras.callbacks.EarlyStopping("val_accuracy", patience=patience, restore_best_weights=True),
+                keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=1, min_lr=learning_rate / 100),
+            ]
             start = time.perf_counter()
-            history = model.fit(data["train_ids"][fit_rows], data["train_labels"][fit_rows], batch_size=batch_size,
-                                epochs=epochs, callbacks=callbacks, verbose=2,
-                                validation_data=(data["train_ids"][validation_rows],
-                                                 data["train_labels"][validation_rows]))
+            history = model.fit(
+                data["train_ids"][fit_rows],
+                data["train_labels"][fit_rows],
+                batch_size=batch_size,
+                epochs=epochs,
+                callbacks=callbacks,
+                verbose=2,
+                validation_data=(data["train_ids"][validation_rows], data["train_labels"][validation_rows]),
+            )
             seconds = time.perf_counter() - start
             _, accuracy = model.evaluate(data["test_ids"], data["test_labels"], batch_size=256, verbose=0)
             validation = history.history["val_accuracy"]
-            result = {"dataset": str(data["dataset"]), "model": f"{row}+paper_w2v@{length}", "seed": seed,
-                      "accuracy": float(accuracy), "validation_accuracy": float(max(validation)),
-                      "best_epoch": int(np.argmax(validation)), "epochs_trained": len(validation),
-                      "train_seconds": seconds, "parameters": int(model.count_params()), "device": device,
-                      "batch_size": batch_size, "loss_on": "logits"}
+            result = {
+                "dataset": str(data["dataset"]),
+                "model": f"{row}+paper_w2v@{length}",
+                "seed": seed,
+                "accuracy": float(accuracy),
+                "validation_accuracy": float(max(validation)),
+                "best_epoch": int(np.argmax(validation)),
+                "epochs_trained": len(validation),
+                "train_seconds": seconds,
+                "parameters": int(model.count_params()),
+                "device": device,
+                "batch_size": batch_size,
+                "loss_on": "logits",
+            }
             print(json.dumps(result), flush=True)
             with open(results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(result) + "\n")
@@ -150,8 +180,16 @@ def main(argv=None):
     elif args.step == "encode":
         encode(args.dataset, args.data_dir, args.length, args.dimension, args.output)
     elif args.step == "fit":
-        fit(args.ids, args.models, args.seeds, args.epochs, args.batch_size, args.learning_rate, args.patience,
-            args.results)
+        fit(
+            args.ids,
+            args.models,
+            args.seeds,
+            args.epochs,
+            args.batch_size,
+            args.learning_rate,
+            args.patience,
+            args.results,
+        )
     else:
         parser.error("give a step (encode or fit) or --quick")
 

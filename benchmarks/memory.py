@@ -59,12 +59,28 @@ def measure(loader, data, output, quick):
     """Train once in this process; print the measurement as JSON."""
     from keras_textattn.training import train
 
-    metrics = train("scalable_attention", str(data), str(output), epochs=1, sequence_length=64 if quick else 128,
-                    batch_size=64, model_kwargs=MODEL, stream=True if loader == "streamed" else None, verbose=0)
-    print(json.dumps({"loader": loader, "rows": metrics["rows"]["train"] + metrics["rows"]["validation"],
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "examples_per_second": metrics["examples_per_second"],
-                      "validation_accuracy": metrics["accuracy"]["validation"]}))
+    metrics = train(
+        "scalable_attention",
+        str(data),
+        str(output),
+        epochs=1,
+        sequence_length=64 if quick else 128,
+        batch_size=64,
+        model_kwargs=MODEL,
+        stream=True if loader == "streamed" else None,
+        verbose=0,
+    )
+    print(
+        json.dumps(
+            {
+                "loader": loader,
+                "rows": metrics["rows"]["train"] + metrics["rows"]["validation"],
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "examples_per_second": metrics["examples_per_second"],
+                "validation_accuracy": metrics["accuracy"]["validation"],
+            }
+        )
+    )
 
 
 def vocabulary_overlap(source, sizes=(2500, 5000, 10000, 20000)):
@@ -88,8 +104,9 @@ def vocabulary_overlap(source, sizes=(2500, 5000, 10000, 20000)):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA",
-                                                                                            DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA))
+    )
     parser.add_argument("--output-dir", type=pathlib.Path, default=HERE / "results")
     parser.add_argument("--quick", action="store_true", help="every 12th review (2,084) instead of all 25,000")
     parser.add_argument("--one", nargs=3, metavar=("LOADER", "DATA", "OUTPUT"), help=argparse.SUPPRESS)
@@ -112,22 +129,33 @@ def main():
         for scale in args.scales:
             shards, single = make_inputs(source, folder, scale)
             for loader, data in (("streamed", shards), ("in_memory", single)):
-                run = subprocess.run([sys.executable, __file__, "--one", loader, str(data), str(folder / f"run-{loader}-{scale}")]
-                                     + (["--quick"] if args.quick else []), capture_output=True, text=True)
+                run = subprocess.run(
+                    [sys.executable, __file__, "--one", loader, str(data), str(folder / f"run-{loader}-{scale}")]
+                    + (["--quick"] if args.quick else []),
+                    capture_output=True,
+                    text=True,
+                )
                 if run.returncode:
                     sys.exit(f"{loader} at {scale}x failed:\n{run.stderr[-3000:]}")
                 result = {"scale": scale, **json.loads(run.stdout.strip().splitlines()[-1])}
                 print(json.dumps(result), flush=True)
                 results.append(result)
-    overlap = vocabulary_overlap(args.data_dir / "imdb" / "train.csv.gz", (1000,) if args.quick else
-                                 (2500, 5000, 10000, 20000))
+    overlap = vocabulary_overlap(
+        args.data_dir / "imdb" / "train.csv.gz", (1000,) if args.quick else (2500, 5000, 10000, 20000)
+    )
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    report = {"command": " ".join(["python", "benchmarks/memory.py", *sys.argv[1:]]),
-              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "results": results,
-              "vocabulary_overlap": overlap}
+    report = {
+        "command": " ".join(["python", "benchmarks/memory.py", *sys.argv[1:]]),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "results": results,
+        "vocabulary_overlap": overlap,
+    }
     (args.output_dir / "memory.json").write_text(json.dumps(report, indent=1))
-    text = table(results) + "\n| adapt rows (of 25,000) | share of the whole-file vocabulary |\n|---|---|\n" + "".join(
-        f"| {rows:,} | {share:.3f} |\n" for rows, share in overlap.items())
+    text = (
+        table(results)
+        + "\n| adapt rows (of 25,000) | share of the whole-file vocabulary |\n|---|---|\n"
+        + "".join(f"| {rows:,} | {share:.3f} |\n" for rows, share in overlap.items())
+    )
     (args.output_dir / "memory.md").write_text(text)
     print(text)
 
@@ -138,8 +166,10 @@ def table(results):
     for loader in ("streamed", "in_memory"):
         mine = [r for r in results if r["loader"] == loader]
         for result in mine:
-            lines.append(f"| {loader} | {result['scale']}x | {result['rows']:,} | {result['peak_rss_mb']:.0f} | "
-                         f"{result['peak_rss_mb'] / mine[0]['peak_rss_mb']:.2f}x | {result['examples_per_second']:.0f} |")
+            lines.append(
+                f"| {loader} | {result['scale']}x | {result['rows']:,} | {result['peak_rss_mb']:.0f} | "
+                f"{result['peak_rss_mb'] / mine[0]['peak_rss_mb']:.2f}x | {result['examples_per_second']:.0f} |"
+            )
     return "\n".join(lines) + "\n"
 
 

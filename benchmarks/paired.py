@@ -19,9 +19,8 @@ import pathlib
 import sys
 import tempfile
 
-import numpy as np
-
 import accuracy
+import numpy as np
 
 
 def compare(ours, theirs):
@@ -40,16 +39,27 @@ def tfidf_right(dataset):
     accuracy.py's `load`."""
     train_texts, train_labels = accuracy.texts_and_labels(dataset["train"])
     test_texts, test_labels = accuracy.texts_and_labels(dataset["test"])
-    return test_texts, test_labels, accuracy.tfidf_classifier(train_texts, train_labels, 0).predict(test_texts) == test_labels
+    return (
+        test_texts,
+        test_labels,
+        accuracy.tfidf_classifier(train_texts, train_labels, 0).predict(test_texts) == test_labels,
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=pathlib.Path,
-                        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir",
+        type=pathlib.Path,
+        default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)),
+    )
     parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="ag_news")
-    parser.add_argument("--model", choices=list(accuracy.TRAINED), default="scalable_attention+defaults",
-                        help="a row of accuracy.py run through train()")
+    parser.add_argument(
+        "--model",
+        choices=list(accuracy.TRAINED),
+        default="scalable_attention+defaults",
+        help="a row of accuracy.py run through train()",
+    )
     parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0, 1, 2])
     parser.add_argument("--max-tokens", type=int, default=accuracy.VOCABULARY, help="as accuracy.py's")
     parser.add_argument("--quick", action="store_true", help="smoke check: TREC, scalable_attention+defaults, seed 0")
@@ -65,15 +75,23 @@ def main(argv=None):
     for seed in args.seeds:
         row, _ = accuracy.trained_row(args.data_dir, args.model, args.dataset, seed)
         with tempfile.TemporaryDirectory() as folder:
-            result = accuracy.run_train(data_files=accuracy.files(args.data_dir, args.dataset),
-                                        length=accuracy.DATASETS[args.dataset][2], seed=seed,
-                                        max_tokens=args.max_tokens, keep=folder, **row)
+            result = accuracy.run_train(
+                data_files=accuracy.files(args.data_dir, args.dataset),
+                length=accuracy.DATASETS[args.dataset][2],
+                seed=seed,
+                max_tokens=args.max_tokens,
+                keep=folder,
+                **row,
+            )
             probabilities = Classifier(os.path.join(folder, "run")).probabilities(test_texts)
         ours = np.argmax(probabilities, axis=-1) == test_labels
         only_ours, only_linear, p = compare(ours, linear)
-        print(f"seed {seed}: {args.model} {ours.mean():.4f} (its run: {result['accuracy']:.4f}), "
-              f"{ours.mean() - linear.mean():+.4f}; right where TF-IDF + LR is wrong: {only_ours}, the other way: "
-              f"{only_linear}; McNemar exact p = {p:.3f}", flush=True)
+        print(
+            f"seed {seed}: {args.model} {ours.mean():.4f} (its run: {result['accuracy']:.4f}), "
+            f"{ours.mean() - linear.mean():+.4f}; right where TF-IDF + LR is wrong: {only_ours}, the other way: "
+            f"{only_linear}; McNemar exact p = {p:.3f}",
+            flush=True,
+        )
     return 0
 
 

@@ -61,14 +61,20 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         vars(args).update(QUICK)
-    print("| model | paper parameters | cpu parameters | paper ex/s | cpu ex/s | cpu / paper | "
-          "IMDB epoch, paper (min) | IMDB epoch, cpu (min) |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| model | paper parameters | cpu parameters | paper ex/s | cpu ex/s | cpu / paper | "
+        "IMDB epoch, paper (min) | IMDB epoch, cpu (min) |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
     for name in args.models:
         (paper, paper_parameters), (cpu, cpu_parameters) = (
             examples_per_second(SPECS[name], preset, args.length, args.batch_size, args.steps, args.seconds)
-            for preset in ("paper", "cpu"))
-        print(f"| {name} | {paper_parameters:,} | {cpu_parameters:,} | {paper:.0f} | {cpu:.0f} | {cpu / paper:.1f}x "
-              f"| {IMDB_TRAINING_TEXTS / paper / 60:.1f} | {IMDB_TRAINING_TEXTS / cpu / 60:.1f} |", flush=True)
+            for preset in ("paper", "cpu")
+        )
+        print(
+            f"| {name} | {paper_parameters:,} | {cpu_parameters:,} | {paper:.0f} | {cpu:.0f} | {cpu / paper:.1f}x "
+            f"| {IMDB_TRAINING_TEXTS / paper / 60:.1f} | {IMDB_TRAINING_TEXTS / cpu / 60:.1f} |",
+            flush=True,
+        )
     return 0
 
 

@@ -71,8 +71,16 @@ def make_layer(name, width, heads):
 
 
 LAYERS = [
-    BASELINE, "ScalableAttention", "TextAxialSelfAttention", "DualAxialSelfAttention", "ConvMultiheadSelfAttention",
-    "ConvMultiheadTargetAttention", "LAMA", "SemanticSelfAttention", "CascadedSemanticPositional", "MultiQueryAttention",
+    BASELINE,
+    "ScalableAttention",
+    "TextAxialSelfAttention",
+    "DualAxialSelfAttention",
+    "ConvMultiheadSelfAttention",
+    "ConvMultiheadTargetAttention",
+    "LAMA",
+    "SemanticSelfAttention",
+    "CascadedSemanticPositional",
+    "MultiQueryAttention",
 ]
 QUICK_LAYERS = [BASELINE, "LAMA"]
 
@@ -108,21 +116,28 @@ def _accelerator():
         if device.platform != "gpu":
             return None
         # JAX cannot reset its high-water mark: with lengths ascending it is that length's peak.
-        return Accelerator(device.device_kind, lambda: None,
-                           lambda: (device.memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20)
+        return Accelerator(
+            device.device_kind, lambda: None, lambda: (device.memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20
+        )
     if backend == "torch":
         import torch
 
         if not torch.cuda.is_available():
             return None
-        return Accelerator(torch.cuda.get_device_name(), torch.cuda.reset_peak_memory_stats,
-                           lambda: torch.cuda.max_memory_allocated() / 2**20)
+        return Accelerator(
+            torch.cuda.get_device_name(),
+            torch.cuda.reset_peak_memory_stats,
+            lambda: torch.cuda.max_memory_allocated() / 2**20,
+        )
     import tensorflow as tf
 
     if not tf.config.list_logical_devices("GPU"):
         return None
-    return Accelerator("GPU:0", lambda: tf.config.experimental.reset_memory_stats("GPU:0"),
-                       lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20)
+    return Accelerator(
+        "GPU:0",
+        lambda: tf.config.experimental.reset_memory_stats("GPU:0"),
+        lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20,
+    )
 
 
 def _matmul_flops_per_second(size=1024):
@@ -164,15 +179,27 @@ def measure_layer(name, lengths, batch, width, heads, min_seconds, dtype_policy)
         model = _layer_model(name, length, width, heads)
         infer = _timed(lambda: keras.ops.convert_to_numpy(model.predict_on_batch(x)), min_seconds)
         train = _timed(lambda: model.train_on_batch(x, y), min_seconds)
-        print(json.dumps({
-            "layer": name, "backend": keras.backend.backend(), "length": length, "batch": batch, "width": width,
-            "dtype_policy": dtype_policy,
-            "infer_seconds": infer, "train_seconds": train,
-            "infer_examples_per_second": batch / infer, "train_examples_per_second": batch / train,
-            "peak_rss_mb": _rss_mb() - base_rss, "matmul_flops_per_second": peak,
-            "device": accelerator.name if accelerator else "cpu",
-            "accelerator_peak_mb": accelerator.peak_mb() if accelerator else None,
-        }), flush=True)
+        print(
+            json.dumps(
+                {
+                    "layer": name,
+                    "backend": keras.backend.backend(),
+                    "length": length,
+                    "batch": batch,
+                    "width": width,
+                    "dtype_policy": dtype_policy,
+                    "infer_seconds": infer,
+                    "train_seconds": train,
+                    "infer_examples_per_second": batch / infer,
+                    "train_examples_per_second": batch / train,
+                    "peak_rss_mb": _rss_mb() - base_rss,
+                    "matmul_flops_per_second": peak,
+                    "device": accelerator.name if accelerator else "cpu",
+                    "accelerator_peak_mb": accelerator.peak_mb() if accelerator else None,
+                }
+            ),
+            flush=True,
+        )
 
 
 def count_flops(names, lengths, batch, width, heads):
@@ -216,7 +243,7 @@ def end_to_end(data_dir, models, texts_count, quick):
 
     from keras_textattn import export
     from keras_textattn.datasets import LocalFile
-    from keras_textattn.datasets.loading import read_labelled_texts
+    from keras_textattn.datasets.formats import read_labelled_texts
     from keras_textattn.models import get_spec
     from keras_textattn.run_folder import save_run
     from keras_textattn.text import TextEncoder
@@ -228,20 +255,34 @@ def end_to_end(data_dir, models, texts_count, quick):
         keras.utils.set_random_seed(0)  # the same weights every run: int8's agreement depends on them
         model_name, options = builder_arguments(name)
         spec = get_spec(model_name)
-        encoder = TextEncoder(**spec.encoder_options(None, max_tokens=20000, max_sentences=3,
-                                                     sequence_length=24 if spec.is_hierarchical() else 64,
-                                                     bigram_buckets=20000 if spec.bigrams else 0))
+        encoder = TextEncoder(
+            **spec.encoder_options(
+                None,
+                max_tokens=20000,
+                max_sentences=3,
+                sequence_length=24 if spec.is_hierarchical() else 64,
+                bigram_buckets=20000 if spec.bigrams else 0,
+            )
+        )
         encoder.adapt(train_texts)
-        model = spec.build(4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                           **spec.preset_arguments("cpu"), **options)
+        model = spec.build(
+            4,
+            vocabulary_size=encoder.vocabulary_size(),
+            **spec.shape_arguments(encoder),
+            **spec.preset_arguments("cpu"),
+            **options,
+        )
         model.compile("adam", "sparse_categorical_crossentropy")
         encoded = encoder(tf.constant(texts))
         ids = [e.numpy() for e in encoded] if isinstance(encoded, tuple) else encoded.numpy()
         model.fit(ids, labels, batch_size=32, epochs=1, verbose=0)  # warm-up (tracing)
         start = time.perf_counter()
         model.fit(ids, labels, batch_size=32, epochs=1, verbose=0)
-        row = {"model": name, "parameters": int(model.count_params()),
-               "keras_train_examples_per_second": len(texts) / (time.perf_counter() - start)}
+        row = {
+            "model": name,
+            "parameters": int(model.count_params()),
+            "keras_train_examples_per_second": len(texts) / (time.perf_counter() - start),
+        }
         model.predict(ids, batch_size=64, verbose=0)
         start = time.perf_counter()
         model.predict(ids, batch_size=64, verbose=0)
@@ -254,15 +295,23 @@ def end_to_end(data_dir, models, texts_count, quick):
             batches = [tf.constant(texts[i : i + 64]) for i in range(0, len(texts), 64)]
             seconds = _timed(lambda: [serve(text=b) for b in batches], min_seconds=0.5, max_repeats=5)
             row["saved_model_examples_per_second"] = len(texts) / seconds
-            single = [_timed(lambda t=t: serve(text=tf.constant([t])), min_seconds=0, max_repeats=3)
-                      for t in texts[: 20 if quick else 200]]
-            row["saved_model_latency_ms_p50"], row["saved_model_latency_ms_p99"] = np.percentile(single, [50, 99]) * 1000
+            single = [
+                _timed(lambda t=t: serve(text=tf.constant([t])), min_seconds=0, max_repeats=3)
+                for t in texts[: 20 if quick else 200]
+            ]
+            row["saved_model_latency_ms_p50"], row["saved_model_latency_ms_p99"] = (
+                np.percentile(single, [50, 99]) * 1000
+            )
             row["saved_model_bytes"] = served["size_bytes"]
             for quantization in (None, "dynamic", "int8") if quick else export.QUANTIZATIONS:
                 key = f"tflite_{quantization or 'float32'}"
                 try:
-                    lite = export.tflite(folder / "run", folder / f"tflite-{quantization}", quantization=quantization,
-                                         calibration_texts=train_texts if quantization == "int8" else None)
+                    lite = export.tflite(
+                        folder / "run",
+                        folder / f"tflite-{quantization}",
+                        quantization=quantization,
+                        calibration_texts=train_texts if quantization == "int8" else None,
+                    )
                 except export.RecurrentInt8Error as error:  # LAMA's BiGRU, CSPAN's BiLSTM; any other refusal is raised
                     row[f"{key}_refused"] = str(error)
                     continue
@@ -281,51 +330,82 @@ def _markdown(layer_rows, flops, e2e_rows):
         rows = [r for r in layer_rows if r["backend"] == backend]
         baseline = {r["length"]: r for r in rows if r["layer"] == BASELINE}
         device = rows[0].get("device", "cpu")
-        memory, memory_label = ("peak_rss_mb", "peak RSS MB") if device == "cpu" else ("accelerator_peak_mb", "peak GPU MB")
-        lines += [f"### Layers on {backend} ({device}, {rows[0].get('dtype_policy', 'float32')})", "",
-                  f"| layer | length | train ex/s | infer ex/s | train vs MHA | infer vs MHA "
-                  f"| {memory_label} | GFLOP fwd | % of matmul peak |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        memory, memory_label = (
+            ("peak_rss_mb", "peak RSS MB") if device == "cpu" else ("accelerator_peak_mb", "peak GPU MB")
+        )
+        lines += [
+            f"### Layers on {backend} ({device}, {rows[0].get('dtype_policy', 'float32')})",
+            "",
+            f"| layer | length | train ex/s | infer ex/s | train vs MHA | infer vs MHA "
+            f"| {memory_label} | GFLOP fwd | % of matmul peak |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for r in rows:
             base = baseline.get(r["length"])
             ratio = (lambda key: f"{r[key] / base[key]:.2f}x") if base else (lambda key: "")
             count = flops.get((r["layer"], r["length"]))
             share = f"{100 * count / r['infer_seconds'] / r['matmul_flops_per_second']:.1f}" if count else ""
             lines.append(
-                f"| {r['layer']} | {r['length']} | {r['train_examples_per_second']:.0f} | {r['infer_examples_per_second']:.0f} "
+                f"| {r['layer']} | {r['length']} | {r['train_examples_per_second']:.0f} | "
+                f"{r['infer_examples_per_second']:.0f} "
                 f"| {ratio('train_examples_per_second')} | {ratio('infer_examples_per_second')} | {r[memory]:.0f} "
-                f"| {'' if not count else f'{count / 1e9:.2f}'} | {share} |")
-        lines.append(f"\nDense float32 matmul on this device ({backend}): "
-                     f"{np.median([r['matmul_flops_per_second'] for r in rows]) / 1e9:.0f} GFLOP/s.\n")
+                f"| {'' if not count else f'{count / 1e9:.2f}'} | {share} |"
+            )
+        lines.append(
+            f"\nDense float32 matmul on this device ({backend}): "
+            f"{np.median([r['matmul_flops_per_second'] for r in rows]) / 1e9:.0f} GFLOP/s.\n"
+        )
     if len(backends) > 1:
-        lines += ["### Fastest backend per layer (inference, longest length)", "", "| layer | " + " | ".join(backends) + " | fastest |",
-                  "| --- | " + " | ".join("---:" for _ in backends) + " | --- |"]
+        lines += [
+            "### Fastest backend per layer (inference, longest length)",
+            "",
+            "| layer | " + " | ".join(backends) + " | fastest |",
+            "| --- | " + " | ".join("---:" for _ in backends) + " | --- |",
+        ]
         longest = max(r["length"] for r in layer_rows)
         for layer in dict.fromkeys(r["layer"] for r in layer_rows):
-            speeds = {r["backend"]: r["infer_examples_per_second"] for r in layer_rows if r["layer"] == layer and r["length"] == longest}
+            speeds = {
+                r["backend"]: r["infer_examples_per_second"]
+                for r in layer_rows
+                if r["layer"] == layer and r["length"] == longest
+            }
             if speeds:
-                lines.append(f"| {layer} | " + " | ".join(f"{speeds[b]:.0f}" if b in speeds else "" for b in backends)
-                             + f" | {max(speeds, key=speeds.get)} |")
+                lines.append(
+                    f"| {layer} | "
+                    + " | ".join(f"{speeds[b]:.0f}" if b in speeds else "" for b in backends)
+                    + f" | {max(speeds, key=speeds.get)} |"
+                )
         lines.append("")
     if e2e_rows:
-        lines += ["### End to end (TensorFlow, AG News texts, 64 tokens)", "",
-                  "| model | parameters | Keras train ex/s | Keras infer ex/s | SavedModel ex/s | SavedModel p50 / p99 ms | SavedModel MB "
-                  "| TFLite float32 MB, p50 / p99 ms | TFLite dynamic MB, p50 / p99 ms | TFLite float16 MB, p50 / p99 ms "
-                  "| TFLite int8 MB, p50 / p99 ms, argmax agreement |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "### End to end (TensorFlow, AG News texts, 64 tokens)",
+            "",
+            "| model | parameters | Keras train ex/s | Keras infer ex/s | SavedModel ex/s | SavedModel p50 / p99 ms "
+            "| SavedModel MB "
+            "| TFLite float32 MB, p50 / p99 ms | TFLite dynamic MB, p50 / p99 ms | TFLite float16 MB, p50 / p99 ms "
+            "| TFLite int8 MB, p50 / p99 ms, argmax agreement |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for r in e2e_rows:
+
             def lite(key):
                 if f"{key}_bytes" not in r:
                     return "refused (recurrent)" if f"{key}_refused" in r else ""
                 agreement = f", agrees {r[f'{key}_argmax_agreement']:.3f}" if f"{key}_argmax_agreement" in r else ""
-                return (f"{r[f'{key}_bytes'] / 1e6:.2f}, {r[f'{key}_latency_ms_p50']:.2f} / "
-                        f"{r[f'{key}_latency_ms_p99']:.2f}{agreement}")
+                return (
+                    f"{r[f'{key}_bytes'] / 1e6:.2f}, {r[f'{key}_latency_ms_p50']:.2f} / "
+                    f"{r[f'{key}_latency_ms_p99']:.2f}{agreement}"
+                )
 
             lines.append(
-                f"| {r['model']} | {r['parameters']:,} | {r['keras_train_examples_per_second']:.0f} | {r['keras_infer_examples_per_second']:.0f} "
-                f"| {r['saved_model_examples_per_second']:.0f} | {r['saved_model_latency_ms_p50']:.1f} / {r['saved_model_latency_ms_p99']:.1f} "
-                f"| {r['saved_model_bytes'] / 1e6:.2f} | {lite('tflite_float32')} | {lite('tflite_dynamic')} | {lite('tflite_float16')} "
-                f"| {lite('tflite_int8')} |")
+                f"| {r['model']} | {r['parameters']:,} | {r['keras_train_examples_per_second']:.0f} | "
+                f"{r['keras_infer_examples_per_second']:.0f} "
+                f"| {r['saved_model_examples_per_second']:.0f} | {r['saved_model_latency_ms_p50']:.1f} / "
+                f"{r['saved_model_latency_ms_p99']:.1f} "
+                f"| {r['saved_model_bytes'] / 1e6:.2f} | {lite('tflite_float32')} | {lite('tflite_dynamic')} | "
+                f"{lite('tflite_float16')} "
+                f"| {lite('tflite_int8')} |"
+            )
     return "\n".join(lines)
 
 
@@ -339,10 +419,17 @@ def _plot(layer_rows, path):
     backends = {r["backend"] for r in layer_rows}
     backend = "tensorflow" if "tensorflow" in backends else min(backends)
     for layer in dict.fromkeys(r["layer"] for r in layer_rows):
-        rows = sorted((r for r in layer_rows if r["layer"] == layer and r["backend"] == backend), key=lambda r: r["length"])
+        rows = sorted(
+            (r for r in layer_rows if r["layer"] == layer and r["backend"] == backend), key=lambda r: r["length"]
+        )
         if rows:
-            axes.loglog([r["length"] for r in rows], [r["infer_seconds"] * 1000 for r in rows], marker="o",
-                        linestyle="--" if layer == BASELINE else "-", label=layer)
+            axes.loglog(
+                [r["length"] for r in rows],
+                [r["infer_seconds"] * 1000 for r in rows],
+                marker="o",
+                linestyle="--" if layer == BASELINE else "-",
+                label=layer,
+            )
     axes.set_xlabel("sequence length (tokens)")
     axes.set_ylabel("inference time per batch (ms)")
     axes.set_title(f"Time against length, log-log ({backend}); slope = scaling exponent")
@@ -359,24 +446,38 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--heads", type=int, default=8)
-    parser.add_argument("--dtype-policy", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"],
-                        help="Keras's dtype policy for the layer measurements (16-bit compute, float32 weights)")
+    parser.add_argument(
+        "--dtype-policy",
+        default="float32",
+        choices=["float32", "mixed_float16", "mixed_bfloat16"],
+        help="Keras's dtype policy for the layer measurements (16-bit compute, float32 weights)",
+    )
     parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false")
     parser.add_argument("--no-layers", dest="measure_layers", action="store_false", help="end to end only")
-    parser.add_argument("--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA)))
+    parser.add_argument(
+        "--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA))
+    )
     parser.add_argument("--output-dir", default="benchmarks/results")
-    parser.add_argument("--min-seconds", type=float, help="time each measurement for at least this long (default 1, --quick 0.1)")
-    parser.add_argument("--quick", action="store_true",
-                        help="MultiHeadAttention and LAMA at lengths 64 and 128, 0.1 s timings; end to end, scalable attention "
-                             "and its float32, dynamic and int8 TFLite models")
+    parser.add_argument(
+        "--min-seconds", type=float, help="time each measurement for at least this long (default 1, --quick 0.1)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="MultiHeadAttention and LAMA at lengths 64 and 128, 0.1 s timings; end to end, scalable attention "
+        "and its float32, dynamic and int8 TFLite models",
+    )
     parser.add_argument("--worker", choices=["layer", "flops", "end-to-end"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     layers_ = args.layers or (QUICK_LAYERS if args.quick else LAYERS)
     lengths = args.lengths or ([64, 128] if args.quick else [64, 128, 256, 512, 1024])
     sizes = [str(args.batch), str(args.width), str(args.heads)]
     min_seconds = args.min_seconds if args.min_seconds is not None else (0.1 if args.quick else 1.0)
-    e2e_models = ["scalable_attention"] if args.quick else ["scalable_attention", "dual_axial", "hcan", "hcan_ln1e-3",
-                                                             "lama", "cspan"]
+    e2e_models = (
+        ["scalable_attention"]
+        if args.quick
+        else ["scalable_attention", "dual_axial", "hcan", "hcan_ln1e-3", "lama", "cspan"]
+    )
     if args.worker == "layer":
         return measure_layer(layers_[0], lengths, args.batch, args.width, args.heads, min_seconds, args.dtype_policy)
     if args.worker == "flops":
@@ -384,16 +485,31 @@ def main(argv=None):
     if args.worker == "end-to-end":
         return end_to_end(args.data_dir, e2e_models, 256 if args.quick else 2048, args.quick)
 
-    common = ["--lengths", *map(str, lengths), "--batch", sizes[0], "--width", sizes[1], "--heads", sizes[2],
-              "--min-seconds", str(min_seconds)]
+    common = [
+        "--lengths",
+        *map(str, lengths),
+        "--batch",
+        sizes[0],
+        "--width",
+        sizes[1],
+        "--heads",
+        sizes[2],
+        "--min-seconds",
+        str(min_seconds),
+    ]
     layer_rows = []
     for backend in args.backend if args.measure_layers else []:
         for layer in layers_:
             print(f"{backend}: {layer} at lengths {lengths}", flush=True)
-            rows = _run_worker(backend, ["--worker", "layer", "--layers", layer, "--dtype-policy", args.dtype_policy, *common])
+            rows = _run_worker(
+                backend, ["--worker", "layer", "--layers", layer, "--dtype-policy", args.dtype_policy, *common]
+            )
             for r in rows:
-                print(f"  {r['length']:5d}: train {r['train_examples_per_second']:8.0f} ex/s, "
-                      f"infer {r['infer_examples_per_second']:8.0f} ex/s, peak {r['peak_rss_mb']:.0f} MB", flush=True)
+                print(
+                    f"  {r['length']:5d}: train {r['train_examples_per_second']:8.0f} ex/s, "
+                    f"infer {r['infer_examples_per_second']:8.0f} ex/s, peak {r['peak_rss_mb']:.0f} MB",
+                    flush=True,
+                )
             layer_rows += rows
     flops = {}
     if args.measure_layers and importlib.util.find_spec("jax"):
@@ -405,15 +521,25 @@ def main(argv=None):
     if args.end_to_end:
         if (args.data_dir / "ag_news").is_dir():
             print(f"end to end: {', '.join(e2e_models)}", flush=True)
-            e2e_rows = _run_worker("tensorflow", ["--worker", "end-to-end", "--data-dir", str(args.data_dir)]
-                                   + (["--quick"] if args.quick else []))
+            e2e_rows = _run_worker(
+                "tensorflow",
+                ["--worker", "end-to-end", "--data-dir", str(args.data_dir)] + (["--quick"] if args.quick else []),
+            )
         else:
             print(f"end to end skipped: no AG News at {args.data_dir} (set KERAS_TEXTATTN_DATA)", flush=True)
     os.makedirs(args.output_dir, exist_ok=True)
     table = _markdown(layer_rows, flops, e2e_rows)
     with open(os.path.join(args.output_dir, "throughput.json"), "w", encoding="utf-8") as handle:
-        json.dump({"layers": layer_rows, "flops": [{"layer": k[0], "length": k[1], "flops": v} for k, v in flops.items()],
-                   "end_to_end": e2e_rows, "arguments": vars(args) | {"data_dir": str(args.data_dir)}}, handle, indent=1)
+        json.dump(
+            {
+                "layers": layer_rows,
+                "flops": [{"layer": k[0], "length": k[1], "flops": v} for k, v in flops.items()],
+                "end_to_end": e2e_rows,
+                "arguments": vars(args) | {"data_dir": str(args.data_dir)},
+            },
+            handle,
+            indent=1,
+        )
     with open(os.path.join(args.output_dir, "throughput.md"), "w", encoding="utf-8") as handle:
         handle.write(table + "\n")
     if layer_rows:

@@ -29,33 +29,59 @@ ENCODER_LENGTHS = ("sequence_length", "max_sentences")
 
 def parse_args(description, default_output):
     # Dedented as Python 3.13 compiles docstrings, so that --help reads the same on every Python.
-    parser = argparse.ArgumentParser(description=inspect.cleandoc(description),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     allow_abbrev=False)  # options in full, as keras-textattn takes them
-    parser.add_argument("--data", type=path_argument,
-                        help="a local CSV file (header label,text) instead of downloading the TFDS dataset")
-    parser.add_argument("--test-data", type=path_argument,
-                        help="a local test file (same format as --data unless the example says otherwise)")
+    parser = argparse.ArgumentParser(
+        description=inspect.cleandoc(description),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )  # options in full, as keras-textattn takes them
+    parser.add_argument(
+        "--data",
+        type=path_argument,
+        help="a local CSV file (header label,text) instead of downloading the TFDS dataset",
+    )
+    parser.add_argument(
+        "--test-data",
+        type=path_argument,
+        help="a local test file (same format as --data unless the example says otherwise)",
+    )
     parser.add_argument("--output", type=path_argument, default=default_output, help="the run folder")
     parser.add_argument("--epochs", type=int, help="default: the example's (also each search trial's, when given)")
     parser.add_argument("--batch-size", type=int, help="global (default: the paper's; 32 where it gives none)")
     parser.add_argument("--small", action="store_true", help="CPU-sized model (--preset cpu) and texts")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)")
-    parser.add_argument("--tune", type=path_argument, metavar="CONFIG",
-                        help="search hyperparameters first with this tuner config (a YAML file, or a model name for "
-                             "its shipped one, e.g. lama) in OUTPUT-search/, then train with the best")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing run and export (a rerun resumes the search)"
+    )
+    parser.add_argument(
+        "--tune",
+        type=path_argument,
+        metavar="CONFIG",
+        help="search hyperparameters first with this tuner config (a YAML file, or a model name for "
+        "its shipped one, e.g. lama) in OUTPUT-search/, then train with the best",
+    )
     parser.add_argument("--tune-trials", type=int, help="search trials (default: the config's)")
-    parser.add_argument("--distribute", choices=["none", "mirrored", "multi-worker", "ray"], default="none",
-                        help="the tf.distribute strategy of the training, or ray: --workers processes started by "
-                             "Ray Train (see README)")
+    parser.add_argument(
+        "--distribute",
+        choices=["none", "mirrored", "multi-worker", "ray"],
+        default="none",
+        help="the tf.distribute strategy of the training, or ray: --workers processes started by "
+        "Ray Train (see README)",
+    )
     parser.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
-    parser.add_argument("--cpu-devices", type=int,
-                        help="with --distribute mirrored: split the CPU into N devices (mirrored without GPUs)")
-    parser.add_argument("--dtype-policy", choices=DTYPE_POLICIES,
-                        help="mixed precision for GPUs and TPUs (default: float32)")
-    parser.add_argument("--export", type=path_argument, metavar="DIR",
-                        help="then export the run: DIR/saved_model (TF Serving) and DIR/tflite (LiteRT), each verified "
-                             "against the Keras model")
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        help="with --distribute mirrored: split the CPU into N devices (mirrored without GPUs)",
+    )
+    parser.add_argument(
+        "--dtype-policy", choices=DTYPE_POLICIES, help="mixed precision for GPUs and TPUs (default: float32)"
+    )
+    parser.add_argument(
+        "--export",
+        type=path_argument,
+        metavar="DIR",
+        help="then export the run: DIR/saved_model (TF Serving) and DIR/tflite (LiteRT), each verified "
+        "against the Keras model",
+    )
     return parser.parse_args()
 
 
@@ -117,7 +143,9 @@ def _search_train_export(args, model, model_kwargs, data, epochs, train_kwargs):
 
         for name, write in (("saved_model", export.saved_model), ("tflite", export.tflite)):
             report = write(args.output, os.path.join(args.export, name), overwrite=args.overwrite)
-            print(f"Exported {name}: {report['path']} (verified: largest difference {report['max_abs_difference']:.2g})")
+            print(
+                f"Exported {name}: {report['path']} (verified: largest difference {report['max_abs_difference']:.2g})"
+            )
     return metrics
 
 
@@ -146,9 +174,18 @@ def _search(args, model, data, train_kwargs):
     config.encoder.update({name: train_kwargs[name] for name in ENCODER_LENGTHS if name in train_kwargs})
     directory = args.output.rstrip("/") + "-search"
     options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
-    rows = tune(config, data, directory, preset="cpu" if args.small else "paper", max_trials=args.tune_trials,
-                epochs=args.epochs, dtype_policy=args.dtype_policy, verbose=progress_verbosity(),
-                **search_embeddings(model, args.small, train_kwargs), **options)
+    rows = tune(
+        config,
+        data,
+        directory,
+        preset="cpu" if args.small else "paper",
+        max_trials=args.tune_trials,
+        epochs=args.epochs,
+        dtype_policy=args.dtype_policy,
+        verbose=progress_verbosity(),
+        **search_embeddings(model, args.small, train_kwargs),
+        **options,
+    )
     with open(os.path.join(directory, "best", "metrics.json")) as handle:
         best = json.load(handle)["model_kwargs"]
     print(f"Search: {len(rows)} trials in {directory}; training with the best: {best}")
@@ -161,5 +198,7 @@ def search_embeddings(model, small, train_kwargs):
     from keras_textattn.models import get_spec
 
     preset = get_spec(model).training_defaults("cpu" if small else "paper")
-    return {"embeddings": train_kwargs.get("embeddings", preset.get("embeddings")),
-            "freeze_embeddings": train_kwargs.get("freeze_embeddings", False)}
+    return {
+        "embeddings": train_kwargs.get("embeddings", preset.get("embeddings")),
+        "freeze_embeddings": train_kwargs.get("freeze_embeddings", False),
+    }

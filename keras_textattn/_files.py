@@ -9,7 +9,6 @@ import tempfile
 
 from keras_textattn.errors import UserError
 
-
 # A write refused for want of room: the disk is full (ENOSPC), or the user's quota on it is
 # used up (EDQUOT: shared clusters; the file system's free space does not show it).
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -91,8 +90,10 @@ def refuse_overlap(source, target):
     (writing it would destroy the source)."""
     source, target = os.path.realpath(source), os.path.realpath(target)
     if source == target or target.startswith(source + os.sep) or source.startswith(target + os.sep):
-        raise UserError(f"the output {target} is, contains or lies inside the run folder {source}; "
-                         "choose an output outside the run folder")
+        raise UserError(
+            f"the output {target} is, contains or lies inside the run folder {source}; "
+            "choose an output outside the run folder"
+        )
 
 
 def recover_folder_swap(path):
@@ -153,9 +154,11 @@ def check_output(path, overwrite, entries, source=None):
     if os.path.isdir(path):
         foreign = sorted(name for name in os.listdir(path) if name not in entries)
         if foreign:
-            raise UserError(f"{os.path.abspath(path)} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}, "
-                            "which this command does not write; --overwrite replaces only an earlier output of it, "
-                            "nothing was changed: choose another output")
+            raise UserError(
+                f"{os.path.abspath(path)} holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}, "
+                "which this command does not write; --overwrite replaces only an earlier output of it, "
+                "nothing was changed: choose another output"
+            )
 
 
 def check_path(path, name="the output"):
@@ -179,13 +182,17 @@ def refuse_writing_over(path, reads):
     reads: with --overwrite, `predict --data x.csv --output x.csv` replaced the texts with their labels."""
     for read in reads:
         if os.path.exists(path) and os.path.exists(read) and os.path.samefile(path, read):
-            raise UserError(f"{os.path.abspath(path)} is a file this command reads (--data); give another path to write")
+            raise UserError(
+                f"{os.path.abspath(path)} is a file this command reads (--data); give another path to write"
+            )
 
 
 def refuse_existing(path, overwrite):
     """`FileExistsError` if `path` exists and `overwrite` is False."""
     if os.path.exists(path) and not overwrite:
-        raise FileExistsError(f"{os.path.abspath(path)} already exists; pass overwrite=True (--overwrite) to replace it")
+        raise FileExistsError(
+            f"{os.path.abspath(path)} already exists; pass overwrite=True (--overwrite) to replace it"
+        )
 
 
 def write_folder_atomically(path, write, entries, overwrite=False):
@@ -194,8 +201,8 @@ def write_folder_atomically(path, write, entries, overwrite=False):
     The temporary folder is a hidden sibling of `path` (same file system, so the
     rename is atomic) and is removed if `write` fails or the process is stopped
     with an exception. An existing `path` is refused unless `overwrite` and it holds only
-    `entries` (`check_output`); it is then replaced only once the new folder is complete, by two renames that the next call
-    finishes or rolls back if a kill falls between them (`recover_folder_swap`).
+    `entries` (`check_output`); it is then replaced only once the new folder is complete, by two
+    renames that the next call finishes or rolls back if a kill falls between them (`recover_folder_swap`).
     The folder is locked (`locked`) meanwhile.
 
     Raises:

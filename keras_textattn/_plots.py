@@ -6,8 +6,18 @@ import contextlib
 # After DejaVu Sans, for the characters it lacks (matplotlib falls back font by font, character
 # by character): CJK fonts of Linux, macOS and Windows, those installed. Without one, matplotlib
 # warns that the glyphs are missing and draws boxes (Debian: `apt-get install fonts-wqy-microhei`).
-CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei",
-             "Droid Sans Fallback", "Hiragino Sans", "PingFang SC", "Microsoft YaHei", "Malgun Gothic")
+CJK_FONTS = (
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Source Han Sans",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "Hiragino Sans",
+    "PingFang SC",
+    "Microsoft YaHei",
+    "Malgun Gothic",
+)
 
 
 def fonts():

@@ -1,9 +1,7 @@
 """The exception type for a user's mistakes and the checks that raise it (defined in
 `keras_textattn_config.checks`, which imports no TensorFlow), and the checks of texts and answers."""
 
-
 import numpy as np
-
 
 from keras_textattn_config.checks import SEEDS  # noqa: F401 (re-exported)
 from keras_textattn_config.checks import UserError
@@ -44,6 +42,8 @@ def check_answered(probabilities, texts, who):
     if unanswered.any():
         first = texts[int(np.argmax(unanswered))]
         first = first.decode("utf-8", "replace") if isinstance(first, bytes) else first
-        raise UserError(f"{who} gives no probabilities (NaN) for {int(unanswered.sum())} of the {len(texts)} texts, "
-                        f"the first {first!r:.60}: its weights are not numbers (a run that diverged) or its model "
-                        "averages over no tokens (an empty text)")
+        raise UserError(
+            f"{who} gives no probabilities (NaN) for {int(unanswered.sum())} of the {len(texts)} texts, "
+            f"the first {first!r:.60}: its weights are not numbers (a run that diverged) or its model "
+            "averages over no tokens (an empty text)"
+        )

@@ -22,18 +22,18 @@ import tensorflow as tf
 from keras_textattn import _plots
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
-from keras_textattn._files import locked
-from keras_textattn._files import refuse_writing_over
 from keras_textattn._files import check_output_file
 from keras_textattn._files import check_path
+from keras_textattn._files import locked
+from keras_textattn._files import refuse_writing_over
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_folder_atomically
 from keras_textattn._scores import macro_f1
-from keras_textattn.datasets.loading import DataError
-from keras_textattn.datasets.loading import LocalFile
-from keras_textattn.datasets.loading import id_column_of
-from keras_textattn.datasets.loading import read_labelled_texts
-from keras_textattn.datasets.loading import text_batches
+from keras_textattn.datasets.formats import DataError
+from keras_textattn.datasets.formats import LocalFile
+from keras_textattn.datasets.formats import id_column_of
+from keras_textattn.datasets.formats import read_labelled_texts
+from keras_textattn.datasets.formats import text_batches
 from keras_textattn.datasets.streaming import each_file
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
@@ -72,8 +72,10 @@ class Classifier:
             raise UserError("no run to classify with: give a run folder (or its export), or a list of them")
         members = [_load_member(os.fspath(member)) for member in paths]
         self.label_names = members[0][1]
-        columns = [class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
-                   for member, (_, names) in zip(paths, members)]
+        columns = [
+            class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
+            for member, (_, names) in zip(paths, members)
+        ]
         self._members = [(probabilities, order) for (probabilities, _), order in zip(members, columns)]
         self._paths = [os.fspath(member) for member in paths]
 
@@ -95,10 +97,17 @@ class Classifier:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
-        members = np.stack([
-            np.concatenate([np.asarray(probabilities(texts[start:start + batch_size]), "float32")[:, order]
-                            for start in range(0, len(texts), batch_size)])
-            for probabilities, order in self._members])
+        members = np.stack(
+            [
+                np.concatenate(
+                    [
+                        np.asarray(probabilities(texts[start : start + batch_size]), "float32")[:, order]
+                        for start in range(0, len(texts), batch_size)
+                    ]
+                )
+                for probabilities, order in self._members
+            ]
+        )
         for path, answers in zip(self._paths, members):
             check_answered(answers, texts, path)
         return members
@@ -118,22 +127,32 @@ class Classifier:
 def _load_member(path):
     """`(texts -> probabilities, label names)` of one run folder, SavedModel or TFLite folder (or
     the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` file)."""
-    if os.path.isfile(path) and (path.endswith(".tflite") or os.path.basename(path) in ("model.keras", "saved_model.pb")):
+    if os.path.isfile(path) and (
+        path.endswith(".tflite") or os.path.basename(path) in ("model.keras", "saved_model.pb")
+    ):
         path = os.path.dirname(path) or "."
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        serve = _read_export_file(path, "the SavedModel (saved_model.pb, variables/)",
-                                  lambda: tf.saved_model.load(path).signatures["serving_default"])
-        return (lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
-                _read_labels(path, SAVED_MODEL_LABELS))
+        serve = _read_export_file(
+            path,
+            "the SavedModel (saved_model.pb, variables/)",
+            lambda: tf.saved_model.load(path).signatures["serving_default"],
+        )
+        return (
+            lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
+            _read_labels(path, SAVED_MODEL_LABELS),
+        )
     if os.path.isfile(os.path.join(path, "model.tflite")):
         from keras_textattn.export.client import ClientTokenizer
         from keras_textattn.export.tflite import signature_runner
 
         tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
-        runner = _read_export_file(path, "model.tflite",
-                                   lambda: signature_runner(model_path=os.path.join(path, "model.tflite")))
-        return (lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
-                _read_labels(path, "labels.json"))
+        runner = _read_export_file(
+            path, "model.tflite", lambda: signature_runner(model_path=os.path.join(path, "model.tflite"))
+        )
+        return (
+            lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
+            _read_labels(path, "labels.json"),
+        )
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
@@ -144,8 +163,10 @@ def _load_member(path):
 def _read_labels(folder, name):
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
-        raise RunError(f"{folder} has no {name}: it is not an export of keras-textattn, or one of an older version; "
-                       "export the run again (keras-textattn export)")
+        raise RunError(
+            f"{folder} has no {name}: it is not an export of keras-textattn, or one of an older version; "
+            "export the run again (keras-textattn export)"
+        )
 
     def read():
         with open(path, encoding="utf-8") as handle:
@@ -177,8 +198,20 @@ def predict(run, texts, *, top_k=1, batch_size=256):
     return Classifier(run).predict(texts, top_k=top_k, batch_size=batch_size)
 
 
-def predict_file(run, data, output, *, text_column="text", id_column=None, header=True, delimiter=None, top_k=1,
-                 batch_size=256, overwrite=False, verbose=1):
+def predict_file(
+    run,
+    data,
+    output,
+    *,
+    text_column="text",
+    id_column=None,
+    header=True,
+    delimiter=None,
+    top_k=1,
+    batch_size=256,
+    overwrite=False,
+    verbose=1,
+):
     """Label every row of a CSV/TSV, JSONL or TFRecord file (plain or gzip) and write one row per
     input row, in order.
 
@@ -223,12 +256,18 @@ def predict_file(run, data, output, *, text_column="text", id_column=None, heade
                 for index, row in enumerate(classifier.predict(texts, top_k, batch_size)):
                     identity = None if ids is None else ids[index]
                     if writer:
-                        writer.writerow(([identity] if ids is not None else []) + [row["label"], f"{row['probability']:.6f}"]
-                                        + [value for label, p in row["top"][1:] for value in (label, f"{p:.6f}")])
+                        writer.writerow(
+                            ([identity] if ids is not None else [])
+                            + [row["label"], f"{row['probability']:.6f}"]
+                            + [value for label, p in row["top"][1:] for value in (label, f"{p:.6f}")]
+                        )
                     else:
                         record = {"id": identity} if ids is not None else {}
-                        record.update(label=row["label"], probability=row["probability"],
-                                      top=[[label, p] for label, p in row["top"]])
+                        record.update(
+                            label=row["label"],
+                            probability=row["probability"],
+                            top=[[label, p] for label, p in row["top"]],
+                        )
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += len(texts)
                 if verbose:
@@ -249,9 +288,11 @@ def _carries_ids(files, id_column):
     if len(set(having.values())) > 1:
         with_ids = next(path for path, has in having.items() if has)
         without = next(path for path, has in having.items() if not has)
-        raise UserError(f"{with_ids} has an id column and {without} has none; the output gives every row the same "
-                        "columns: give the files the same columns (an 'id' column in all or in none), or name a "
-                        "column they all have with --id-column")
+        raise UserError(
+            f"{with_ids} has an id column and {without} has none; the output gives every row the same "
+            "columns: give the files the same columns (an 'id' column in all or in none), or name a "
+            "column they all have with --id-column"
+        )
     return any(having.values())
 
 
@@ -269,8 +310,20 @@ def _csv_header(top_k):
     return ["label", "probability"] + [f"{name}_{k}" for k in range(2, top_k + 1) for name in ("label", "probability")]
 
 
-def evaluate(run, data, output, *, text_column="text", label_column="label", header=True, delimiter=None,
-             label_offset=0, batch_size=256, mistakes=20, overwrite=False):
+def evaluate(
+    run,
+    data,
+    output,
+    *,
+    text_column="text",
+    label_column="label",
+    header=True,
+    delimiter=None,
+    label_offset=0,
+    batch_size=256,
+    mistakes=20,
+    overwrite=False,
+):
     """Score a run folder or an export, or a list of them (an ensemble: `Classifier`), on a
     labelled file and write a report folder.
 
@@ -298,8 +351,16 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     classifier = Classifier(run)
     names = classifier.label_names
     texts, labels = [], []
-    for file in each_file(LocalFile(data, text_column=text_column, label_column=label_column, header=header,
-                                    delimiter=delimiter, label_offset=label_offset)):
+    for file in each_file(
+        LocalFile(
+            data,
+            text_column=text_column,
+            label_column=label_column,
+            header=header,
+            delimiter=delimiter,
+            label_offset=label_offset,
+        )
+    ):
         texts_of_file, labels_of_file, _, _ = read_labelled_texts(file)
         texts += texts_of_file
         labels += labels_of_file
@@ -308,7 +369,9 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
     probabilities = np.mean(members, axis=0)
     predicted = probabilities.argmax(-1)
     classes = list(range(len(names)))
-    precision, recall, f1, support = sk.precision_recall_fscore_support(truth, predicted, labels=classes, zero_division=0)
+    precision, recall, f1, support = sk.precision_recall_fscore_support(
+        truth, predicted, labels=classes, zero_division=0
+    )
     confusion = sk.confusion_matrix(truth, predicted, labels=classes)
     scored = set(np.union1d(truth, predicted).tolist())  # the other classes have no rows and no predictions
 
@@ -321,20 +384,33 @@ def evaluate(run, data, output, *, text_column="text", label_column="label", hea
         "accuracy": float(sk.accuracy_score(truth, predicted)),
         "macro_f1": macro_f1(truth, predicted),
         "weighted_f1": float(sk.f1_score(truth, predicted, labels=classes, average="weighted", zero_division=0)),
-        "per_class": {name: {**class_scores(c, p, r, f), "support": int(s)}
-                      for c, name, p, r, f, s in zip(classes, names, precision, recall, f1, support)},
+        "per_class": {
+            name: {**class_scores(c, p, r, f), "support": int(s)}
+            for c, name, p, r, f, s in zip(classes, names, precision, recall, f1, support)
+        },
         "label_names": names,
         "confusion_matrix": confusion.tolist(),
     }
     if len(members) > 1:  # an ensemble: what each run scores alone, to see what averaging them adds
         result["members"] = [
-            {"run": path, "accuracy": float(sk.accuracy_score(truth, member.argmax(-1))),
-             "macro_f1": macro_f1(truth, member.argmax(-1))}
-            for path, member in zip(result["runs"], members)]
+            {
+                "run": path,
+                "accuracy": float(sk.accuracy_score(truth, member.argmax(-1))),
+                "macro_f1": macro_f1(truth, member.argmax(-1)),
+            }
+            for path, member in zip(result["runs"], members)
+        ]
     wrong = np.flatnonzero(predicted != truth)
     worst = wrong[np.argsort(-probabilities[wrong, predicted[wrong]], kind="stable")][:mistakes]
-    confident_mistakes = [{"text": texts[i], "true": names[truth[i]], "predicted": names[predicted[i]],
-                           "probability": float(probabilities[i, predicted[i]])} for i in worst]
+    confident_mistakes = [
+        {
+            "text": texts[i],
+            "true": names[truth[i]],
+            "predicted": names[predicted[i]],
+            "probability": float(probabilities[i, predicted[i]]),
+        }
+        for i in worst
+    ]
 
     def write(folder):
         with open(os.path.join(folder, "metrics.json"), "w", encoding="utf-8") as handle:
@@ -353,8 +429,10 @@ def _label_ids(labels, names, path):
     if all(label.lstrip("-").isdigit() and 0 <= int(label) < len(names) for label in labels):
         return np.array([int(label) for label in labels])
     unknown = sorted({label for label in labels if label not in names})
-    raise DataError(f"{path}: labels the model never saw: {unknown[:5]}{' ...' if len(unknown) > 5 else ''}; "
-                    f"it knows {names} (or ids 0..{len(names) - 1}; --label-offset shifts integer labels)")
+    raise DataError(
+        f"{path}: labels the model never saw: {unknown[:5]}{' ...' if len(unknown) > 5 else ''}; "
+        f"it knows {names} (or ids 0..{len(names) - 1}; --label-offset shifts integer labels)"
+    )
 
 
 def _markdown_cell(text):
@@ -366,32 +444,59 @@ def _markdown_cell(text):
 
 def _report(result, mistakes, run, data):
     names = result["label_names"]
-    lines = [f"# Evaluation of {' + '.join(map(os.fspath, as_paths(run)))} on {data}", "",
-             f"{result['rows']} rows. Accuracy **{result['accuracy']:.4f}**, macro F1 **{result['macro_f1']:.4f}**, "
-             f"weighted F1 {result['weighted_f1']:.4f}.", ""]
+    lines = [
+        f"# Evaluation of {' + '.join(map(os.fspath, as_paths(run)))} on {data}",
+        "",
+        f"{result['rows']} rows. Accuracy **{result['accuracy']:.4f}**, macro F1 **{result['macro_f1']:.4f}**, "
+        f"weighted F1 {result['weighted_f1']:.4f}.",
+        "",
+    ]
     if "members" in result:
-        lines += ["The runs alone (the ensemble averages their probabilities):", "",
-                  "| run | accuracy | macro F1 |", "| --- | ---: | ---: |"]
-        lines += [f"| {_markdown_cell(member['run'])} | {member['accuracy']:.4f} | {member['macro_f1']:.4f} |"
-                  for member in result["members"]]
+        lines += [
+            "The runs alone (the ensemble averages their probabilities):",
+            "",
+            "| run | accuracy | macro F1 |",
+            "| --- | ---: | ---: |",
+        ]
+        lines += [
+            f"| {_markdown_cell(member['run'])} | {member['accuracy']:.4f} | {member['macro_f1']:.4f} |"
+            for member in result["members"]
+        ]
         lines += [""]
     lines += ["| class | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {_markdown_cell(name)} | " + " | ".join("–" if m[key] is None else f"{m[key]:.4f}" for key in
-                                                        ("precision", "recall", "f1")) + f" | {m['support']} |"
-              for name, m in result["per_class"].items()]
-    lines += ["", "Confusion matrix (rows: true label, columns: predicted):", "",
-              "| true \\ predicted | " + " | ".join(map(_markdown_cell, names)) + " |",
-              "| --- |" + " ---: |" * len(names)]
-    lines += [f"| {_markdown_cell(name)} | " + " | ".join(map(str, row)) + " |"
-              for name, row in zip(names, result["confusion_matrix"])]
+    lines += [
+        f"| {_markdown_cell(name)} | "
+        + " | ".join("–" if m[key] is None else f"{m[key]:.4f}" for key in ("precision", "recall", "f1"))
+        + f" | {m['support']} |"
+        for name, m in result["per_class"].items()
+    ]
+    lines += [
+        "",
+        "Confusion matrix (rows: true label, columns: predicted):",
+        "",
+        "| true \\ predicted | " + " | ".join(map(_markdown_cell, names)) + " |",
+        "| --- |" + " ---: |" * len(names),
+    ]
+    lines += [
+        f"| {_markdown_cell(name)} | " + " | ".join(map(str, row)) + " |"
+        for name, row in zip(names, result["confusion_matrix"])
+    ]
     wrong = result["rows"] - int(np.trace(result["confusion_matrix"]))
     if not wrong:  # not a table of no rows (nor with --mistakes 0, which asks for none)
         lines += ["", "No mistakes: every row is labelled right."]
     elif mistakes:
-        lines += ["", f"The {len(mistakes)} most confident of the {wrong:,} mistakes:", "",
-                  "| probability | true | predicted | text |", "| ---: | --- | --- | --- |"]
-        lines += [f"| {m['probability']:.4f} | {_markdown_cell(m['true'])} | {_markdown_cell(m['predicted'])} | "
-                  f"{_markdown_cell(m['text'][:300])} |" for m in mistakes]
+        lines += [
+            "",
+            f"The {len(mistakes)} most confident of the {wrong:,} mistakes:",
+            "",
+            "| probability | true | predicted | text |",
+            "| ---: | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {m['probability']:.4f} | {_markdown_cell(m['true'])} | {_markdown_cell(m['predicted'])} | "
+            f"{_markdown_cell(m['text'][:300])} |"
+            for m in mistakes
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -406,8 +511,15 @@ def _confusion_png(confusion, names, path):
         axes.set_ylabel("true")
         threshold = confusion.max() / 2 if confusion.size else 0
         for (row, column), count in np.ndenumerate(confusion):
-            axes.text(column, row, str(count), ha="center", va="center",
-                      color="white" if count > threshold else "black", fontsize=9)
+            axes.text(
+                column,
+                row,
+                str(count),
+                ha="center",
+                va="center",
+                color="white" if count > threshold else "black",
+                fontsize=9,
+            )
         figure.colorbar(image, ax=axes)
         figure.tight_layout()
         buffer = io.BytesIO()

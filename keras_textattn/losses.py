@@ -22,10 +22,18 @@ class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
     the loss of each example (batch,) before the reduction.
     """
 
-    def __init__(self, label_smoothing=0.0, reduction="sum_over_batch_size",
-                 name="smoothed_sparse_categorical_crossentropy", dtype=None):
-        if (isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float))
-                or not 0 <= label_smoothing < 1):
+    def __init__(
+        self,
+        label_smoothing=0.0,
+        reduction="sum_over_batch_size",
+        name="smoothed_sparse_categorical_crossentropy",
+        dtype=None,
+    ):
+        if (
+            isinstance(label_smoothing, bool)
+            or not isinstance(label_smoothing, (int, float))
+            or not 0 <= label_smoothing < 1
+        ):
             raise ValueError(f"label_smoothing must be a number in [0, 1); got {label_smoothing!r}")
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.label_smoothing = float(label_smoothing)

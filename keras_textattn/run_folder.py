@@ -31,12 +31,23 @@ from keras_textattn import __version__
 from keras_textattn import _backend
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
-from keras_textattn.datasets.loading import checked_label_names
+from keras_textattn.datasets.splits import checked_label_names
 from keras_textattn.errors import UserError
 from keras_textattn_config.checks import RunError  # noqa: F401 (re-exported: keras_textattn.training)
 
-RUN_FILES = frozenset({"run.json", "model.keras", "encoder.keras", "vocabulary.txt", "labels.json", "history.csv",
-                       "metrics.json", "logs", "backup"})
+RUN_FILES = frozenset(
+    {
+        "run.json",
+        "model.keras",
+        "encoder.keras",
+        "vocabulary.txt",
+        "labels.json",
+        "history.csv",
+        "metrics.json",
+        "logs",
+        "backup",
+    }
+)
 FINISHED_MARKER = "metrics.json"
 
 
@@ -156,8 +167,9 @@ def save_run(folder, model, encoder, label_names, metrics):
     write_atomically(os.path.join(folder, "model.keras"), model.save)
     write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
     write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
-    write_text(os.path.join(folder, "metrics.json"), json.dumps({**metrics, "versions": versions}, indent=2,
-                                                                sort_keys=True))
+    write_text(
+        os.path.join(folder, "metrics.json"), json.dumps({**metrics, "versions": versions}, indent=2, sort_keys=True)
+    )
 
 
 def _check_run_parts(model, encoder, label_names, metrics):
@@ -175,13 +187,17 @@ def _check_run_parts(model, encoder, label_names, metrics):
     try:
         classes, embedded = _classes_and_embedded(model)
     except (AttributeError, ValueError):  # load_run reads the classes from the saved model's outputs
-        raise UserError(f"save_run: `model` must have defined inputs and outputs (a functional model, as the builders "
-                        f"make, or a Sequential one given its Input); {model.name!r} has none") from None
+        raise UserError(
+            f"save_run: `model` must have defined inputs and outputs (a functional model, as the builders "
+            f"make, or a Sequential one given its Input); {model.name!r} has none"
+        ) from None
     if len(label_names) != classes:
         raise UserError(f"save_run: {len(label_names)} label names for a model of {classes} outputs: {label_names}")
     if embedded not in (None, encoder.vocabulary_size()):
-        raise UserError(f"save_run: the encoder has a vocabulary of {encoder.vocabulary_size()} tokens, but the model "
-                        f"embeds {embedded}: they do not belong together")
+        raise UserError(
+            f"save_run: the encoder has a vocabulary of {encoder.vocabulary_size()} tokens, but the model "
+            f"embeds {embedded}: they do not belong together"
+        )
     return label_names
 
 
@@ -197,8 +213,9 @@ def class_order(names, first_names, path, first_path):
     `first_names` of the run at `first_path` (an ensemble's first member); a `UserError` if the
     two runs were trained on other classes."""
     if sorted(names) != sorted(first_names):
-        raise UserError(f"an ensemble averages runs trained on the same classes: {path} has {names}, "
-                        f"{first_path} has {first_names}")
+        raise UserError(
+            f"an ensemble averages runs trained on the same classes: {path} has {names}, {first_path} has {first_names}"
+        )
     return [names.index(name) for name in first_names]
 
 
@@ -214,23 +231,37 @@ def load_run(folder):
     Any mismatch or damaged file raises a `RunError` naming the file.
     """
     folder = os.fspath(folder)
-    paths = {name: os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")}
+    paths = {
+        name: os.path.join(folder, name) for name in ("model.keras", "encoder.keras", "labels.json", "metrics.json")
+    }
     if os.path.isfile(folder):
         parent = os.path.dirname(folder) or "."  # the run folder when `folder` is one of its files
-        raise RunError(f"{folder} is a file, not a run folder; give the run folder"
-                       + (f" (the folder that holds {os.path.basename(folder)}: {parent}?)"
-                          if os.path.basename(folder) in paths else ""))
+        raise RunError(
+            f"{folder} is a file, not a run folder; give the run folder"
+            + (
+                f" (the folder that holds {os.path.basename(folder)}: {parent}?)"
+                if os.path.basename(folder) in paths
+                else ""
+            )
+        )
     missing = [name for name, path in paths.items() if not os.path.exists(path)]
     exported = {"saved_model.pb": "SavedModel", "model.tflite": "TFLite model"}
     for name, kind in exported.items():
         if missing and os.path.exists(os.path.join(folder, name)):
-            raise RunError(f"{folder} is an exported {kind}, which keeps only the predictions; give the run folder "
-                           "it was exported from")
+            raise RunError(
+                f"{folder} is an exported {kind}, which keeps only the predictions; give the run folder "
+                "it was exported from"
+            )
     if missing and os.path.exists(os.path.join(folder, "search.json")):
         best = os.path.join(folder, "best")
-        raise RunError(f"{folder} is a search folder (keras-textattn tune); "
-                       + (f"its best model is the run folder {best}" if os.path.isdir(best) else
-                          "it holds no best model: the search has not finished, or no trial of it has"))
+        raise RunError(
+            f"{folder} is a search folder (keras-textattn tune); "
+            + (
+                f"its best model is the run folder {best}"
+                if os.path.isdir(best)
+                else "it holds no best model: the search has not finished, or no trial of it has"
+            )
+        )
     if missing:
         raise RunError(f"{folder} is not a finished run folder: missing {', '.join(missing)}")
     model = _load_keras_file(paths["model.keras"])
@@ -240,8 +271,12 @@ def load_run(folder):
     if not (isinstance(label_names, list) and all(isinstance(n, str) for n in label_names)):
         raise RunError(f"{paths['labels.json']} must be a list of class names (strings); found {label_names!r:.80}")
     if len(label_names) != classes:
-        raise RunError(f"{paths['labels.json']} names {len(label_names)} classes, but model.keras has {classes} outputs")
+        raise RunError(
+            f"{paths['labels.json']} names {len(label_names)} classes, but model.keras has {classes} outputs"
+        )
     if embedded not in (None, encoder.vocabulary_size()):
-        raise RunError(f"{paths['encoder.keras']} has a vocabulary of {encoder.vocabulary_size()} tokens, but "
-                       f"model.keras embeds {embedded}: the files do not belong together")
+        raise RunError(
+            f"{paths['encoder.keras']} has a vocabulary of {encoder.vocabulary_size()} tokens, but "
+            f"model.keras embeds {embedded}: the files do not belong together"
+        )
     return model, encoder, label_names

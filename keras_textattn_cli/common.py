@@ -46,8 +46,10 @@ class TextsAreArguments(argparse.Action):
     (without abbreviations it is unknown; with them it was taken for `--text-column`)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.error(f"texts are given as arguments, not with --text: {parser.prog} --run RUN 'a text' 'another' "
-                     "(- reads them from standard input); --text-column names the text column of --data")
+        parser.error(
+            f"texts are given as arguments, not with --text: {parser.prog} --run RUN 'a text' 'another' "
+            "(- reads them from standard input); --text-column names the text column of --data"
+        )
 
 
 FIELDS = {field.name: field for field in dataclasses.fields(TrainConfig)}
@@ -59,8 +61,12 @@ def add_config_flags(group, names, help=None):
     for name in names:
         field, option = FIELDS[name], option_of(FIELDS[name])
         default = {"store_true": False, "append": None}.get(option.parse.get("action"), default_of(field))
-        group.add_argument(flag_of(field), dest=dest_of(field), help=(help or {}).get(name, option.help),
-                           **{"default": default, **option.parse})
+        group.add_argument(
+            flag_of(field),
+            dest=dest_of(field),
+            help=(help or {}).get(name, option.help),
+            **{"default": default, **option.parse},
+        )
 
 
 def dest_of(field):
@@ -81,8 +87,20 @@ def config_overrides(args, names):
 # How a CSV/TSV file is read: the same flags for every subcommand that reads one.
 FILE_FORMAT = ("text_column", "header", "delimiter")
 # The data options of `train` and `tune`.
-DATA_FIELDS = ("test_data", "validation_data", "text_column", "label_column", "header", "delimiter", "label_offset",
-               "group_column", "label_names", "data_dir", "stream", "skip_bad_rows")
+DATA_FIELDS = (
+    "test_data",
+    "validation_data",
+    "text_column",
+    "label_column",
+    "header",
+    "delimiter",
+    "label_offset",
+    "group_column",
+    "label_names",
+    "data_dir",
+    "stream",
+    "skip_bad_rows",
+)
 
 
 def add_file_format_flags(parser, labels):
@@ -119,5 +137,6 @@ def check_data_options(args, options, hint="", data="--data"):
 
     given = [option for option in options if value(option) not in (None, False)]
     if given and not value(data):
-        raise UserError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for {data} FILE, which is not "
-                        f"given{hint}")
+        raise UserError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for {data} FILE, which is not given{hint}"
+        )

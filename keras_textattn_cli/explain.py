@@ -14,17 +14,24 @@ from keras_textattn_config import flags
 
 def add_parser(subcommand):
     explain = subcommand("explain", help="show what a trained model attends to")
-    explain.add_argument("--run", type=flags.path_argument, required=True, action="append", help="a run folder written by `train`")
+    explain.add_argument(
+        "--run", type=flags.path_argument, required=True, action="append", help="a run folder written by `train`"
+    )
     explain.add_argument("texts", nargs="*", help="texts to explain; - reads them from standard input, one per line")
     explain.add_argument("--text", nargs="*", action=TextsAreArguments, help=argparse.SUPPRESS)
-    explain.add_argument("--data", type=flags.path_argument,
-                         help="also explain the texts of a CSV/TSV, JSONL or TFRecord file (plain or .gz)")
+    explain.add_argument(
+        "--data",
+        type=flags.path_argument,
+        help="also explain the texts of a CSV/TSV, JSONL or TFRecord file (plain or .gz)",
+    )
     add_file_format_flags(explain, labels=False)
     explain.add_argument("--limit", type=int, default=1000, help="at most this many rows of --data")
     explain.add_argument("--show", type=int, default=20, help="texts printed (the files written have them all)")
     explain.add_argument("--html", type=flags.path_argument, help="write a self-contained HTML page")
     explain.add_argument("--png", type=flags.path_argument, help="write a heatmap of the first text")
-    explain.add_argument("--top-tokens-csv", type=flags.path_argument, help="write the top attended tokens per predicted class (CSV)")
+    explain.add_argument(
+        "--top-tokens-csv", type=flags.path_argument, help="write the top attended tokens per predicted class (CSV)"
+    )
     explain.add_argument("--top-tokens-md", type=flags.path_argument, help="the same as a markdown table")
     explain.add_argument("--top", type=int, default=10, help="tokens per class in the tables")
     explain.add_argument("--overwrite", action="store_true", help="replace existing files of --html, --png, ...")
@@ -34,8 +41,8 @@ def run(args):
     from keras_textattn._files import check_output_file
     from keras_textattn._files import refuse_writing_over
     from keras_textattn._files import write_text
-    from keras_textattn.datasets.loading import LocalFile
-    from keras_textattn.datasets.loading import text_batches
+    from keras_textattn.datasets.formats import LocalFile
+    from keras_textattn.datasets.formats import text_batches
     from keras_textattn.datasets.streaming import each_file
     from keras_textattn.errors import UserError
     from keras_textattn.errors import check_whole
@@ -61,24 +68,33 @@ def run(args):
         image_format(args.png)
     texts = list(given_texts(args))
     if args.data:
-        files = each_file(LocalFile(args.data, text_column=text_column(args), header=not args.no_header,
-                                    delimiter=args.delimiter))
+        files = each_file(
+            LocalFile(args.data, text_column=text_column(args), header=not args.no_header, delimiter=args.delimiter)
+        )
         for path in written:
             refuse_writing_over(path, [file.path for file in files])
-        texts += itertools.islice((text for file in files for _, batch in text_batches(file, 256) for text in batch),
-                                  args.limit)
+        texts += itertools.islice(
+            (text for file in files for _, batch in text_batches(file, 256) for text in batch), args.limit
+        )
     if not texts:
-        raise UserError(f"{args.data}: no data rows" if args.data else  # as evaluate says; not "give texts"
-                        "standard input held no texts (one per line)" if args.texts == ["-"] else
-                        "give texts to explain, or --data FILE")
+        raise UserError(
+            f"{args.data}: no data rows"
+            if args.data
+            # as evaluate says; not "give texts"
+            else "standard input held no texts (one per line)"
+            if args.texts == ["-"]
+            else "give texts to explain, or --data FILE"
+        )
     explanations = explain(args.run, texts)  # one run: it refuses a repeated --run
     shown = explanations[: args.show]
     print("predicted label (its probability): the 5 most attended tokens (mean over heads) <- the text's start")
     for explanation in shown:
         weights = next(iter(explanation.attention.values())).mean(0) if explanation.attention else []
         top = sorted(zip(weights, (t["token"] for t in explanation.tokens)), reverse=True)[:5]
-        print(f"{explanation.label} ({explanation.probabilities[explanation.label]:.3f}): "
-              f"{' '.join(token for _, token in top)}  <- {explanation.text[:60]!r}")
+        print(
+            f"{explanation.label} ({explanation.probabilities[explanation.label]:.3f}): "
+            f"{' '.join(token for _, token in top)}  <- {explanation.text[:60]!r}"
+        )
     if len(shown) < len(explanations):
         print(f"({len(shown)} of {len(explanations)} texts shown; --show N for more, --html for every map)")
     if args.html:

@@ -26,23 +26,37 @@ from keras_textattn_cli.common import CommandLineParser
 from keras_textattn_cli.common import HelpWithDefaults
 from keras_textattn_config.checks import UserError
 
-COMMANDS = {"train": train, "vectors": vectors, "export": export, "tune": tune, "predict": predict,
-            "evaluate": evaluate, "explain": explain}
+COMMANDS = {
+    "train": train,
+    "vectors": vectors,
+    "export": export,
+    "tune": tune,
+    "predict": predict,
+    "evaluate": evaluate,
+    "explain": explain,
+}
 
 
 def build_parser():
     # No abbreviated options (argparse's default took `--text` for `--text-column`, and a later option
     # could make a user's abbreviation ambiguous): each is written in full.
-    parser = CommandLineParser(prog="keras-textattn", description="Attention models for text classification.",
-                               allow_abbrev=False)
-    parser.add_argument("--version", action="version", version=_versions(),
-                        help="keras-textattn's version, and those of the Keras and TensorFlow installed")
+    parser = CommandLineParser(
+        prog="keras-textattn", description="Attention models for text classification.", allow_abbrev=False
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=_versions(),
+        help="keras-textattn's version, and those of the Keras and TensorFlow installed",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    common.add_argument("--verbose", dest="tf_logs", action="store_true",
-                        help="show TensorFlow's own log lines (hidden by default)")
-    subcommand = functools.partial(commands.add_parser, formatter_class=HelpWithDefaults, parents=[common],
-                                   allow_abbrev=False)
+    common.add_argument(
+        "--verbose", dest="tf_logs", action="store_true", help="show TensorFlow's own log lines (hidden by default)"
+    )
+    subcommand = functools.partial(
+        commands.add_parser, formatter_class=HelpWithDefaults, parents=[common], allow_abbrev=False
+    )
     for command in COMMANDS.values():
         command.add_parser(subcommand)
     return parser
@@ -88,8 +102,10 @@ def main(argv=None):
     warnings.formatwarning = _warning_line  # one line, without the source line of the warning
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     if backend != "tensorflow":  # e.g. set for one's own JAX work: the encoder and tf.data need TensorFlow
-        print(f"keras-textattn: note: the command line runs on TensorFlow; KERAS_BACKEND={backend} is not used here",
-              file=sys.stderr)
+        print(
+            f"keras-textattn: note: the command line runs on TensorFlow; KERAS_BACKEND={backend} is not used here",
+            file=sys.stderr,
+        )
     os.environ["KERAS_BACKEND"] = "tensorflow"
     if not args.tf_logs:
         # TensorFlow's C++ messages while it runs (e.g. oneDNN's "supports DT_BOOL only ..." at the first
@@ -114,9 +130,12 @@ def main(argv=None):
     try:
         return command.run(args, **prepared)
     except KeyboardInterrupt:
-        after = {"train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
-                 "tune": "; run the same command to resume the search", "export": "; nothing was written",
-                 "vectors": "; nothing was written"}.get(args.command, "")
+        after = {
+            "train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
+            "tune": "; run the same command to resume the search",
+            "export": "; nothing was written",
+            "vectors": "; nothing was written",
+        }.get(args.command, "")
         print(f"keras-textattn: interrupted{after}", file=sys.stderr)
         return 130
     except (UserError, OSError) as error:
@@ -127,8 +146,10 @@ def main(argv=None):
 
 
 # After a full disk: what to do once there is space again.
-NO_SPACE_THEN = {"train": "run the same command again: it resumes from the last checkpoint, if any",
-                 "tune": "run the same command again: the search resumes"}
+NO_SPACE_THEN = {
+    "train": "run the same command again: it resumes from the last checkpoint, if any",
+    "tune": "run the same command again: the search resumes",
+}
 # The flags naming what a command writes, for a full disk's message when the error names no file.
 WRITTEN = ("output", "directory", "html", "png", "top_tokens_csv", "top_tokens_md")
 
@@ -142,7 +163,7 @@ def _error_line(error, args):
         return str(error).splitlines()[0]
     from keras_textattn._files import NO_SPACE_ERRNOS
 
-    if not (error.errno in NO_SPACE_ERRNOS | {errno.EROFS}):
+    if error.errno not in NO_SPACE_ERRNOS | {errno.EROFS}:
         return str(error).splitlines()[0]
     written = error.filename or next((getattr(args, flag) for flag in WRITTEN if getattr(args, flag, None)), ".")
     folder = os.path.abspath(os.fsdecode(written))
@@ -152,5 +173,7 @@ def _error_line(error, args):
         return f"{folder} is on a read-only file system: write the output somewhere else"
     then = NO_SPACE_THEN.get(args.command, "run the command again (nothing half-written was left)")
     if error.errno == errno.EDQUOT:
-        return f"your disk quota is used up on the device that holds {folder}: free some of your space there, then {then}"
+        return (
+            f"your disk quota is used up on the device that holds {folder}: free some of your space there, then {then}"
+        )
     return f"no space left on the device that holds {folder}: free some space there, then {then}"

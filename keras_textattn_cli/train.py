@@ -16,19 +16,28 @@ CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(TrainConfig))
 
 def add_parser(subcommand):
     train = subcommand("train", help="train a model and write a run folder")
-    train.add_argument("--model", help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn "
-                                       "(required, but with --init-from: that run's model)")
-    train.add_argument("--data", type=flags.path_argument, required=True,
-                       help="a TFDS name (e.g. imdb_reviews); a CSV/TSV, JSONL or TFRecord file (plain or .gz); "
-                            "a glob ('train-*.csv.gz') or a folder of such shards")
+    train.add_argument(
+        "--model",
+        help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn "
+        "(required, but with --init-from: that run's model)",
+    )
+    train.add_argument(
+        "--data",
+        type=flags.path_argument,
+        required=True,
+        help="a TFDS name (e.g. imdb_reviews); a CSV/TSV, JSONL or TFRecord file (plain or .gz); "
+        "a glob ('train-*.csv.gz') or a folder of such shards",
+    )
     train.add_argument("--output", type=flags.path_argument, required=True, help="the run folder")
     for group, title in GROUPS:
         arguments = train.add_argument_group(title)
         add_config_flags(arguments, [field.name for field in fields_of(group)])
         if group == "distribution":
-            arguments.add_argument("--cpu-devices", type=flags.count,
-                                   help="with --distribute mirrored: split the CPU into N logical devices (mirrored "
-                                        "without GPUs)")
+            arguments.add_argument(
+                "--cpu-devices",
+                type=flags.count,
+                help="with --distribute mirrored: split the CPU into N logical devices (mirrored without GPUs)",
+            )
 
 
 def prepare(args):
@@ -48,6 +57,8 @@ def run(args, config):
     accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
     print(f"Finished {metrics['model']}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
     if all(name.isdigit() for name in metrics["label_names"]):
-        print(f"The classes are the file's integer labels, named {', '.join(metrics['label_names'][:5])}"
-              f"{', ...' if len(metrics['label_names']) > 5 else ''}; --label-names gives them names")
+        print(
+            f"The classes are the file's integer labels, named {', '.join(metrics['label_names'][:5])}"
+            f"{', ...' if len(metrics['label_names']) > 5 else ''}; --label-names gives them names"
+        )
     return 0

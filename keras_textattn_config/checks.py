@@ -44,8 +44,9 @@ def check_whole(name, value, minimum=1):
 def check_positive(name, value):
     """`value` is None or a finite number above 0, else a `RunError` naming `name` as a flag
     (NaN trained a model of NaNs)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                              or not math.isfinite(value) or value <= 0):
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0
+    ):
         raise RunError(f"{name.replace('_', '-')} must be a positive number; got {value!r}")
 
 
@@ -66,7 +67,9 @@ def check_choice(name, value, choices, flag=None):
 def check_verbose(verbose):
     """`verbose` is what Keras's `fit` takes (0, 1, 2 or "auto"), else a `UserError` before any work."""
     if isinstance(verbose, bool) or verbose not in (0, 1, 2, "auto"):
-        raise UserError(f"verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got {verbose!r}")
+        raise UserError(
+            f"verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got {verbose!r}"
+        )
 
 
 SEEDS = 2**32  # NumPy's legacy seeding, which Keras's `set_random_seed` uses, takes 0 to 2**32 - 1

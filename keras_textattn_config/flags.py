@@ -27,7 +27,7 @@ def delimiter(text):
 
 
 def class_weight(text):
-    """"balanced", or a JSON object of class name to weight."""
+    """ "balanced", or a JSON object of class name to weight."""
     if text == "balanced":
         return text
     try:

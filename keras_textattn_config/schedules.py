@@ -16,10 +16,12 @@ def parse_schedule(schedule):
         return schedule, ()
     if isinstance(schedule, str) and schedule.startswith("step:"):
         try:
-            drops = tuple(int(epoch) for epoch in schedule[len("step:"):].split(","))
+            drops = tuple(int(epoch) for epoch in schedule[len("step:") :].split(","))
         except ValueError:
             drops = ()
         if drops and all(epoch >= 1 for epoch in drops) and list(drops) == sorted(set(drops)):
             return "step", drops
-    raise RunError(f"unknown learning-rate schedule {schedule!r} (--lr-schedule); use one of {', '.join(SCHEDULES)} "
-                   "(step: increasing epochs counted from 1, e.g. step:20,25)")
+    raise RunError(
+        f"unknown learning-rate schedule {schedule!r} (--lr-schedule); use one of {', '.join(SCHEDULES)} "
+        "(step: increasing epochs counted from 1, e.g. step:20,25)"
+    )

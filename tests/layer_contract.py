@@ -110,7 +110,11 @@ def run_layer_contract(
     # A one-token text (at HCAN's sentence level: a one-sentence document, the shape `train()`
     # chooses for single sentences) and an empty one: no Keras warning about a softmax over an
     # axis of size 1 (attention over one key is that key, not a mistake), finite outputs and scores.
-    scores = {"return_attention_scores": True} if "return_attention_scores" in inspect.signature(layer.call).parameters else {}
+    scores = (
+        {"return_attention_scores": True}
+        if "return_attention_scores" in inspect.signature(layer.call).parameters
+        else {}
+    )
     one_token = mask[:, :1].copy()
     one_token[-1] = False
     with warnings.catch_warnings(record=True) as caught:
@@ -127,26 +131,50 @@ def run_layer_contract(
     # Inputs it cannot use: a ValueError naming the layer and what it got, from the layer (not
     # a backend's own error deep inside, and not silence for token ids fed without an embedding).
     name = layer_cls.__name__
-    bad_calls = [(inputs.astype("int32"), mask, f"{name} expects floating-point features (batch, time, features), "
-                                                "e.g. from an Embedding layer. Received: inputs of dtype int32"),
-                 (inputs, mask[:, :-1], f"{name} expects a padding mask of shape (batch, time) = ({batch}, {time}), "
-                                        f"the first two axes of its inputs. Received: mask shape ({batch}, {time - 1})"),
-                 (inputs, mask[..., None], f"Received: mask shape ({batch}, {time}, 1)")]
+    bad_calls = [
+        (
+            inputs.astype("int32"),
+            mask,
+            f"{name} expects floating-point features (batch, time, features), "
+            "e.g. from an Embedding layer. Received: inputs of dtype int32",
+        ),
+        (
+            inputs,
+            mask[:, :-1],
+            f"{name} expects a padding mask of shape (batch, time) = ({batch}, {time}), "
+            f"the first two axes of its inputs. Received: mask shape ({batch}, {time - 1})",
+        ),
+        (inputs, mask[..., None], f"Received: mask shape ({batch}, {time}, 1)"),
+    ]
     for bad_inputs, bad_mask, message in bad_calls:
         with pytest.raises(ValueError, match=re.escape(message)):
             layer(bad_inputs, mask=bad_mask)
     # A wrong rank, at a fresh layer's first call (the pooling layers pooled (batch, time) to (batch,)).
-    with pytest.raises(ValueError, match=re.escape(f"{name} expects inputs of shape (batch, time, features), a rank-3 "
-                                                   f"tensor. Received: input shape ({batch}, {time}) (rank 2)")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"{name} expects inputs of shape (batch, time, features), a rank-3 "
+            f"tensor. Received: input shape ({batch}, {time}) (rank 2)"
+        ),
+    ):
         layer_cls(**init_kwargs)(inputs[..., 0])
     # No features, or (for a layer with weights per position) no positions: the layer says so, not
     # a Keras Dense (`units=0`) or initializer (`scale=0.0`) deep inside.
-    with pytest.raises(ValueError, match=re.escape(f"{name} needs a known, positive feature size (last axis). "
-                                                   f"Received: input shape ({batch}, {time}, 0)")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"{name} needs a known, positive feature size (last axis). Received: input shape ({batch}, {time}, 0)"
+        ),
+    ):
         layer_cls(**init_kwargs)(inputs[..., :0])
     if static_time:
-        with pytest.raises(ValueError, match=re.escape(f"{name} has weights for every position, so it needs a time "
-                                                       f"length of at least 1. Received: input shape ({batch}, 0, ")):
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
+                f"{name} has weights for every position, so it needs a time "
+                f"length of at least 1. Received: input shape ({batch}, 0, "
+            ),
+        ):
             layer_cls(**init_kwargs)(inputs[:, :0])
 
     # Weights: all created in build(), none in call(). A direct `build()` makes the same
@@ -157,7 +185,8 @@ def run_layer_contract(
     direct.build((batch, time, features))
     assert direct.built
     assert [(w.path.split("/", 1)[-1], tuple(w.shape)) for w in direct.weights] == [
-        (w.path.split("/", 1)[-1], tuple(w.shape)) for w in layer.weights]
+        (w.path.split("/", 1)[-1], tuple(w.shape)) for w in layer.weights
+    ]
     assert len({w.path for w in layer.weights}) == len(layer.weights)
     assert len(layer.trainable_weights) + len(layer.non_trainable_weights) == len(layer.weights)
     direct.set_weights(layer.get_weights())
@@ -185,10 +214,18 @@ def run_layer_contract(
         atol=1e-6,
     )
 
-    check_save_and_load(layer_cls(**init_kwargs), tmp_path, batch=batch, time=time, features=features,
-                        static_time=static_time)
-    check_save_and_load(layer_cls(**init_kwargs), tmp_path, batch=batch, time=time, features=features,
-                        static_time=static_time, quantize=True)
+    check_save_and_load(
+        layer_cls(**init_kwargs), tmp_path, batch=batch, time=time, features=features, static_time=static_time
+    )
+    check_save_and_load(
+        layer_cls(**init_kwargs),
+        tmp_path,
+        batch=batch,
+        time=time,
+        features=features,
+        static_time=static_time,
+        quantize=True,
+    )
 
     # Training steps inside compiled models, one fit each: float32 with XLA where the backend
     # has it (TensorFlow, JAX; Keras's "auto" picks it there), where every trainable weight
@@ -201,7 +238,9 @@ def run_layer_contract(
     ids = _token_ids(batch, time, seed=2)
     targets = rng.normal(size=(batch,) + tuple(expected_output_shape)).astype("float32")
     backend = keras.backend.backend()
-    fits = [("float32", backend in ("tensorflow", "jax"))] + ([("mixed_float16", False)] if backend == "tensorflow" else [])
+    fits = [("float32", backend in ("tensorflow", "jax"))] + (
+        [("mixed_float16", False)] if backend == "tensorflow" else []
+    )
     for policy, jit_compile in fits:
         model = _embedding_model(layer_cls(**init_kwargs, dtype=policy), time, features, static_time, policy)
         model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse", jit_compile=jit_compile)

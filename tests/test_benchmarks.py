@@ -85,12 +85,26 @@ def test_accuracy_quick(shared_data, tmp_path):
     # The time-to-accuracy plot, looked at as a picture: drawn (not blank), with a point per row; a row
     # trained on a sample of the training rows (`--train-rows`) is left out, however accurate.
     with results.open("a") as handle:
-        handle.write(json.dumps({"dataset": "trec", "model": "tfidf_lr@n1000", "seed": 0, "accuracy": 0.999,
-                                 "train_seconds": 1.0, "parameters": 1, "train_rows": 1000}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "dataset": "trec",
+                    "model": "tfidf_lr@n1000",
+                    "seed": 0,
+                    "accuracy": 0.999,
+                    "train_seconds": 1.0,
+                    "parameters": 1,
+                    "train_rows": 1000,
+                }
+            )
+            + "\n"
+        )
     plot = tmp_path / "trec.png"
     status, out, err = run_script("accuracy.py", *arguments, "--datasets", "trec", "--plot", plot)
     assert status == 0, err[-3000:]
-    reached = {r["model"] for r in rows if r["accuracy"] >= next(r["accuracy"] for r in rows if r["model"] == "fasttext")}
+    reached = {
+        r["model"] for r in rows if r["accuracy"] >= next(r["accuracy"] for r in rows if r["model"] == "fasttext")
+    }
     assert out.strip().endswith(", ".join(sorted(reached - {"fasttext"})) or "none")
     import matplotlib.image
 
@@ -114,7 +128,9 @@ def test_paired_quick(shared_data):
     rows = rows.replace(",", "")  # "7,600" on AG News
     ours, own, gap, only_ours, only_linear, p = re.fullmatch(
         r"seed 0: scalable_attention\+defaults ([\d.]+) \(its run: ([\d.]+)\), ([-+][\d.]+); right where TF-IDF \+ LR "
-        r"is wrong: (\d+), the other way: (\d+); McNemar exact p = ([\d.]+)", second).groups()
+        r"is wrong: (\d+), the other way: (\d+); McNemar exact p = ([\d.]+)",
+        second,
+    ).groups()
     assert ours == own and float(gap) == round(float(ours) - float(linear), 4)
     assert int(only_ours) - int(only_linear) == round(float(gap) * int(rows)) and 0 <= float(p) <= 1
 
@@ -138,7 +154,10 @@ def test_ensemble_quick(shared_data):
     linear = float(re.search(r"^trec: TF-IDF \+ LR ([\d.]+) on 500 test rows", out, re.M).group(1))
     first, second, ours, gap, only_ours, only_linear = re.search(
         r"^seed 0: members ([\d.]+) / ([\d.]+), ensemble ([\d.]+) \(([-+][\d.]+)\); right where TF-IDF \+ LR is wrong: "
-        r"(\d+), the other way: (\d+)", out, re.M).groups()
+        r"(\d+), the other way: (\d+)",
+        out,
+        re.M,
+    ).groups()
     assert [first, second] == [trained["scalable_attention@e1"], trained["kim_cnn@e1"]]
     assert float(gap) == round(float(ours) - linear, 4) and int(only_ours) - int(only_linear) == round(float(gap) * 500)
 
@@ -150,15 +169,29 @@ def test_ensemble_on_folds_quick(shared_data):
 
     averages_table = benchmark_function("ensemble", "averages_table")
     labels = np.array([0, 1, 1, 0])
-    table = averages_table(labels, {0: {"a": np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55]]),
-                                        "b": np.array([[0.4, 0.6], [0.1, 0.9], [0.45, 0.55], [0.3, 0.7]])}})
-    assert table.splitlines()[2:] == ["| a + b | 0.7500 ± 0.0000 | 0.7500 |", "| a | 0.5000 ± 0.0000 | 0.5000 |",
-                                      "| b | 0.5000 ± 0.0000 | 0.5000 |"]
+    table = averages_table(
+        labels,
+        {
+            0: {
+                "a": np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55]]),
+                "b": np.array([[0.4, 0.6], [0.1, 0.9], [0.45, 0.55], [0.3, 0.7]]),
+            }
+        },
+    )
+    assert table.splitlines()[2:] == [
+        "| a + b | 0.7500 ± 0.0000 | 0.7500 |",
+        "| a | 0.5000 ± 0.0000 | 0.5000 |",
+        "| b | 0.5000 ± 0.0000 | 0.5000 |",
+    ]
     status, out, err = run_script("ensemble.py", "--quick", "--folds", "2", "--data-dir", shared_data)
     assert status == 0, err[-3000:]
     folds = re.findall(r"^seed 0 fold (\d)/2 (\S+): accuracy ([\d.]+) on (\d+) rows", out, re.M)
-    assert sorted((k, m) for k, m, _, _ in folds) == [("1", "kim_cnn"), ("1", "scalable_attention"),
-                                                       ("2", "kim_cnn"), ("2", "scalable_attention")]
+    assert sorted((k, m) for k, m, _, _ in folds) == [
+        ("1", "kim_cnn"),
+        ("1", "scalable_attention"),
+        ("2", "kim_cnn"),
+        ("2", "scalable_attention"),
+    ]
     assert sum(int(n) for k, m, _, n in folds if m == "kim_cnn") == 5452  # TREC's training questions, each once
     assert re.search(r"^trec: held out, 2 folds of the 5,452 training rows; TF-IDF \+ LR 0\.[89]\d+", out, re.M)
     table = dict(re.findall(r"^\| (\S+(?: \+ \S+)*) \| ([\d.]+) ±", out, re.M))
@@ -183,13 +216,16 @@ def test_cross_validation_quick(shared_data, tmp_path):
     fold_of_each_row = benchmark_function("cross_validation", "fold_of_each_row")
     labels = np.array(["a"] * 90 + ["b"] * 30)
     fold = fold_of_each_row(labels, 3, 0)
-    assert sorted(np.bincount(fold)) == [40, 40, 40] and all(np.sum((fold == k) & (labels == "b")) == 10 for k in range(3))
+    assert sorted(np.bincount(fold)) == [40, 40, 40] and all(
+        np.sum((fold == k) & (labels == "b")) == 10 for k in range(3)
+    )
     assert (fold != fold_of_each_row(labels, 3, 1)).any() and (fold == fold_of_each_row(labels, 3, 0)).all()
     results = tmp_path / "cross_validation.jsonl"
     arguments, out = run_quick("cross_validation.py", results, shared_data)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [(r["model"], r["fold"]) for r in rows] == [(model, k) for model in ("scalable_attention+defaults", "tfidf_lr")
-                                                       for k in (0, 1)]
+    assert [(r["model"], r["fold"]) for r in rows] == [
+        (model, k) for model in ("scalable_attention+defaults", "tfidf_lr") for k in (0, 1)
+    ]
     for model in ("scalable_attention+defaults", "tfidf_lr"):
         folds = [r for r in rows if r["model"] == model]
         assert sum(r["validation_rows"] for r in folds) == 5452  # TREC's training questions, each validated once
@@ -206,9 +242,20 @@ def test_cross_validation_quick(shared_data, tmp_path):
 
 def test_throughput_quick(shared_data, tmp_path):
     run = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "throughput.py"), "--quick", "--output-dir", str(tmp_path),
-         "--data-dir", str(shared_data), "--dtype-policy", "mixed_bfloat16"],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            str(BENCHMARKS / "throughput.py"),
+            "--quick",
+            "--output-dir",
+            str(tmp_path),
+            "--data-dir",
+            str(shared_data),
+            "--dtype-policy",
+            "mixed_bfloat16",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((tmp_path / "throughput.json").read_text())
@@ -273,7 +320,10 @@ def test_validation_split_quick(shared_data, tmp_path):
     _, out = run_quick("validation_split.py", results, shared_data, "--hide-test")
     similarity, *rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert similarity["similarity"]["consecutive"] > 2 * similarity["similarity"]["random"]
-    assert [(row["model"], row["carve"]) for row in rows] == [("tfidf_lr@quick", "random"), ("tfidf_lr@quick", "id_block")]
+    assert [(row["model"], row["carve"]) for row in rows] == [
+        ("tfidf_lr@quick", "random"),
+        ("tfidf_lr@quick", "id_block"),
+    ]
     assert all(0.7 < row["validation"] <= 1 and 0.7 < row["test"] <= 1 for row in rows)
     # --hide-test: the test figures are recorded, and printed nowhere (run lines and table)
     assert "held out" in out and "| tfidf_lr@quick | id_block |" in out
@@ -287,16 +337,25 @@ def test_time_to_accuracy_plot_rows():
     seeds (a lucky single seed is not shown as the model's best); TF-IDF on cut texts is left out."""
     plotted_rows = benchmark_function("accuracy", "plotted_rows")
     points = {
-        "lama": [(10, 0.85)] * 3, "lama@768@v2000": [(30, 0.88), (30, 0.89), (30, 0.87)],
-        "lama+paper": [(20, 0.86)] * 3, "lama+recipe@768": [(40, 0.95)],  # one seed: not the best
-        "dual_axial": [(5, 0.80)] * 3, "dual_axial_mean": [(5, 0.82)] * 3,  # an option of dual_axial
-        "scalable_attention": [(1, 0.84)] * 3, "scalable_attention+w2v": [(2, 0.83)] * 3,
+        "lama": [(10, 0.85)] * 3,
+        "lama@768@v2000": [(30, 0.88), (30, 0.89), (30, 0.87)],
+        "lama+paper": [(20, 0.86)] * 3,
+        "lama+recipe@768": [(40, 0.95)],  # one seed: not the best
+        "dual_axial": [(5, 0.80)] * 3,
+        "dual_axial_mean": [(5, 0.82)] * 3,  # an option of dual_axial
+        "scalable_attention": [(1, 0.84)] * 3,
+        "scalable_attention+w2v": [(2, 0.83)] * 3,
         "cspan@v2000": [(3, 0.85)],  # neither a plain row nor 3 seeds: its most accurate row
-        "fasttext": [(1, 0.888)] * 3, "tfidf_lr": [(1, 0.907)], "tfidf_lr_cut@768": [(1, 0.907)],
+        "fasttext": [(1, 0.888)] * 3,
+        "tfidf_lr": [(1, 0.907)],
+        "tfidf_lr_cut@768": [(1, 0.907)],
     }
     assert plotted_rows(points) == {
-        "lama": ["lama", "lama@768@v2000"], "dual_axial": ["dual_axial", "dual_axial_mean"],
-        "scalable_attention": ["scalable_attention"], "cspan": ["cspan@v2000"], "fasttext": ["fasttext"],
+        "lama": ["lama", "lama@768@v2000"],
+        "dual_axial": ["dual_axial", "dual_axial_mean"],
+        "scalable_attention": ["scalable_attention"],
+        "cspan": ["cspan@v2000"],
+        "fasttext": ["fasttext"],
         "tfidf_lr": ["tfidf_lr"],
     }
 
@@ -309,8 +368,9 @@ def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_p
     results = tmp_path / "accuracy.jsonl"
     script = ["--results", results]
     plain = [*script, "--datasets", "sst2", "--seeds", "0", "--data-dir", shared_data]
-    status, out, err = run_script("accuracy.py", *plain, "--official-validation", "--models",
-                                  "scalable_attention+unweighted", "--hide-test")
+    status, out, err = run_script(
+        "accuracy.py", *plain, "--official-validation", "--models", "scalable_attention+unweighted", "--hide-test"
+    )
     assert status == 0, err[-3000:]
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert row["model"] == "scalable_attention+unweighted@dev" and 0.6 < row["accuracy"] <= 1
@@ -322,10 +382,14 @@ def test_accuracy_official_validation_and_hidden_test_figures(shared_data, tmp_p
     status, report, _ = run_script("accuracy.py", *script, "--report")
     assert status == 0
     assert f"| sst2 | scalable_attention+unweighted@dev | {row['accuracy']:.3f} | 1 |" in report
-    for models, option, message in ((["scalable_attention"], "--official-validation", "--official-validation is for"),
-                                    (["scalable_attention+unweighted", "tfidf_lr"], "--hide-test",
-                                     "--hide-test is for the rows run through train() ('+' rows), the ones that hold "
-                                     "data out; not tfidf_lr")):
+    for models, option, message in (
+        (["scalable_attention"], "--official-validation", "--official-validation is for"),
+        (
+            ["scalable_attention+unweighted", "tfidf_lr"],
+            "--hide-test",
+            "--hide-test is for the rows run through train() ('+' rows), the ones that hold data out; not tfidf_lr",
+        ),
+    ):
         status, _, err = run_script("accuracy.py", *plain, "--models", *models, option)
         assert status == 2 and message in err, err
 
@@ -334,8 +398,10 @@ def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
     """`--train-rows N`: each seed draws a stratified sample of N training rows, the same for every
     model of that seed, and the test split stays whole; the rows say so in their name, and TF-IDF's
     figure is that of the sample; '+' rows (which hold their own rows out) refuse the option."""
-    load, sample, texts_and_labels, tfidf_classifier = (benchmark_function("accuracy", name) for name in (
-        "load", "training_sample", "texts_and_labels", "tfidf_classifier"))
+    load, sample, texts_and_labels, tfidf_classifier = (
+        benchmark_function("accuracy", name)
+        for name in ("load", "training_sample", "texts_and_labels", "tfidf_classifier")
+    )
     whole = load(shared_data, "trec")
     texts, labels = texts_and_labels(whole["train"])
     first = sample(whole, 1000, 0)
@@ -350,12 +416,26 @@ def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
     assert texts_and_labels(sample(whole, 1000, 1)["train"])[0] != sampled_texts
     test_texts, test_labels = texts_and_labels(first["test"])
     assert test_texts == texts_and_labels(whole["test"])[0] and len(test_texts) == 500
-    with pytest.raises(SystemExit, match=r"--train-rows: expected 1 to 5451 \(the training split has 5452 rows\), "
-                                         r"got 5452"):
+    with pytest.raises(
+        SystemExit,
+        match=r"--train-rows: expected 1 to 5451 \(the training split has 5452 rows\), "
+        r"got 5452",
+    ):
         sample(whole, 5452, 0)
 
     results = tmp_path / "accuracy.jsonl"
-    command = ["--results", results, "--datasets", "trec", "--seeds", "0", "--data-dir", shared_data, "--train-rows", 1000]
+    command = [
+        "--results",
+        results,
+        "--datasets",
+        "trec",
+        "--seeds",
+        "0",
+        "--data-dir",
+        shared_data,
+        "--train-rows",
+        1000,
+    ]
     assert run_script("accuracy.py", *command, "--models", "tfidf_lr")[0] == 0
     (row,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert (row["model"], row["train_rows"]) == ("tfidf_lr@n1000", len(sampled_texts))
@@ -364,19 +444,38 @@ def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
     assert status == 2 and "--train-rows is for the plain Keras models, fastText and TF-IDF" in err
 
 
-@pytest.mark.parametrize("row, message", [
-    ("scalable_attention+imdb50k_vectors", "imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows on "
-                                           "that dataset would learn from the texts they are tested on"),
-    ("scalable_attention+imdb_transfer", "imdb_run trains on imdb/train.csv.gz, a file of imdb: fine-tune on another "
-                                         "dataset"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (
+            "scalable_attention+imdb50k_vectors",
+            "imdb50k_vectors reads imdb/test.csv.gz, the test texts of imdb: its rows on "
+            "that dataset would learn from the texts they are tested on",
+        ),
+        (
+            "scalable_attention+imdb_transfer",
+            "imdb_run trains on imdb/train.csv.gz, a file of imdb: fine-tune on another dataset",
+        ),
+    ],
+)
 def test_other_corpora_reading_the_datasets_own_files_are_refused(shared_data, tmp_path, row, message):
     """`+imdb50k_vectors` learns from IMDB's test reviews too, and `+imdb_transfer` starts from a run
     on IMDB's training reviews: fine for SST-2's rows, refused for IMDB's own (before any training;
     nothing recorded)."""
     results = tmp_path / "accuracy.jsonl"
-    status, _, err = run_script("accuracy.py", "--results", results, "--datasets", "imdb", "--models", row, "--seeds", 0,
-                                "--data-dir", shared_data)
+    status, _, err = run_script(
+        "accuracy.py",
+        "--results",
+        results,
+        "--datasets",
+        "imdb",
+        "--models",
+        row,
+        "--seeds",
+        0,
+        "--data-dir",
+        shared_data,
+    )
     assert status == 1
     assert err.strip().endswith(message)
     assert not results.exists() or not results.read_text().strip()
@@ -391,16 +490,34 @@ def test_accuracy_row_names_and_the_schedule_option(shared_data, tmp_path):
     assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine") == "@768@v2000@b200000@cosine"
     assert row_suffix(768, 2000, 2, 200000, lr_schedule="constant") == "@768@v2000@e2@b200000"
     assert row_suffix(split_long_sentences=True) == "@split_long_sentences"
-    assert row_suffix(768, 2000, 3, 200000, lr_schedule="cosine", adversarial=0.05) == "@768@v2000@b200000@cosine@adv0.05"
-    command = ["--results", tmp_path / "accuracy.jsonl", "--datasets", "trec", "--seeds", "0", "--data-dir", shared_data]
+    assert (
+        row_suffix(768, 2000, 3, 200000, lr_schedule="cosine", adversarial=0.05) == "@768@v2000@b200000@cosine@adv0.05"
+    )
+    command = [
+        "--results",
+        tmp_path / "accuracy.jsonl",
+        "--datasets",
+        "trec",
+        "--seeds",
+        "0",
+        "--data-dir",
+        shared_data,
+    ]
     for models, option, message in (
-            (["scalable_attention"], ["--lr-schedule", "plateau"], "--lr-schedule is for the plain Keras models"),
-            (["fasttext"], ["--lr-schedule", "cosine"], "--lr-schedule is for the plain Keras models"),
-            (["hcan", "lama+defaults"], ["--split-long-sentences"],
-             "--split-long-sentences is for the models that read sentences (hcan rows)"),
-            (["scalable_attention", "tfidf_lr"], ["--save-probabilities", str(tmp_path)],
-             "--save-probabilities is for the plain Keras models"),
-            (["lama+defaults"], ["--adversarial", "0.05"], "--adversarial is for the plain Keras models")):
+        (["scalable_attention"], ["--lr-schedule", "plateau"], "--lr-schedule is for the plain Keras models"),
+        (["fasttext"], ["--lr-schedule", "cosine"], "--lr-schedule is for the plain Keras models"),
+        (
+            ["hcan", "lama+defaults"],
+            ["--split-long-sentences"],
+            "--split-long-sentences is for the models that read sentences (hcan rows)",
+        ),
+        (
+            ["scalable_attention", "tfidf_lr"],
+            ["--save-probabilities", str(tmp_path)],
+            "--save-probabilities is for the plain Keras models",
+        ),
+        (["lama+defaults"], ["--adversarial", "0.05"], "--adversarial is for the plain Keras models"),
+    ):
         status, _, err = run_script("accuracy.py", *command, "--models", *models, *option)
         assert status == 2 and message in err
     assert not (tmp_path / "accuracy.jsonl").exists()
@@ -411,9 +528,15 @@ def test_scripts_check_their_seeds():
     was read); every script with --seeds takes accuracy.py's type."""
     seed_number = benchmark_function("accuracy", "seed_number")
     assert seed_number("0") == 0 and seed_number(str(2**32 - 1)) == 2**32 - 1
-    for script, step in (("accuracy.py", []), ("cross_validation.py", []), ("ensemble.py", []), ("paired.py", []),
-                         ("full_length.py", ["fit", "ids.npz"])):
+    for script, step in (
+        ("accuracy.py", []),
+        ("cross_validation.py", []),
+        ("ensemble.py", []),
+        ("paired.py", []),
+        ("full_length.py", ["fit", "ids.npz"]),
+    ):
         status, _, err = run_script(script, *step, "--seeds", "1", "-1")
         assert status == 2 and err.splitlines()[-1] == (
             f"{' '.join([script, *step[:1]])}: error: argument --seeds: a seed is a whole number from 0 to 4294967295; "
-            "got '-1'")
+            "got '-1'"
+        )

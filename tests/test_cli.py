@@ -4,25 +4,51 @@ import os
 
 import pytest
 
-from keras_textattn_cli import build_parser as _parser, main
+from keras_textattn_cli import build_parser as _parser
+from keras_textattn_cli import main
 
 TILDE_PATHS = [
-    ["train", "--model", "lama", "--data=~/d.csv", "--output=~/run", "--test-data=~/t.csv", "--validation-data=~/v.csv",
-     "--data-dir=~/tfds", "--embeddings=~/v.vec", "--init-from=~/old"],
+    [
+        "train",
+        "--model",
+        "lama",
+        "--data=~/d.csv",
+        "--output=~/run",
+        "--test-data=~/t.csv",
+        "--validation-data=~/v.csv",
+        "--data-dir=~/tfds",
+        "--embeddings=~/v.vec",
+        "--init-from=~/old",
+    ],
     ["vectors", "--data=~/d.csv", "--data=~/e.csv", "--output=~/v.vec", "--dimension", "4"],
     ["export", "--run=~/run", "--format", "tflite", "--output=~/export"],
-    ["tune", "--config=~/c.yaml", "--data=~/d.csv", "--directory=~/search", "--embeddings=~/v.vec",
-     "--test-data=~/t.csv", "--validation-data=~/v.csv", "--data-dir=~/tfds"],
+    [
+        "tune",
+        "--config=~/c.yaml",
+        "--data=~/d.csv",
+        "--directory=~/search",
+        "--embeddings=~/v.vec",
+        "--test-data=~/t.csv",
+        "--validation-data=~/v.csv",
+        "--data-dir=~/tfds",
+    ],
     ["predict", "--run=~/run", "--run=~/other", "--data=~/d.csv", "--output=~/p.csv"],
     ["evaluate", "--run=~/run", "--data=~/d.csv", "--output=~/report"],
-    ["explain", "--run=~/run", "--data=~/d.csv", "--html=~/a.html", "--png=~/a.png", "--top-tokens-csv=~/t.csv",
-     "--top-tokens-md=~/t.md"],
+    [
+        "explain",
+        "--run=~/run",
+        "--data=~/d.csv",
+        "--html=~/a.html",
+        "--png=~/a.png",
+        "--top-tokens-csv=~/t.csv",
+        "--top-tokens-md=~/t.md",
+    ],
 ]
 
 
 def _texts(folder):
     """`folder/texts.csv`: 20 rows of one text of six words, for `vectors`."""
-    (folder / "texts.csv").write_text('text\n' + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
+    (folder / "texts.csv").write_text("text\n" + '"a good film, a dull plot"\n' * 20, encoding="utf-8")
 
 
 @pytest.mark.parametrize("argv", TILDE_PATHS, ids=[argv[0] for argv in TILDE_PATHS])
@@ -31,8 +57,12 @@ def test_a_path_given_with_a_tilde_is_under_home(argv, tmp_path, monkeypatch):
     a word): every path flag expands it, where a folder named `~` was made in the working directory."""
     monkeypatch.setenv("HOME", str(tmp_path))
     args = vars(_parser().parse_args(argv))
-    values = [value for values in args.values() for value in (values if isinstance(values, list) else [values])
-              if isinstance(value, str)]
+    values = [
+        value
+        for values in args.values()
+        for value in (values if isinstance(values, list) else [values])
+        if isinstance(value, str)
+    ]
     given = sum(argument.count("=~/") for argument in argv)
     assert sum(value.startswith(f"{tmp_path}/") for value in values) == given
     assert not [value for value in values if "~" in value]
@@ -47,14 +77,21 @@ def test_texts_given_with_text_are_refused_saying_how_to_give_them(command, caps
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"keras-textattn {command}: error: texts are given as arguments, not with --text: keras-textattn {command} "
-        "--run RUN 'a text' 'another' (- reads them from standard input); --text-column names the text column of --data")
+        "--run RUN 'a text' 'another' (- reads them from standard input); --text-column names the text column of --data"
+    )
 
 
-@pytest.mark.parametrize("argv, abbreviated", [
-    (["predict", "--run", "run", "--text-col", "review"], "--text-col"),  # "review": a text to label
-    (["train", "--model", "lama", "--data", "d.csv", "--output", "run", "--epoch", "2"], "--epoch 2"),
-    (["export", "--run", "run", "--format", "tflite", "--output", "e", "--quant", "int8", "--verb"], "--quant int8 --verb"),
-])
+@pytest.mark.parametrize(
+    "argv, abbreviated",
+    [
+        (["predict", "--run", "run", "--text-col", "review"], "--text-col"),  # "review": a text to label
+        (["train", "--model", "lama", "--data", "d.csv", "--output", "run", "--epoch", "2"], "--epoch 2"),
+        (
+            ["export", "--run", "run", "--format", "tflite", "--output", "e", "--quant", "int8", "--verb"],
+            "--quant int8 --verb",
+        ),
+    ],
+)
 def test_options_are_not_abbreviated(argv, abbreviated, capsys):
     """Each option is written in full: an abbreviation is refused by name (argparse's default took
     it for the option it begins, and another option added later would make it ambiguous), by the
@@ -85,11 +122,20 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, small_disk, capsys)
     the line names the folder of --output, and no file is left."""
     disk, _ = small_disk
     _texts(tmp_path)
-    command = ["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "20000"]
+    command = [
+        "vectors",
+        "--data",
+        str(tmp_path / "texts.csv"),
+        "--output",
+        str(disk / "v.vec"),
+        "--dimension",
+        "20000",
+    ]
     assert main(command) == 2  # 6 words of 20,000 numbers: about 1 MB
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"keras-textattn: error: no space left on the device that holds {disk}: free some space there, then run the "
-        "command again (nothing half-written was left)")
+        "command again (nothing half-written was left)"
+    )
     assert os.listdir(disk) == []
 
 
@@ -98,6 +144,10 @@ def test_a_read_only_disk_is_one_line_naming_the_folder(tmp_path, small_disk, ca
     disk, remount = small_disk
     remount("ro")
     _texts(tmp_path)
-    assert main(["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "4"]) == 2
+    assert (
+        main(["vectors", "--data", str(tmp_path / "texts.csv"), "--output", str(disk / "v.vec"), "--dimension", "4"])
+        == 2
+    )
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"keras-textattn: error: {disk} is on a read-only file system: write the output somewhere else")
+        f"keras-textattn: error: {disk} is on a read-only file system: write the output somewhere else"
+    )

@@ -31,17 +31,35 @@ def test_the_tested_minimum_versions_are_the_declared_floors():
     need, and on 2 CPUs the run waited without end; LiteRT 1.0.1, 1.2.0 and 1.3.0 refused the int8
     dual-axial model, TFDS 4.9.4, 4.9.8 and 4.9.9 failed on protobuf 7, and TensorBoard 2.16 could not
     read a run's logs on NumPy 2)."""
-    pins = [Requirement(line) for line in (ROOT / ".ci" / "minimum-versions.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
+    pins = [
+        Requirement(line)
+        for line in (ROOT / ".ci" / "minimum-versions.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     floors = {}
     for requirement in _declared():
         for spec in requirement.specifier:
             if spec.operator == ">=" and requirement.name not in UNTESTED_FLOORS:
                 floors.setdefault(requirement.name, set()).add(Version(spec.version))
-    assert {"keras", "keras-tuner", "gensim", "ray", "pytest", "hypothesis", "numpy", "scikit-learn", "matplotlib",
-            "ai-edge-litert", "tensorflow-datasets", "importlib_resources", "pyyaml",
-            "tensorboard"} <= floors.keys()  # the parse finds them
+    assert {
+        "keras",
+        "keras-tuner",
+        "gensim",
+        "ray",
+        "pytest",
+        "hypothesis",
+        "numpy",
+        "scikit-learn",
+        "matplotlib",
+        "ai-edge-litert",
+        "tensorflow-datasets",
+        "importlib_resources",
+        "pyyaml",
+        "tensorboard",
+    } <= floors.keys()  # the parse finds them
     assert sorted(pin.name for pin in pins) == sorted(floors)
     for pin in pins:
         (pinned,) = [Version(spec.version) for spec in pin.specifier if spec.operator == "=="]
-        assert floors[pin.name] == {pinned}, f"{pin.name}: pyproject.toml's floor {floors[pin.name]} is not the tested {pinned}"
+        assert floors[pin.name] == {pinned}, (
+            f"{pin.name}: pyproject.toml's floor {floors[pin.name]} is not the tested {pinned}"
+        )

@@ -44,31 +44,56 @@ def _calls(tmp_path, data):
     from keras_textattn.tuning import tune
 
     run, out = str(tmp_path / "run"), str(tmp_path / "out")
-    calls = {f"train {name}": (name, lambda name=name: train("lama", data, run, **{name: "no"}))
-             for name in ("header", "skip_bad_rows", "split_long_sentences", "freeze_embeddings", "shuffle",
-                          "overwrite")}
-    calls.update({f"TextEncoder {name}": (f"TextEncoder: {name}", lambda name=name: TextEncoder(**{name: "no"}))
-                  for name in ("lowercase", "strip_html", "hierarchical", "split_cjk", "split_long_sentences")})
-    calls.update({
-        "LocalFile header": (f"{data}: header", lambda: LocalFile(data, header="no")),
-        "LocalFile stream": (f"{data}: stream", lambda: LocalFile(data, stream="no")),
-        "load_dataset": ("skip_bad_rows", lambda: load_dataset(LocalFile(data), skip_bad_rows="no")),
-        "predict_file": ("overwrite", lambda: predict_file(run, data, out + ".csv", overwrite="no")),
-        "evaluate": ("overwrite", lambda: evaluate(run, data, out, overwrite="no")),
-        "saved_model": ("overwrite", lambda: saved_model(run, out, overwrite="no")),
-        "tflite": ("overwrite", lambda: tflite(run, out, overwrite="no")),
-        "write_word2vec lines": ("lines", lambda: write_word2vec(data, out + ".vec", 8, lines="no")),
-        "write_word2vec overwrite": ("overwrite", lambda: write_word2vec(data, out + ".vec", 8, overwrite="no")),
-        "tune": ("freeze_embeddings", lambda: tune("tuner_configs/lama.yaml", data, out, freeze_embeddings="no")),
-    })
+    calls = {
+        f"train {name}": (name, lambda name=name: train("lama", data, run, **{name: "no"}))
+        for name in ("header", "skip_bad_rows", "split_long_sentences", "freeze_embeddings", "shuffle", "overwrite")
+    }
+    calls.update(
+        {
+            f"TextEncoder {name}": (f"TextEncoder: {name}", lambda name=name: TextEncoder(**{name: "no"}))
+            for name in ("lowercase", "strip_html", "hierarchical", "split_cjk", "split_long_sentences")
+        }
+    )
+    calls.update(
+        {
+            "LocalFile header": (f"{data}: header", lambda: LocalFile(data, header="no")),
+            "LocalFile stream": (f"{data}: stream", lambda: LocalFile(data, stream="no")),
+            "load_dataset": ("skip_bad_rows", lambda: load_dataset(LocalFile(data), skip_bad_rows="no")),
+            "predict_file": ("overwrite", lambda: predict_file(run, data, out + ".csv", overwrite="no")),
+            "evaluate": ("overwrite", lambda: evaluate(run, data, out, overwrite="no")),
+            "saved_model": ("overwrite", lambda: saved_model(run, out, overwrite="no")),
+            "tflite": ("overwrite", lambda: tflite(run, out, overwrite="no")),
+            "write_word2vec lines": ("lines", lambda: write_word2vec(data, out + ".vec", 8, lines="no")),
+            "write_word2vec overwrite": ("overwrite", lambda: write_word2vec(data, out + ".vec", 8, overwrite="no")),
+            "tune": ("freeze_embeddings", lambda: tune("tuner_configs/lama.yaml", data, out, freeze_embeddings="no")),
+        }
+    )
     return calls
 
 
-CALLS = ["train header", "train skip_bad_rows", "train split_long_sentences", "train freeze_embeddings",
-         "train shuffle", "train overwrite", "TextEncoder lowercase", "TextEncoder strip_html",
-         "TextEncoder hierarchical", "TextEncoder split_cjk", "TextEncoder split_long_sentences", "LocalFile header",
-         "LocalFile stream", "load_dataset", "predict_file", "evaluate", "saved_model", "tflite",
-         "write_word2vec lines", "write_word2vec overwrite", "tune"]
+CALLS = [
+    "train header",
+    "train skip_bad_rows",
+    "train split_long_sentences",
+    "train freeze_embeddings",
+    "train shuffle",
+    "train overwrite",
+    "TextEncoder lowercase",
+    "TextEncoder strip_html",
+    "TextEncoder hierarchical",
+    "TextEncoder split_cjk",
+    "TextEncoder split_long_sentences",
+    "LocalFile header",
+    "LocalFile stream",
+    "load_dataset",
+    "predict_file",
+    "evaluate",
+    "saved_model",
+    "tflite",
+    "write_word2vec lines",
+    "write_word2vec overwrite",
+    "tune",
+]
 
 
 @pytest.mark.parametrize("call", CALLS)

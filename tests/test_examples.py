@@ -8,12 +8,18 @@ import sys
 
 import pytest
 
-EXAMPLES = sorted(p for p in (pathlib.Path(__file__).parents[1] / "examples").glob("*.py") if not p.name.startswith("_"))
+EXAMPLES = sorted(
+    p for p in (pathlib.Path(__file__).parents[1] / "examples").glob("*.py") if not p.name.startswith("_")
+)
 
 
 def test_every_paper_has_an_example():
     assert {p.stem for p in EXAMPLES} == {
-        "cspan_ag_news", "dual_axial_ag_news", "hcan_yelp", "lama_imdb", "scalable_attention_ag_news"
+        "cspan_ag_news",
+        "dual_axial_ag_news",
+        "hcan_yelp",
+        "lama_imdb",
+        "scalable_attention_ag_news",
     }
 
 
@@ -33,22 +39,48 @@ def test_example_goes_from_data_to_served_artifacts(shared_data, tmp_path):
     output, export = tmp_path / "run", tmp_path / "export"
     script = next(p for p in EXAMPLES if p.stem == "scalable_attention_ag_news")
     result = subprocess.run(
-        [sys.executable, str(script), "--small", "--epochs", "1", "--output", str(output),
-         "--data", str(shared_data / "ag_news" / "train_sample_5k.csv.gz"),
-         "--test-data", str(shared_data / "ag_news" / "test.csv.gz"),
-         "--tune", "scalable_attention", "--tune-trials", "1", "--distribute", "mirrored", "--cpu-devices", "2",
-         "--dtype-policy", "mixed_bfloat16", "--export", str(export)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(script),
+            "--small",
+            "--epochs",
+            "1",
+            "--output",
+            str(output),
+            "--data",
+            str(shared_data / "ag_news" / "train_sample_5k.csv.gz"),
+            "--test-data",
+            str(shared_data / "ag_news" / "test.csv.gz"),
+            "--tune",
+            "scalable_attention",
+            "--tune-trials",
+            "1",
+            "--distribute",
+            "mirrored",
+            "--cpu-devices",
+            "2",
+            "--dtype-policy",
+            "mixed_bfloat16",
+            "--export",
+            str(export),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Results: {output}" in result.stdout
     assert "━" not in result.stdout and "val_accuracy: " in result.stdout  # to a pipe: a line per epoch, no bar
     search = json.loads((tmp_path / "run-search" / "best" / "metrics.json").read_text())
     assert search["dtype_policy"] == "mixed_bfloat16" and search["preset"] == "cpu"  # the search trains as the run does
-    assert search["tuner_config"].endswith(os.path.join("keras_textattn", "tuning", "configs", "scalable_attention.yaml"))
+    assert search["tuner_config"].endswith(
+        os.path.join("keras_textattn", "tuning", "configs", "scalable_attention.yaml")
+    )
     metrics = json.loads((output / "metrics.json").read_text())
     assert metrics["label_names"] == ["World", "Sports", "Business", "Sci/Tech"]
-    assert metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"
+    assert (
+        metrics["replicas"] == 2 and metrics["distribute"] == "mirrored" and metrics["dtype_policy"] == "mixed_bfloat16"
+    )
     assert all(metrics["model_kwargs"][name] == value for name, value in search["model_kwargs"].items())
     assert search["encoder"]["sequence_length"] == metrics["encoder"]["sequence_length"] == 128  # the example's
     assert metrics["accuracy"]["test"] > 0.7
@@ -77,8 +109,9 @@ def test_an_examples_search_uses_the_embeddings_its_run_trains_with():
     assert example.search_embeddings("hcan", False, {})["embeddings"] == "word2vec"
     assert example.search_embeddings("lama", True, {})["embeddings"] is None
     assert example.search_embeddings("cspan", False, {})["embeddings"] is None
-    assert example.search_embeddings("cspan", False, {"embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}) == {
-        "embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}
+    assert example.search_embeddings(
+        "cspan", False, {"embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}
+    ) == {"embeddings": "glove.6B.300d.txt", "freeze_embeddings": True}
 
 
 def test_an_examples_mistake_is_one_line(tmp_path, monkeypatch, capsys):
@@ -86,8 +119,12 @@ def test_an_examples_mistake_is_one_line(tmp_path, monkeypatch, capsys):
     with one line and status 2, as `keras-textattn` does, not a traceback, and leaves no run folder."""
     script = next(p for p in EXAMPLES if p.stem == "lama_imdb")
     missing, output = tmp_path / "reviews.csv", tmp_path / "run"
-    result = subprocess.run([sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(script), "--small", "--data", str(missing), "--output", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.splitlines()[-1] == f"lama_imdb.py: error: Data file not found: '{missing}'"
     assert "Traceback" not in result.stderr and not output.exists()
@@ -98,11 +135,14 @@ def test_an_examples_mistake_is_one_line(tmp_path, monkeypatch, capsys):
     import runpy
 
     monkeypatch.syspath_prepend(str(script.parent))  # as Python runs a script: its folder first (its `_example`)
-    for flags, message in ((["--epochs", "0"], "epochs must be a positive number; got 0"),
-                           (["--cpu-devices", "2"], "--cpu-devices splits the CPU for --distribute mirrored"),
-                           (["--cpu-devices", "-2", "--distribute", "mirrored"],
-                            "cpu-devices must be a positive whole number; got -2")):
-        monkeypatch.setattr(sys, "argv", [str(script), "--small", "--data", str(missing), "--output", str(output), *flags])
+    for flags, message in (
+        (["--epochs", "0"], "epochs must be a positive number; got 0"),
+        (["--cpu-devices", "2"], "--cpu-devices splits the CPU for --distribute mirrored"),
+        (["--cpu-devices", "-2", "--distribute", "mirrored"], "cpu-devices must be a positive whole number; got -2"),
+    ):
+        monkeypatch.setattr(
+            sys, "argv", [str(script), "--small", "--data", str(missing), "--output", str(output), *flags]
+        )
         with pytest.raises(SystemExit) as exit_:
             runpy.run_path(str(script), run_name="__main__")
         assert exit_.value.code == 2
@@ -119,8 +159,10 @@ def test_an_examples_flags_are_checked_before_the_search_and_training(tmp_path, 
     (exported / "tflite").mkdir(parents=True)
     (tmp_path / "file.txt").write_text("x")
     cases = [
-        (["--export", str(run / "exported")], f"the output {run / 'exported' / 'saved_model'} is, contains or lies "
-                                               f"inside the run folder {run}"),
+        (
+            ["--export", str(run / "exported")],
+            f"the output {run / 'exported' / 'saved_model'} is, contains or lies inside the run folder {run}",
+        ),
         (["--export", str(tmp_path / "file.txt")], f"{tmp_path / 'file.txt'} is a file; give the path of a folder"),
         (["--export", str(exported)], f"{exported / 'tflite'} already exists; pass overwrite=True (--overwrite)"),
         (["--tune-trials", "2"], "--tune-trials goes with --tune CONFIG (a search); got --tune-trials 2 alone"),
@@ -131,7 +173,8 @@ def test_an_examples_flags_are_checked_before_the_search_and_training(tmp_path, 
         example.parse_args("", "unused")
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "scalable_attention_ag_news.py: error: unrecognized arguments: --epoch 2")
+        "scalable_attention_ag_news.py: error: unrecognized arguments: --epoch 2"
+    )
     for flags, message in cases:
         monkeypatch.setattr(sys, "argv", ["scalable_attention_ag_news.py", "--small", "--output", str(run), *flags])
         with pytest.raises(SystemExit) as exit_:
@@ -150,4 +193,5 @@ def test_an_examples_paths_expand_a_tilde(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["lama_imdb.py", *flags])
     args = _example_module().parse_args("", "unused")
     assert [args.data, args.test_data, args.output, args.tune, args.export] == [
-        str(tmp_path / name) for name in ("d.csv", "t.csv", "run", "c.yaml", "served")]
+        str(tmp_path / name) for name in ("d.csv", "t.csv", "run", "c.yaml", "served")
+    ]

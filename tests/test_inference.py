@@ -19,14 +19,15 @@ import tensorflow as tf
 from sklearn import metrics as sk
 
 from keras_textattn import inference
-from keras_textattn_cli import main
-from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.datasets.formats import read_labelled_texts
 from keras_textattn.errors import UserError
 from keras_textattn.export import saved_model
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
+from keras_textattn_cli import main
 from tests.conftest import ag_news_files
 from tests.conftest import relabelled_copy
+
 
 @pytest.fixture(scope="module")
 def test_rows(shared_data):
@@ -73,14 +74,19 @@ def test_one_string_is_one_text_and_a_non_string_is_named(lama_run):
     one = classifier.probabilities(text)
     assert one.shape == (1, 4)
     np.testing.assert_allclose(one, classifier.probabilities([text]), atol=1e-6)
-    np.testing.assert_allclose(classifier.probabilities(np.array([text, text.encode()], dtype=object)),
-                               classifier.probabilities((t for t in [text, text])), atol=1e-6)
+    np.testing.assert_allclose(
+        classifier.probabilities(np.array([text, text.encode()], dtype=object)),
+        classifier.probabilities((t for t in [text, text])),
+        atol=1e-6,
+    )
     assert classifier.predict(text) == classifier.predict([text]) == inference.predict(lama_run, text)
     assert len(classifier.predict(text)) == 1
     assert len(explain(lama_run, text)) == 1
-    for texts, message in (([text, None], "texts must be strings; item 1 is None (NoneType)"),
-                           ([3.5], "texts must be strings; item 0 is 3.5 (float)"),
-                           (42, "texts must be a string or a list of strings; got int")):
+    for texts, message in (
+        ([text, None], "texts must be strings; item 1 is None (NoneType)"),
+        ([3.5], "texts must be strings; item 0 is 3.5 (float)"),
+        (42, "texts must be a string or a list of strings; got int"),
+    ):
         for call in (classifier.probabilities, classifier.predict, lambda texts: explain(lama_run, texts)):
             with pytest.raises(UserError, match=re.escape(message)):
                 call(texts)
@@ -93,15 +99,16 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
     saved_model(lama_run, str(export))
     data = tmp_path / "texts.csv.gz"
     with gzip.open(data, "wb") as handle:
-        handle.write(b"text\nstocks fell sharply\n\"\"\nbad \xff\xfe bytes\nthe team won the final\n")
+        handle.write(b'text\nstocks fell sharply\n""\nbad \xff\xfe bytes\nthe team won the final\n')
     outputs = {}
     for name, source in (("run", lama_run), ("saved", str(export))):
         inference.predict_file(source, str(data), str(tmp_path / f"{name}.jsonl"), top_k=4, verbose=0)
         with open(tmp_path / f"{name}.jsonl", encoding="utf-8") as handle:
             outputs[name] = [json.loads(line) for line in handle]
     assert len(outputs["run"]) == 4 and [r["label"] for r in outputs["run"]] == [r["label"] for r in outputs["saved"]]
-    np.testing.assert_allclose([p for r in outputs["run"] for _, p in r["top"]],
-                               [p for r in outputs["saved"] for _, p in r["top"]], atol=1e-5)
+    np.testing.assert_allclose(
+        [p for r in outputs["run"] for _, p in r["top"]], [p for r in outputs["saved"] for _, p in r["top"]], atol=1e-5
+    )
     assert all(abs(sum(p for _, p in r["top"]) - 1) < 1e-4 for r in outputs["run"])
     # The model file in either folder stands for its folder (a .tflite file already did).
     expected = inference.predict(lama_run, ["stocks fell sharply"], top_k=4)[0]["top"]
@@ -111,12 +118,19 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
         np.testing.assert_allclose([p for _, p in top], [p for _, p in expected], atol=1e-5)
     # A SavedModel of someone else's (no class names beside it) is named as such, not as "an older version".
     foreign = tf.Module()
-    foreign.serve = tf.function(lambda text: {"probabilities": tf.ones([tf.size(text), 2]) / 2},
-                                input_signature=[tf.TensorSpec([None], tf.string)])
+    foreign.serve = tf.function(
+        lambda text: {"probabilities": tf.ones([tf.size(text), 2]) / 2},
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
     tf.saved_model.save(foreign, str(tmp_path / "foreign"), signatures={"serving_default": foreign.serve})
-    with pytest.raises(RunError, match=re.escape(f"{tmp_path / 'foreign'} has no assets.extra/labels.json: it is not an "
-                                                 "export of keras-textattn, or one of an older version; export the run "
-                                                 "again (keras-textattn export)")):
+    with pytest.raises(
+        RunError,
+        match=re.escape(
+            f"{tmp_path / 'foreign'} has no assets.extra/labels.json: it is not an "
+            "export of keras-textattn, or one of an older version; export the run "
+            "again (keras-textattn export)"
+        ),
+    ):
         inference.Classifier(tmp_path / "foreign")
 
 
@@ -137,8 +151,11 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
         folder = tmp_path / f"tflite-{quantization}"
         tflite(lama_run, folder, quantization=quantization)
         classifier = inference.Classifier(folder / "model.tflite")  # the file or its folder
-        assert classifier.label_names == inference.Classifier(folder).label_names == ["World", "Sports", "Business",
-                                                                                      "Sci/Tech"]
+        assert (
+            classifier.label_names
+            == inference.Classifier(folder).label_names
+            == ["World", "Sports", "Business", "Sci/Tech"]
+        )
         predicted = classifier.probabilities(texts)
         assert predicted.shape == expected.shape and np.all(np.isfinite(predicted))
         if quantization is None:
@@ -146,8 +163,20 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
             floats = predicted
         assert np.mean(predicted.argmax(-1) == expected.argmax(-1)) >= 0.98
     # From the command line, as quiet as a run folder: LiteRT's native INFO line at the first call is not shown.
-    shown = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", str(tmp_path / "tflite-None"),
-                            "stocks fell sharply on wall street"], capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "keras_textattn_cli",
+            "predict",
+            "--run",
+            str(tmp_path / "tflite-None"),
+            "stocks fell sharply on wall street",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shown.returncode == 0 and shown.stderr == "" and shown.stdout.startswith("Business "), shown
     # An ensemble as a device runs one (README, "On devices"): a TFLite folder beside a run whose
     # classes are named in reverse; lined up by name through labels.json, the mean is this.
@@ -156,8 +185,10 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
     np.testing.assert_allclose(ensemble.probabilities(texts), (floats + expected[:, ::-1]) / 2, atol=1e-6)
     data = tmp_path / "test.csv"
     _write_csv(data, ["label", "text"], zip(labels[:300], texts[:300]))
-    scores = {name: inference.evaluate(source, str(data), str(tmp_path / name))["accuracy"]
-              for name, source in (("run", lama_run), ("int8", str(tmp_path / "tflite-dynamic")))}
+    scores = {
+        name: inference.evaluate(source, str(data), str(tmp_path / name))["accuracy"]
+        for name, source in (("run", lama_run), ("int8", str(tmp_path / "tflite-dynamic")))
+    }
     assert abs(scores["run"] - scores["int8"]) <= 0.02 and scores["run"] > 0.5, scores
     # A damaged export is named, file and reason, in one line (it was JSON's or LiteRT's traceback).
     damages = {"encoder.json": b"{", "labels.json": b"[", "model.tflite": b"TFL3 cut", "vocabulary.txt": None}
@@ -165,8 +196,11 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
         damaged = tmp_path / f"damaged-{name}"
         shutil.copytree(tmp_path / "tflite-None", damaged)
         (damaged / name).unlink() if content is None else (damaged / name).write_bytes(content)
-        with pytest.raises(RunError, match=rf"damaged-{re.escape(name)}: .*{re.escape(name)}.* cannot be read \(.+\); "
-                                           "export the run again"):
+        with pytest.raises(
+            RunError,
+            match=rf"damaged-{re.escape(name)}: .*{re.escape(name)}.* cannot be read \(.+\); "
+            "export the run again",
+        ):
             inference.Classifier(damaged)
 
 
@@ -175,26 +209,38 @@ def test_predict_cli_texts_and_bad_input(lama_run, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("Business ")
     cases = [
         (["--data", str(tmp_path / "none.csv"), "--output", str(tmp_path / "o.csv")], "Data file not found"),
-        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--text-column", "body"],
-         "no column 'body'"),
+        (
+            ["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--text-column", "body"],
+            "no column 'body'",
+        ),
         (["--data", str(tmp_path / "t.csv")], "--data needs --output"),
         ([], "give texts to label (- reads them from standard input, one per line), or --data FILE"),
         (["some text", "--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv")], "not both"),
         (["some text", "--batch-size", "0"], "batch-size must be a positive whole number; got 0"),
         # Options of --data without it were ignored: `- --output o.csv` printed and wrote nothing.
-        (["some text", "--output", str(tmp_path / "o.csv")],
-         "--output is for --data FILE, which is not given (texts given here are printed; > FILE keeps them)"),
+        (
+            ["some text", "--output", str(tmp_path / "o.csv")],
+            "--output is for --data FILE, which is not given (texts given here are printed; > FILE keeps them)",
+        ),
         (["-", "--text-column", "body", "--no-header"], "--text-column, --no-header are for --data FILE"),
         (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.txt")], "must end in .csv or .jsonl"),
         # With --overwrite the predictions replaced the texts they were made from.
-        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "t.csv"), "--overwrite"],
-         f"{tmp_path / 't.csv'} is a file this command reads (--data); give another path to write"),
-        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--batch-size", "0"],
-         "batch-size must be a positive whole number; got 0"),
-        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--top-k", "0"],
-         "top-k must be a positive whole number; got 0"),
-        (["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "folder.csv"), "--overwrite"],
-         "folder.csv is a folder; give the path of a file to write"),
+        (
+            ["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "t.csv"), "--overwrite"],
+            f"{tmp_path / 't.csv'} is a file this command reads (--data); give another path to write",
+        ),
+        (
+            ["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--batch-size", "0"],
+            "batch-size must be a positive whole number; got 0",
+        ),
+        (
+            ["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "o.csv"), "--top-k", "0"],
+            "top-k must be a positive whole number; got 0",
+        ),
+        (
+            ["--data", str(tmp_path / "t.csv"), "--output", str(tmp_path / "folder.csv"), "--overwrite"],
+            "folder.csv is a folder; give the path of a file to write",
+        ),
     ]
     _write_csv(tmp_path / "t.csv", ["text"], [["a"]])
     (tmp_path / "folder.csv").mkdir()
@@ -224,8 +270,9 @@ def test_predict_cli_reads_standard_input_in_batches(lama_run, monkeypatch, caps
     assert from_stdin == capsys.readouterr().out.splitlines()
     # The Python API reads any lone surrogate (JSON's "\ud800" too) as U+FFFD.
     classifier = inference.Classifier(lama_run)
-    np.testing.assert_array_equal(classifier.probabilities(["the cup \udcff", "the cup \ud800"]),
-                                  classifier.probabilities(["the cup \ufffd"] * 2))
+    np.testing.assert_array_equal(
+        classifier.probabilities(["the cup \udcff", "the cup \ud800"]), classifier.probabilities(["the cup \ufffd"] * 2)
+    )
 
 
 def test_a_killed_predict_leaves_no_output(lama_run, test_rows, tmp_path):
@@ -233,9 +280,24 @@ def test_a_killed_predict_leaves_no_output(lama_run, test_rows, tmp_path):
     data = tmp_path / "big.csv"
     _write_csv(data, ["text"], [[text] for text in texts * 40])  # 24,000 rows
     output = tmp_path / "out.csv"
-    process = subprocess.Popen([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", str(lama_run), "--data",
-                                str(data), "--output", str(output), "--batch-size", "32"],
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "keras_textattn_cli",
+            "predict",
+            "--run",
+            str(lama_run),
+            "--data",
+            str(data),
+            "--output",
+            str(output),
+            "--batch-size",
+            "32",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline, shown = time.time() + 120, ""
     while time.time() < deadline and "predicted" not in shown and process.poll() is None:
         shown += process.stderr.read(10)
@@ -264,7 +326,9 @@ def test_evaluate_equals_scikit_learn(lama_run, test_rows, tmp_path):
     assert result["macro_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="macro"))
     assert result["weighted_f1"] == pytest.approx(sk.f1_score(truth, predicted, average="weighted"))
     assert result["confusion_matrix"] == sk.confusion_matrix(truth, predicted).tolist()
-    np.testing.assert_allclose([result["per_class"][n]["recall"] for n in names], sk.recall_score(truth, predicted, average=None))
+    np.testing.assert_allclose(
+        [result["per_class"][n]["recall"] for n in names], sk.recall_score(truth, predicted, average=None)
+    )
     files = sorted(os.listdir(tmp_path / "report"))
     assert files == ["confusion.png", "metrics.json", "report.md"]
     report = (tmp_path / "report" / "report.md").read_text()
@@ -308,12 +372,15 @@ def test_evaluate_scores_only_the_classes_a_file_has(lama_run, test_rows, tmp_pa
     result = inference.evaluate(lama_run, str(data), str(tmp_path / "report"))
     assert (result["accuracy"], result["macro_f1"], result["weighted_f1"]) == (1.0, 1.0, 1.0)
     absent = [name for index, name in enumerate(names) if index not in two]
-    assert all(result["per_class"][name] == {"precision": None, "recall": None, "f1": None, "support": 0}
-               for name in absent)
+    assert all(
+        result["per_class"][name] == {"precision": None, "recall": None, "f1": None, "support": 0} for name in absent
+    )
     report = (tmp_path / "report" / "report.md").read_text()
     assert all(f"| {name} | – | – | – | 0 |" in report for name in absent)
     assert all(f"| {names[index]} | 1.0000 | 1.0000 | 1.0000 |" in report for index in two)
-    assert report.endswith("\nNo mistakes: every row is labelled right.\n")  # not "The 0 most confident" and a bare table
+    assert report.endswith(
+        "\nNo mistakes: every row is labelled right.\n"
+    )  # not "The 0 most confident" and a bare table
 
 
 def test_chinese_class_names_are_drawn_in_the_confusion_png(cjk_font, tmp_path):
@@ -340,28 +407,42 @@ def test_jsonl_and_tfrecord_files_are_read_as_training_reads_them(lama_run, test
     texts, labels = test_rows
     _write_csv(tmp_path / "test.csv", ["id", "label", "text"], zip(range(300), labels[:300], texts[:300]))
     with open(tmp_path / "test.jsonl", "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps({"id": i, "label": label, "text": text}) + "\n\n"  # blank lines are no rows
-                          for i, (label, text) in enumerate(zip(labels[:300], texts[:300])))
+        handle.writelines(
+            json.dumps({"id": i, "label": label, "text": text}) + "\n\n"  # blank lines are no rows
+            for i, (label, text) in enumerate(zip(labels[:300], texts[:300]))
+        )
     with tf.io.TFRecordWriter(str(tmp_path / "test.tfrecord.gz"), options="GZIP") as writer:
         for label, text in zip(labels[:300], texts[:300]):
-            writer.write(tf.train.Example(features=tf.train.Features(feature={
-                "body": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
-                "class": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))})).SerializeToString())
+            writer.write(
+                tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "body": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+                            "class": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                        }
+                    )
+                ).SerializeToString()
+            )
     expected = inference.evaluate(lama_run, str(tmp_path / "test.csv"), str(tmp_path / "csv"))
     for name, columns in (("test.jsonl", {}), ("test.tfrecord.gz", {"text_column": "body", "label_column": "class"})):
         result = inference.evaluate(lama_run, str(tmp_path / name), str(tmp_path / name.split(".")[1]), **columns)
         assert (result["rows"], result["accuracy"], result["confusion_matrix"]) == (
-            300, expected["accuracy"], expected["confusion_matrix"]), name
+            300,
+            expected["accuracy"],
+            expected["confusion_matrix"],
+        ), name
     inference.predict_file(lama_run, str(tmp_path / "test.jsonl"), str(tmp_path / "jsonl.csv"), verbose=0)
     inference.predict_file(lama_run, str(tmp_path / "test.csv"), str(tmp_path / "csv.csv"), verbose=0)
     assert (tmp_path / "jsonl.csv").read_text() == (tmp_path / "csv.csv").read_text()
     assert (tmp_path / "jsonl.csv").read_text().startswith("id,label,probability\n0,")
     (tmp_path / "bad.jsonl").write_text('{"text": "fine"}\n{"text": "no end"\n')
     (tmp_path / "list.jsonl").write_text('{"text": "fine"}\n[1, 2]\n')
-    cases = [("bad.jsonl", {}, "bad.jsonl, row 2: not valid JSON"),
-             ("list.jsonl", {}, "list.jsonl, row 2: expected a JSON object, found list"),
-             ("test.jsonl", {"text_column": "body"}, "test.jsonl, row 1: no key 'body'; keys: ['id', 'label', 'text']"),
-             ("test.jsonl", {"text_column": 2}, "its rows are read by key; give a column name, not the index 2")]
+    cases = [
+        ("bad.jsonl", {}, "bad.jsonl, row 2: not valid JSON"),
+        ("list.jsonl", {}, "list.jsonl, row 2: expected a JSON object, found list"),
+        ("test.jsonl", {"text_column": "body"}, "test.jsonl, row 1: no key 'body'; keys: ['id', 'label', 'text']"),
+        ("test.jsonl", {"text_column": 2}, "its rows are read by key; give a column name, not the index 2"),
+    ]
     for name, columns, message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
             inference.predict_file(lama_run, str(tmp_path / name), str(tmp_path / "out.csv"), verbose=0, **columns)
@@ -376,18 +457,26 @@ def test_shards_are_read_as_train_reads_them(lama_run, test_rows, tmp_path, caps
     _write_csv(tmp_path / "whole.csv", ["id", "label", "text"], rows)
     (tmp_path / "shards").mkdir()
     for index in range(3):  # written out of order; read sorted
-        _write_csv(tmp_path / "shards" / f"part-{2 - index}.csv", ["id", "label", "text"],
-                   rows[(2 - index) * 100:(3 - index) * 100])
+        _write_csv(
+            tmp_path / "shards" / f"part-{2 - index}.csv",
+            ["id", "label", "text"],
+            rows[(2 - index) * 100 : (3 - index) * 100],
+        )
     expected = inference.evaluate(lama_run, str(tmp_path / "whole.csv"), str(tmp_path / "whole"))
     inference.predict_file(lama_run, str(tmp_path / "whole.csv"), str(tmp_path / "whole.jsonl"), verbose=0)
     for name, data in (("folder", tmp_path / "shards"), ("glob", tmp_path / "shards" / "part-*.csv")):
         result = inference.evaluate(lama_run, str(data), str(tmp_path / name))
         assert (result["rows"], result["accuracy"], result["confusion_matrix"]) == (
-            300, expected["accuracy"], expected["confusion_matrix"]), name
+            300,
+            expected["accuracy"],
+            expected["confusion_matrix"],
+        ), name
         inference.predict_file(lama_run, str(data), str(tmp_path / f"{name}.jsonl"), verbose=0)
         assert (tmp_path / f"{name}.jsonl").read_text() == (tmp_path / "whole.jsonl").read_text(), name
-    assert main(["explain", "--run", str(lama_run), "--data", str(tmp_path / "shards"), "--limit", "150",
-                 "--show", "0"]) == 0
+    assert (
+        main(["explain", "--run", str(lama_run), "--data", str(tmp_path / "shards"), "--limit", "150", "--show", "0"])
+        == 0
+    )
     assert "(0 of 150 texts shown" in capsys.readouterr().out  # the limit reaches into the second shard
 
 
@@ -397,11 +486,13 @@ def test_every_output_row_has_the_same_columns(lama_run, tmp_path):
     before anything is written (the CSV had rows of two widths)."""
     for name, header in (("empty", ["text"]), ("ids_only", ["id", "text"])):
         _write_csv(tmp_path / f"{name}.csv", header, [])
-        report = inference.predict_file(lama_run, str(tmp_path / f"{name}.csv"), str(tmp_path / f"{name}_out.csv"),
-                                        top_k=2, verbose=0)
+        report = inference.predict_file(
+            lama_run, str(tmp_path / f"{name}.csv"), str(tmp_path / f"{name}_out.csv"), top_k=2, verbose=0
+        )
         assert report["rows"] == 0
         assert (tmp_path / f"{name}_out.csv").read_text().splitlines() == [
-            ("id," if "id" in header else "") + "label,probability,label_2,probability_2"]
+            ("id," if "id" in header else "") + "label,probability,label_2,probability_2"
+        ]
     (tmp_path / "shards").mkdir()
     _write_csv(tmp_path / "shards" / "a.csv", ["id", "text"], [["7", "stocks fell"]])
     _write_csv(tmp_path / "shards" / "b.csv", ["text"], [["the match was won"]])
@@ -412,8 +503,11 @@ def test_every_output_row_has_the_same_columns(lama_run, tmp_path):
     inference.predict_file(lama_run, str(tmp_path / "shards"), str(tmp_path / "out.csv"), id_column="text", verbose=0)
     with open(tmp_path / "out.csv", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    assert [len(row) for row in rows] == [3, 3, 3] and [row[0] for row in rows] == ["id", "stocks fell",
-                                                                                   "the match was won"]
+    assert [len(row) for row in rows] == [3, 3, 3] and [row[0] for row in rows] == [
+        "id",
+        "stocks fell",
+        "the match was won",
+    ]
 
 
 def test_report_keeps_one_table_row_per_mistake(lama_run, test_rows, tmp_path):
@@ -424,15 +518,27 @@ def test_report_keeps_one_table_row_per_mistake(lama_run, test_rows, tmp_path):
     _write_csv(tmp_path / "test.csv", ["label", "text"], zip([(label + 1) % 4 for label in labels[:40]], odd))
     inference.evaluate(lama_run, str(tmp_path / "test.csv"), str(tmp_path / "report"))
     lines = (tmp_path / "report" / "report.md").read_text(encoding="utf-8").splitlines()
-    rows = lines[lines.index("| probability | true | predicted | text |") + 2:]
+    rows = lines[lines.index("| probability | true | predicted | text |") + 2 :]
     assert len(rows) == 20 and all(row.count("|") == 5 for row in rows)
     assert all(row.split(" | ")[3].startswith("it's &#124; a&#92; b second third &lt;br /&gt;end ") for row in rows)
 
 
 def test_evaluate_refuses_labels_the_model_never_saw(lama_run, tmp_path, capsys):
     _write_csv(tmp_path / "test.csv", ["label", "text"], [["Weather", "rain again"], ["Sports", "goal"]])
-    assert main(["evaluate", "--run", str(lama_run), "--data", str(tmp_path / "test.csv"), "--output",
-                 str(tmp_path / "report")]) == 2
+    assert (
+        main(
+            [
+                "evaluate",
+                "--run",
+                str(lama_run),
+                "--data",
+                str(tmp_path / "test.csv"),
+                "--output",
+                str(tmp_path / "report"),
+            ]
+        )
+        == 2
+    )
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "labels the model never saw: ['Weather']" in error[0]
     assert not os.path.exists(tmp_path / "report")
@@ -446,12 +552,41 @@ def test_evaluate_reads_a_headerless_file_by_column_index(lama_run, test_rows, t
     with open(tmp_path / "headerless.csv", "w", encoding="utf-8", newline="") as handle:
         csv.writer(handle).writerows(zip(labels[:100], texts[:100]))
     expected = inference.evaluate(lama_run, str(tmp_path / "with-header.csv"), str(tmp_path / "expected"))
-    assert main(["evaluate", "--run", str(lama_run), "--data", str(tmp_path / "headerless.csv"), "--no-header",
-                 "--label-column", "0", "--text-column", "1", "--output", str(tmp_path / "report")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--run",
+                str(lama_run),
+                "--data",
+                str(tmp_path / "headerless.csv"),
+                "--no-header",
+                "--label-column",
+                "0",
+                "--text-column",
+                "1",
+                "--output",
+                str(tmp_path / "report"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "report" / "metrics.json").read_text())["accuracy"] == expected["accuracy"]
     # `eval`, the developers' guide's name for it, is `evaluate` (it was "invalid choice: 'eval'").
-    assert main(["eval", "--run", str(lama_run), "--data", str(tmp_path / "with-header.csv"), "--output",
-                 str(tmp_path / "eval")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--run",
+                str(lama_run),
+                "--data",
+                str(tmp_path / "with-header.csv"),
+                "--output",
+                str(tmp_path / "eval"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["accuracy"] == expected["accuracy"]
 
 
@@ -472,8 +607,22 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
     data = tmp_path / "test.csv"
     _write_csv(data, ["label", "text"], zip([names[label] for label in labels], texts))
     capsys.readouterr()
-    assert main(["evaluate", "--run", str(lama_run), "--run", str(reversed_run), "--data", str(data),
-                 "--output", str(tmp_path / "report")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--run",
+                str(lama_run),
+                "--run",
+                str(reversed_run),
+                "--data",
+                str(data),
+                "--output",
+                str(tmp_path / "report"),
+            ]
+        )
+        == 0
+    )
     p = np.asarray(model.predict(encoder(np.array(texts, dtype=object)), verbose=0))
     expected = sk.accuracy_score(labels, (p + p[:, ::-1]).argmax(-1))
     with open(tmp_path / "report" / "metrics.json") as handle:
@@ -487,16 +636,31 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
     assert [member["run"] for member in metrics["members"]] == metrics["runs"]
     assert [member["accuracy"] for member in metrics["members"]] == pytest.approx(alone)
     assert metrics["members"][1]["macro_f1"] == pytest.approx(
-        sk.f1_score(labels, p[:, ::-1].argmax(-1), labels=range(4), average="macro", zero_division=0))
+        sk.f1_score(labels, p[:, ::-1].argmax(-1), labels=range(4), average="macro", zero_division=0)
+    )
     assert f"| {os.path.abspath(reversed_run)} | {alone[1]:.4f} |" in report
     assert f"{os.path.abspath(lama_run)} alone: accuracy {alone[0]:.4f}" in capsys.readouterr().out
 
     other = relabelled_copy(lama_run, tmp_path / "other", ["a", "b", "c", "d"])
     cases = [
-        (["predict", "--run", str(lama_run), "--run", str(other), "some text"],
-         f"an ensemble averages runs trained on the same classes: {other} has ['a', 'b', 'c', 'd']"),
-        (["evaluate", "--run", str(lama_run), "--run", str(reversed_run), "--data", str(data),
-          "--output", str(reversed_run / "report")], "choose an output outside the run folder"),
+        (
+            ["predict", "--run", str(lama_run), "--run", str(other), "some text"],
+            f"an ensemble averages runs trained on the same classes: {other} has ['a', 'b', 'c', 'd']",
+        ),
+        (
+            [
+                "evaluate",
+                "--run",
+                str(lama_run),
+                "--run",
+                str(reversed_run),
+                "--data",
+                str(data),
+                "--output",
+                str(reversed_run / "report"),
+            ],
+            "choose an output outside the run folder",
+        ),
     ]
     for arguments, message in cases:
         capsys.readouterr()
@@ -510,7 +674,10 @@ def test_an_ensemble_averages_its_members_by_class_name(lama_run, test_rows, tmp
         with pytest.raises(UserError, match="expected a path or a list of paths; got "):
             inference.Classifier(not_paths)
     assert repr(ensemble) == f"Classifier({[str(lama_run), str(reversed_run)]!r}, label_names={names!r})"
-    assert repr(inference.Classifier(path for path in [lama_run])) == f"Classifier({str(lama_run)!r}, label_names={names!r})"
+    assert (
+        repr(inference.Classifier(path for path in [lama_run]))
+        == f"Classifier({str(lama_run)!r}, label_names={names!r})"
+    )
 
 
 def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):
@@ -520,10 +687,12 @@ def test_an_empty_or_missing_output_is_named(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     run, data = tmp_path / "run", tmp_path / "test.csv"
-    writers = [lambda output: export.saved_model(run, output, overwrite=True),
-               lambda output: export.tflite(run, output, overwrite=True),
-               lambda output: inference.evaluate(run, data, output, overwrite=True),
-               lambda output: inference.predict_file(run, data, output, overwrite=True)]
+    writers = [
+        lambda output: export.saved_model(run, output, overwrite=True),
+        lambda output: export.tflite(run, output, overwrite=True),
+        lambda output: inference.evaluate(run, data, output, overwrite=True),
+        lambda output: inference.predict_file(run, data, output, overwrite=True),
+    ]
     for write in writers:
         for output in ("", None):
             with pytest.raises(UserError, match=re.escape(f"the output must be a path to write to; got {output!r}")):
@@ -545,13 +714,32 @@ def test_a_model_that_gives_nan_is_named_not_answered(tmp_path, capsys):
     model = keras.Model(ids, keras.layers.Dense(2, activation="softmax")(keras.layers.GlobalAveragePooling1D()(x)))
     save_run(tmp_path / "masked", model, encoder, ["neg", "pos"], {})
     assert inference.predict(tmp_path / "masked", ["a good film"])[0]["label"] in {"neg", "pos"}
-    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'masked'} gives no probabilities (NaN) for 1 of the 2 "
-                                                 "texts, the first '': its weights are not numbers")):
+    with pytest.raises(
+        UserError,
+        match=re.escape(
+            f"{tmp_path / 'masked'} gives no probabilities (NaN) for 1 of the 2 "
+            "texts, the first '': its weights are not numbers"
+        ),
+    ):
         inference.predict(tmp_path / "masked", ["a good film", ""])
     # From a file: the error is a line of its own after the progress line, and no output is left.
     (tmp_path / "texts.csv").write_text("text\n" + "a good film\n" * 300 + '""\n')
-    assert main(["predict", "--run", str(tmp_path / "masked"), "--data", str(tmp_path / "texts.csv"), "--batch-size",
-                 "100", "--output", str(tmp_path / "labels.csv")]) == 2
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                str(tmp_path / "masked"),
+                "--data",
+                str(tmp_path / "texts.csv"),
+                "--batch-size",
+                "100",
+                "--output",
+                str(tmp_path / "labels.csv"),
+            ]
+        )
+        == 2
+    )
     progress, error = capsys.readouterr().err.splitlines()[-2:]
     assert progress.endswith("predicted 300 rows") and error.startswith("keras-textattn: error: ")
     assert "gives no probabilities (NaN) for 1 of the 1 texts" in error and not (tmp_path / "labels.csv").exists()

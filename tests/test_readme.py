@@ -32,9 +32,13 @@ def test_the_readme_commands_parse():
     renamed flag fails here."""
     readme = README.read_text(encoding="utf-8")
     subcommands = _subcommands()
-    shown = [part.strip() for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
-             for line in block.replace("\\\n", " ").splitlines()
-             for part in re.split(r"&&", line.split(" # ")[0]) if part.strip().startswith("keras-textattn ")]
+    shown = [
+        part.strip()
+        for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
+        for line in block.replace("\\\n", " ").splitlines()
+        for part in re.split(r"&&", line.split(" # ")[0])
+        if part.strip().startswith("keras-textattn ")
+    ]
     assert len(shown) >= 10
     for command in shown:
         _parser().parse_args(shlex.split(command)[1:])  # argparse exits (status 2) on what it refuses
@@ -89,11 +93,11 @@ def test_readme_keyword_arguments_exist():
     import inspect
 
     from keras_textattn.datasets import LocalFile
-    from keras_textattn.inference import Classifier, predict
+    from keras_textattn.inference import Classifier
+    from keras_textattn.inference import predict
+    from keras_textattn.training import TrainConfig
     from keras_textattn.training import train
     from keras_textattn.tuning import tune
-
-    from keras_textattn.training import TrainConfig
 
     functions = {"LocalFile": LocalFile, "Classifier": Classifier, "predict": predict, "train": train, "tune": tune}
     parameters = {name: set(inspect.signature(function).parameters) for name, function in functions.items()}

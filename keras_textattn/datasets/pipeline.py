@@ -6,9 +6,8 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
-from keras_textattn.datasets.loading import DataError
-from keras_textattn.datasets.loading import split_by_index
-
+from keras_textattn.datasets.formats import DataError
+from keras_textattn.datasets.splits import split_by_index
 
 SHUFFLE_ROWS = 100_000
 
@@ -95,8 +94,10 @@ def check_class_weight(class_weight):
     """`class_weight` is None, "balanced" or a mapping of class name to weight, else a `DataError`
     before any data is read (the names and weights are checked against the data by `weigh_classes`)."""
     if class_weight is not None and class_weight != "balanced" and not isinstance(class_weight, dict):
-        raise DataError(f"class_weight (--class-weight) must be 'balanced' or a mapping of class name to weight; "
-                        f"got {class_weight!r}")
+        raise DataError(
+            f"class_weight (--class-weight) must be 'balanced' or a mapping of class name to weight; "
+            f"got {class_weight!r}"
+        )
 
 
 def weigh_classes(class_weight, train_rows, label_names):
@@ -112,10 +113,15 @@ def weigh_classes(class_weight, train_rows, label_names):
     else:
         unknown = sorted(set(map(str, class_weight)) - set(label_names))
         if unknown:
-            raise DataError(f"class_weight (--class-weight) names classes the data does not have: {unknown}; "
-                           f"the classes are {label_names}")
-        bad = {k: v for k, v in class_weight.items()  # inf (JSON's 1e400) weighed every other class as 0
-               if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < FLOAT32_MAX}
+            raise DataError(
+                f"class_weight (--class-weight) names classes the data does not have: {unknown}; "
+                f"the classes are {label_names}"
+            )
+        bad = {
+            k: v
+            for k, v in class_weight.items()  # inf (JSON's 1e400) weighed every other class as 0
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < FLOAT32_MAX
+        }
         if bad:
             raise DataError(f"class weights must be positive numbers (finite in float32); got {bad}")
         given = {str(name): float(weight) for name, weight in class_weight.items()}

@@ -18,23 +18,23 @@ import zlib
 import numpy as np
 import tensorflow as tf
 
-from keras_textattn.datasets.loading import KNOWN_AS_NAMED
-from keras_textattn.datasets.loading import DataError
-from keras_textattn.datasets.loading import TextClassificationData
-from keras_textattn.datasets.loading import check_label_apart
-from keras_textattn.datasets.loading import checked_label
-from keras_textattn.datasets.loading import column_index
-from keras_textattn.datasets.loading import file_format
-from keras_textattn.datasets.loading import is_pattern
-from keras_textattn.datasets.loading import open_bytes
-from keras_textattn.datasets.loading import tf_reason
-from keras_textattn.datasets.loading import tfrecord_cut
-from keras_textattn.datasets.loading import held_out
-from keras_textattn.datasets.loading import label_ids_for
-from keras_textattn.datasets.loading import feature_text
-from keras_textattn.datasets.loading import json_text
-from keras_textattn.datasets.loading import parse_keyed
-from keras_textattn.datasets.loading import refuse_utf16
+from keras_textattn.datasets.formats import DataError
+from keras_textattn.datasets.formats import check_label_apart
+from keras_textattn.datasets.formats import checked_label
+from keras_textattn.datasets.formats import column_index
+from keras_textattn.datasets.formats import feature_text
+from keras_textattn.datasets.formats import file_format
+from keras_textattn.datasets.formats import is_pattern
+from keras_textattn.datasets.formats import json_text
+from keras_textattn.datasets.formats import open_bytes
+from keras_textattn.datasets.formats import parse_keyed
+from keras_textattn.datasets.formats import refuse_utf16
+from keras_textattn.datasets.formats import tf_reason
+from keras_textattn.datasets.formats import tfrecord_cut
+from keras_textattn.datasets.splits import KNOWN_AS_NAMED
+from keras_textattn.datasets.splits import TextClassificationData
+from keras_textattn.datasets.splits import held_out
+from keras_textattn.datasets.splits import label_ids_for
 
 PARSE_BATCH = 256  # records parsed per call of Python's parsers
 
@@ -46,13 +46,22 @@ def shards(path):
     if is_pattern(path):
         found = sorted(tf.io.gfile.glob(path))
     elif tf.io.gfile.isdir(path):
-        found = sorted(os.path.join(path, name) for name in tf.io.gfile.listdir(path)
-                       if _is_shard(name) and not tf.io.gfile.isdir(os.path.join(path, name)))
+        found = sorted(
+            os.path.join(path, name)
+            for name in tf.io.gfile.listdir(path)
+            if _is_shard(name) and not tf.io.gfile.isdir(os.path.join(path, name))
+        )
     else:
         found = [path] if tf.io.gfile.exists(path) else []
     if not found:
-        raise DataError(f"No data files found at {path!r}" + (" (a folder is read for .csv, .tsv, .jsonl and .tfrecord "
-                                                             "files, plain or .gz)" if tf.io.gfile.isdir(path) else ""))
+        raise DataError(
+            f"No data files found at {path!r}"
+            + (
+                " (a folder is read for .csv, .tsv, .jsonl and .tfrecord files, plain or .gz)"
+                if tf.io.gfile.isdir(path)
+                else ""
+            )
+        )
     formats = {file_format(name) or "csv" for name in found}
     if len(formats) > 1:
         raise DataError(f"{path!r} names files of different formats ({', '.join(sorted(formats))}); give one format")
@@ -167,8 +176,9 @@ def _json_row(layout, record):
 
 def _example_row(layout, record):
     features = parse_keyed("tfrecord", record)
-    return " ".join(feature_text(features, name) for name in layout.text_columns), feature_text(features,
-                                                                                                 layout.label_column)
+    return " ".join(feature_text(features, name) for name in layout.text_columns), feature_text(
+        features, layout.label_column
+    )
 
 
 _PARSERS = {"csv": _csv_row, "tsv": _csv_row, "jsonl": _json_row, "tfrecord": _example_row}
@@ -195,8 +205,11 @@ def record_batches(paths, layout, *, seed=0, validation_fraction=None, side="all
         numbers = tf.data.Dataset.range(1, 2**62).batch(PARSE_BATCH)
         lines = reader(path, compression_type=compression).batch(PARSE_BATCH)
         name = tf.strings.regex_replace(path, r".*/", "")
-        return tf.data.Dataset.zip(numbers, lines).map(lambda number, record: parse(path, name, number, record),
-                                                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return tf.data.Dataset.zip(numbers, lines).map(
+            lambda number, record: parse(path, name, number, record),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
 
     def parse(path, name, numbers, records):
         numbers = tf.strings.as_string(numbers[: tf.shape(records)[0]])
@@ -207,22 +220,25 @@ def record_batches(paths, layout, *, seed=0, validation_fraction=None, side="all
         if layout.format != "tfrecord":
             keep = tf.logical_and(keep, tf.strings.length(tf.strings.strip(records)) > 0)  # blank lines are no rows
         numbers, records, held = (tf.boolean_mask(values, keep) for values in (numbers, records, held))
-        texts, labels, problems = tf.numpy_function(lambda batch: _parse(layout, batch), [records],
-                                                    [tf.string] * 3, stateful=False)
+        texts, labels, problems = tf.numpy_function(
+            lambda batch: _parse(layout, batch), [records], [tf.string] * 3, stateful=False
+        )
         shape = tf.shape(records)
         keys = tf.strings.join([path, numbers], ":")
         return keys, tf.reshape(texts, shape), tf.reshape(labels, shape), tf.reshape(problems, shape), held
 
     names = tf.data.Dataset.from_tensor_slices(list(paths))
-    return names.interleave(batches, cycle_length=min(len(paths), 8), num_parallel_calls=tf.data.AUTOTUNE,
-                            deterministic=True)
+    return names.interleave(
+        batches, cycle_length=min(len(paths), 8), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
 
 
 def labelled(batches, label_ids):
     """`(text, label id)` rows of the readable records of `batches` (`record_batches`), labels
     mapped by `label_ids` (label as written to id)."""
     table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(list(label_ids), np.array(list(label_ids.values()), "int32")), -1)
+        tf.lookup.KeyValueTensorInitializer(list(label_ids), np.array(list(label_ids.values()), "int32")), -1
+    )
 
     def select(key, text, label, problem, held):
         keep = tf.equal(problem, "")
@@ -259,8 +275,16 @@ class Survey:
         return {"rows": self.bad_rows, "files": list(self.unreadable), "first": self.first_problem}
 
 
-def first_pass(paths, layout, *, seed=0, validation_fraction=None, skip_bad_rows=False, known_labels=None,
-               known_as="seen in the training data"):
+def first_pass(
+    paths,
+    layout,
+    *,
+    seed=0,
+    validation_fraction=None,
+    skip_bad_rows=False,
+    known_labels=None,
+    known_as="seen in the training data",
+):
     """One streamed pass over a split, shard by shard: the labels and the rows of each side of the
     validation carve. An unreadable row, and a shard that cannot be read to its end (a corrupt
     TFRecord; a truncated gzip, which `tf.data` would silently read up to the cut), is a
@@ -330,9 +354,15 @@ def load_streamed(files, splits, label_names=None, validation_fraction=None, see
     for split in dict.fromkeys([reference, *[s for s in splits if s in files]]):
         paths = shards(files[split].path)
         layouts[split] = layout(files[split], paths)
-        surveys[split] = first_pass(paths, layouts[split], seed=seed, validation_fraction=carve if split == reference else None,
-                                    skip_bad_rows=skip_bad_rows, known_labels=None if label_ids is None else set(label_ids),
-                                    known_as=KNOWN_AS_NAMED if label_names is not None else "seen in the training data")
+        surveys[split] = first_pass(
+            paths,
+            layouts[split],
+            seed=seed,
+            validation_fraction=carve if split == reference else None,
+            skip_bad_rows=skip_bad_rows,
+            known_labels=None if label_ids is None else set(label_ids),
+            known_as=KNOWN_AS_NAMED if label_names is not None else "seen in the training data",
+        )
         readable[split] = [path for path in paths if path not in surveys[split].unreadable]
         if not (surveys[split].rows or surveys[split].bad_rows or surveys[split].unreadable):
             raise DataError(f"{files[split].path}: no data rows")  # as read in memory (it said "0 classes")
@@ -341,8 +371,9 @@ def load_streamed(files, splits, label_names=None, validation_fraction=None, see
 
     def builder(source, side):
         cut = carve if source == reference else None
-        return lambda paths: labelled(record_batches(paths, layouts[source], seed=seed, validation_fraction=cut,
-                                                     side=side), label_ids)
+        return lambda paths: labelled(
+            record_batches(paths, layouts[source], seed=seed, validation_fraction=cut, side=side), label_ids
+        )
 
     datasets, counts, shard_files = {}, {}, {}
     for split in splits:

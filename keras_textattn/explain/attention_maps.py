@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
-from keras_textattn.datasets.loading import checked_label_names
+from keras_textattn.datasets.splits import checked_label_names
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_batch_size
@@ -25,9 +25,9 @@ from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.layers import ScalableAttention
+from keras_textattn.run_folder import load_run
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import PAD_ID
-from keras_textattn.run_folder import load_run
 
 ATTENTION_LAYERS = (ScalableAttention, DualAxialSelfAttention, ConvMultiheadTargetAttention, LAMA, MultiQueryAttention)
 
@@ -67,8 +67,9 @@ def as_explanations(value, function):
     items = list(items)
     for index, item in enumerate(items):
         if not isinstance(item, Explanation):
-            raise UserError(f"{function} takes explain()'s Explanations (one, or a list); "
-                            f"item {index} is {type(item).__name__}")
+            raise UserError(
+                f"{function} takes explain()'s Explanations (one, or a list); item {index} is {type(item).__name__}"
+            )
     return items
 
 
@@ -127,7 +128,7 @@ def _attention_probe(model):
             args, kwargs = keras.tree.pack_sequence_as(call, flat)
             kwargs.setdefault("mask", keras.ops.not_equal(token_ids, PAD_ID))
             _, scores = layer(*args, **kwargs, return_attention_scores=True)  # inference: no dropout
-            for key, value in (scores.items() if isinstance(scores, dict) else [(None, scores)]):
+            for key, value in scores.items() if isinstance(scores, dict) else [(None, scores)]:
                 maps[layer.name if key is None else f"{layer.name}/{key}"] = keras.ops.convert_to_numpy(value)
         return keras.ops.convert_to_numpy(probabilities), maps
 
@@ -154,13 +155,17 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
     _backend.require_tensorflow("explain")
     if isinstance(model_or_run, (list, tuple)):  # a repeated --run, or a list in Python: one run only
         if len(model_or_run) != 1:
-            raise UserError(f"explain reads one run; {len(model_or_run)} given would be an ensemble, which predict, "
-                            "evaluate and export --format saved_model take (README, \"Ensembles\")")
+            raise UserError(
+                f"explain reads one run; {len(model_or_run)} given would be an ensemble, which predict, "
+                'evaluate and export --format saved_model take (README, "Ensembles")'
+            )
         (model_or_run,) = model_or_run
     if isinstance(model_or_run, (str, os.PathLike)):
         if label_names is not None:
-            raise UserError(f"explain: a run folder names its classes (labels.json); label_names is for a Keras "
-                            f"model. Received: label_names={label_names!r:.80}")
+            raise UserError(
+                f"explain: a run folder names its classes (labels.json); label_names is for a Keras "
+                f"model. Received: label_names={label_names!r:.80}"
+            )
         model, encoder, label_names = load_run(os.fspath(model_or_run))
     else:
         model = model_or_run
@@ -178,18 +183,22 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
     classes = model.outputs[0].shape[-1]
     label_names = label_names or [str(i) for i in range(classes)]
     if len(label_names) != classes:
-        raise UserError(f"explain: label_names name the model's {classes} classes, one each; got {len(label_names)}: "
-                        f"{label_names}")
+        raise UserError(
+            f"explain: label_names name the model's {classes} classes, one each; got {len(label_names)}: {label_names}"
+        )
     probe = _attention_probe(model)
     probabilities, maps = [], {}
     for start in range(0, len(texts), batch_size):
-        batch_probabilities, batch_maps = probe(encoder(tf.constant(texts[start:start + batch_size])))
+        batch_probabilities, batch_maps = probe(encoder(tf.constant(texts[start : start + batch_size])))
         probabilities.append(batch_probabilities)
         for name, value in batch_maps.items():  # batch first (HCAN's words: batch x sentences)
             maps.setdefault(name, []).append(value)
     probabilities = np.concatenate(probabilities)
-    check_answered(probabilities, texts, os.fspath(model_or_run) if isinstance(model_or_run, (str, os.PathLike))
-                   else f"Model {model.name!r}")
+    check_answered(
+        probabilities,
+        texts,
+        os.fspath(model_or_run) if isinstance(model_or_run, (str, os.PathLike)) else f"Model {model.name!r}",
+    )
     maps = {name: np.concatenate(values) for name, values in maps.items()}
     hierarchical = encoder.hierarchical
     explanations = []
@@ -205,9 +214,11 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         for name, value in maps.items():
             if hierarchical and _word_level(value, len(texts), encoder):  # (batch * sentences, heads, words)
                 words = value.reshape((len(texts), -1) + value.shape[1:])[row]  # (sentences, heads, words)
-                explanation.attention[name] = np.stack(
-                    [words[position[0], :, position[1]] for position, *_ in spans], axis=-1
-                ) if spans else np.zeros((words.shape[1], 0))
+                explanation.attention[name] = (
+                    np.stack([words[position[0], :, position[1]] for position, *_ in spans], axis=-1)
+                    if spans
+                    else np.zeros((words.shape[1], 0))
+                )
                 continue
             scores = value[row]
             if scores.ndim == 1:  # one map over time: (time,)

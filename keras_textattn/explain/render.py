@@ -15,7 +15,6 @@ from keras_textattn.errors import check_whole
 from keras_textattn.explain.attention_maps import Explanation
 from keras_textattn.explain.attention_maps import as_explanations
 
-
 LIGHTEST, DARKEST = 0.08, 0.85  # the opacity of a row's smallest and largest weight (text stays legible)
 MAX_PIXELS = 10000  # a side of `to_png`'s image (10,000 x 10,000 is 400 MB of pixels)
 UNIFORM = 0.3  # the opacity of every word of a row whose weights are all equal
@@ -46,8 +45,10 @@ def _unread(stretch):
     reads the first words, made a 4 MB page (and 4 MB more for each head's line)."""
     if len(stretch) <= UNREAD_SHOWN:
         return html.escape(stretch)
-    return (f'<span class="p">{html.escape(stretch[:UNREAD_SHOWN])} … {len(stretch) - UNREAD_SHOWN:,} more '
-            "characters the model did not read</span> ")
+    return (
+        f'<span class="p">{html.escape(stretch[:UNREAD_SHOWN])} … {len(stretch) - UNREAD_SHOWN:,} more '
+        "characters the model did not read</span> "
+    )
 
 
 def _highlighted(text, spans, weights, colour):
@@ -57,7 +58,7 @@ def _highlighted(text, spans, weights, colour):
         parts.append(_unread(text[cursor : span["start"]]))
         parts.append(
             f'<span class="w" style="background: rgba({colour}, {alpha:.3f})" title="{float(weight):.4f}">'
-            f"{html.escape(text[span['start']:span['end']])}</span>"
+            f"{html.escape(text[span['start'] : span['end']])}</span>"
         )
         cursor = span["end"]
     parts.append(_unread(text[cursor:]))
@@ -67,17 +68,22 @@ def _highlighted(text, spans, weights, colour):
 def _rows(name, weights, text, spans, colour, unit):
     """The lines of one attention map: one line for a single row; for several rows (heads,
     queries), their mean first and the rows themselves folded away."""
+
     def line(label, row):
         scale = f"{float(np.min(row)):.3f}-{float(np.max(row)):.3f}" if len(row) else ""
-        return (f'<div class="row"><div class="label">{html.escape(label)}<br><small>{scale}</small></div>'
-                f'<div class="text">{_highlighted(text, spans, row, colour)}</div></div>')
+        return (
+            f'<div class="row"><div class="label">{html.escape(label)}<br><small>{scale}</small></div>'
+            f'<div class="text">{_highlighted(text, spans, row, colour)}</div></div>'
+        )
 
     weights = np.asarray(weights)
     if len(weights) == 1:
         return line(f"{name}{unit}", weights[0])
     folded = "".join(line(f"{name} [{index}]{unit}", row) for index, row in enumerate(weights))
-    return (line(f"{name}{unit}, mean of {len(weights)}", weights.mean(0))
-            + f"<details><summary>{len(weights)} rows of {html.escape(name)}</summary>{folded}</details>")
+    return (
+        line(f"{name}{unit}, mean of {len(weights)}", weights.mean(0))
+        + f"<details><summary>{len(weights)} rows of {html.escape(name)}</summary>{folded}</details>"
+    )
 
 
 def to_html(explanations, title="Attention"):
@@ -93,12 +99,17 @@ def to_html(explanations, title="Attention"):
     blocks = []
     for explanation in as_explanations(explanations, "to_html"):
         probabilities = ", ".join(f"{html.escape(name)} {p:.3f}" for name, p in explanation.probabilities.items())
-        rows = [_rows(name, weights, explanation.text, explanation.tokens, WORD, "")
-                for name, weights in explanation.attention.items()]
-        rows += [_rows(name, weights, explanation.text, explanation.sentences, SENTENCE, " (sentences)")
-                 for name, weights in explanation.sentence_attention.items()]
+        rows = [
+            _rows(name, weights, explanation.text, explanation.tokens, WORD, "")
+            for name, weights in explanation.attention.items()
+        ]
+        rows += [
+            _rows(name, weights, explanation.text, explanation.sentences, SENTENCE, " (sentences)")
+            for name, weights in explanation.sentence_attention.items()
+        ]
         blocks.append(
-            f'<section><h2>{html.escape(explanation.label)}</h2><p class="p">{probabilities}</p>{"".join(rows)}</section>'
+            f'<section><h2>{html.escape(explanation.label)}</h2><p class="p">{probabilities}</p>'
+            f"{''.join(rows)}</section>"
         )
     legend = (
         '<p class="legend">Each line shades its words from <span class="w" style="background: '
@@ -126,8 +137,10 @@ def image_format(path):
     extension = os.path.splitext(os.fspath(path))[1][1:].lower()
     formats = FigureCanvasBase.get_supported_filetypes()
     if extension and extension not in formats:
-        raise UserError(f"{os.fspath(path)}: cannot draw a .{extension} image; give a path ending in "
-                        f"{', '.join('.' + name for name in sorted(formats))}")
+        raise UserError(
+            f"{os.fspath(path)}: cannot draw a .{extension} image; give a path ending in "
+            f"{', '.join('.' + name for name in sorted(formats))}"
+        )
     return extension or "png"
 
 
@@ -160,8 +173,15 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
             axes.set_yticks(range(len(labels)), labels, fontsize=8)
         else:  # an empty text: a note, not a stripe of one cell beside labels of rows that are not there
             axes.set_axis_off()
-            axes.text(0.5, 0.5, "no words to show: the model read none in this text", ha="center", va="center",
-                      transform=axes.transAxes, fontsize=12)
+            axes.text(
+                0.5,
+                0.5,
+                "no words to show: the model read none in this text",
+                ha="center",
+                va="center",
+                transform=axes.transAxes,
+                fontsize=12,
+            )
         axes.set_title(f"predicted: {explanation.label}", fontsize=10)
         write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=100, format=file_format))
         plt.close(figure)

@@ -19,4 +19,3 @@ def probe_texts(encoder, count=32, seed=0):
             words[position] += "."
         texts.append(" ".join(words).encode("utf-8"))
     return texts + list(HOSTILE_TEXTS)
-

@@ -81,8 +81,10 @@ def _one_text(text):
     if isinstance(text, str):
         return text
     if isinstance(text, (list, tuple, np.ndarray)):
-        raise UserError(f"ClientTokenizer takes one text (str or bytes) per call, as the TFLite model does; "
-                        f"got a {type(text).__name__} of {np.size(text)}: encode each text on its own")
+        raise UserError(
+            f"ClientTokenizer takes one text (str or bytes) per call, as the TFLite model does; "
+            f"got a {type(text).__name__} of {np.size(text)}: encode each text on its own"
+        )
     raise UserError(f"ClientTokenizer takes one text (str or bytes); got {text!r:.60} ({type(text).__name__})")
 
 
@@ -98,10 +100,14 @@ class ClientTokenizer:
         folder = os.fspath(folder)
         if os.path.isfile(folder) and folder.endswith(".tflite"):
             folder = os.path.dirname(folder) or "."
-        missing = [name for name in ("encoder.json", "vocabulary.txt") if not os.path.isfile(os.path.join(folder, name))]
+        missing = [
+            name for name in ("encoder.json", "vocabulary.txt") if not os.path.isfile(os.path.join(folder, name))
+        ]
         if missing:
-            raise UserError(f"{folder} is not a folder of `keras-textattn export --format tflite` (no "
-                            f"{' or '.join(missing)}): give the folder the TFLite export wrote")
+            raise UserError(
+                f"{folder} is not a folder of `keras-textattn export --format tflite` (no "
+                f"{' or '.join(missing)}): give the folder the TFLite export wrote"
+            )
         with open(os.path.join(folder, "encoder.json"), encoding="utf-8") as handle:
             self.config = json.load(handle)
         with open(os.path.join(folder, "vocabulary.txt"), encoding="utf-8", newline="\n") as handle:
@@ -183,7 +189,7 @@ class ClientTokenizer:
             if self.split_long_sentences:
                 rows = [tokens for tokens in map(self.tokens, sentences) if tokens]
                 spans = sentence_rows([len(tokens) for tokens in rows], width, config["max_sentences"])
-                rows = [rows[sentence][start:start + width] for sentence, start in spans]
+                rows = [rows[sentence][start : start + width] for sentence, start in spans]
             else:
                 read = (self.tokens(sentence, limit=width + 1) for sentence in sentences)
                 rows = list(itertools.islice(filter(None, read), config["max_sentences"]))

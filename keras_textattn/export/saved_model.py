@@ -18,10 +18,10 @@ from keras_textattn.errors import check_flag
 from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
-from keras_textattn.text import TextEncoder
-from keras_textattn.vocabulary import RESERVED
 from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
+from keras_textattn.text import TextEncoder
+from keras_textattn.vocabulary import RESERVED
 
 # The only ops of an exported graph that are not core TensorFlow: the encoder's
 # tensorflow-text ops. TF Serving links tensorflow-text's ops in
@@ -68,22 +68,27 @@ def saved_model(run, output, *, overwrite=False):
         raise UserError("no run to export: give a run folder, or a list of them (an ensemble)")
     loaded = [load_run(path) for path in paths]
     label_names = loaded[0][2]
-    members = [(computing_in_float32(model), encoder, class_order(names, label_names, path, paths[0]))
-               for path, (model, encoder, names) in zip(paths, loaded)]
+    members = [
+        (computing_in_float32(model), encoder, class_order(names, label_names, path, paths[0]))
+        for path, (model, encoder, names) in zip(paths, loaded)
+    ]
     report = {}
 
     def write(folder):
         with tempfile.TemporaryDirectory() as scratch:
-            serving_encoders = [_serving_encoder(encoder, os.path.join(scratch, str(index)))
-                                for index, (_, encoder, _) in enumerate(members)]
+            serving_encoders = [
+                _serving_encoder(encoder, os.path.join(scratch, str(index)))
+                for index, (_, encoder, _) in enumerate(members)
+            ]
             _archive(members, serving_encoders, label_names).write_out(folder, verbose=False)
         # The class names by id, for clients that want more than the top label
         # (`keras_textattn.inference`); TF Serving ignores assets.extra/.
         os.makedirs(os.path.join(folder, "assets.extra"))
         with open(os.path.join(folder, "assets.extra", "labels.json"), "w", encoding="utf-8") as handle:
             json.dump(label_names, handle, ensure_ascii=False)
-        report.update(_verify(folder, lambda batch: _mean_probabilities(members, batch), label_names,
-                              probe_texts(members[0][1])))
+        report.update(
+            _verify(folder, lambda batch: _mean_probabilities(members, batch), label_names, probe_texts(members[0][1]))
+        )
 
     with full_disk_as_os_error():
         write_folder_atomically(output, write, SAVED_MODEL_ENTRIES, overwrite)
@@ -95,8 +100,15 @@ def _mean_probabilities(members, batch, encoders=None):
     string tensor `batch`, each in the first member's class order (`encoders`: other encoders
     to use, one per member)."""
     encoders = encoders or [encoder for _, encoder, _ in members]
-    return tf.reduce_mean(tf.stack([tf.gather(model(encoder(batch), training=False), order, axis=-1)
-                                    for (model, _, order), encoder in zip(members, encoders)]), axis=0)
+    return tf.reduce_mean(
+        tf.stack(
+            [
+                tf.gather(model(encoder(batch), training=False), order, axis=-1)
+                for (model, _, order), encoder in zip(members, encoders)
+            ]
+        ),
+        axis=0,
+    )
 
 
 def _serving_encoder(encoder, folder):
@@ -127,10 +139,12 @@ def _archive(members, serving_encoders, label_names):
     def checked_ids(ids, spec, limit):
         """`ids` of the input `spec`, refused unless every id is in [0, limit)."""
         ids = tf.ensure_shape(ids, spec.shape)
-        with tf.control_dependencies([
-            tf.debugging.assert_non_negative(ids, message=f"{spec.name} must be >= 0"),
-            tf.debugging.assert_less(ids, tf.constant(limit, ids.dtype), message=f"{spec.name} must be < {limit}"),
-        ]):
+        with tf.control_dependencies(
+            [
+                tf.debugging.assert_non_negative(ids, message=f"{spec.name} must be >= 0"),
+                tf.debugging.assert_less(ids, tf.constant(limit, ids.dtype), message=f"{spec.name} must be < {limit}"),
+            ]
+        ):
             return tf.identity(ids)
 
     archive = keras.export.ExportArchive()
@@ -145,16 +159,19 @@ def _archive(members, serving_encoders, label_names):
     limits = [encoder.vocabulary_size(), encoder.bigram_buckets + 1]
     if len(specs) == 1:
         archive.add_endpoint(
-            "token_ids", lambda token_ids: outputs(model(checked_ids(token_ids, specs[0], limits[0]), training=False)),
+            "token_ids",
+            lambda token_ids: outputs(model(checked_ids(token_ids, specs[0], limits[0]), training=False)),
             input_signature=specs,
         )
     else:
         archive.add_endpoint(
             "token_ids",
-            lambda token_ids, bigram_ids: outputs(model(
-                [checked_ids(token_ids, specs[0], limits[0]), checked_ids(bigram_ids, specs[1], limits[1])],
-                training=False,
-            )),
+            lambda token_ids, bigram_ids: outputs(
+                model(
+                    [checked_ids(token_ids, specs[0], limits[0]), checked_ids(bigram_ids, specs[1], limits[1])],
+                    training=False,
+                )
+            ),
             input_signature=specs,
         )
     return archive
@@ -171,8 +188,13 @@ def verify_saved_model(folder, model, encoder, label_names, texts=None, atol=1e-
         ValueError: an output differs by more than `atol`, a label is wrong, or
             a shape is not the declared one.
     """
-    return _verify(folder, lambda batch: model(encoder(batch), training=False), label_names,
-                   probe_texts(encoder) if texts is None else texts, atol)
+    return _verify(
+        folder,
+        lambda batch: model(encoder(batch), training=False),
+        label_names,
+        probe_texts(encoder) if texts is None else texts,
+        atol,
+    )
 
 
 def _verify(folder, probabilities, label_names, texts, atol=1e-5):

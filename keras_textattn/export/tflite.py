@@ -19,8 +19,8 @@ from keras_textattn._files import as_items
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
-from keras_textattn.datasets.loading import LocalFile
-from keras_textattn.datasets.loading import text_batches
+from keras_textattn.datasets.formats import LocalFile
+from keras_textattn.datasets.formats import text_batches
 from keras_textattn.datasets.streaming import each_file
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
@@ -48,7 +48,9 @@ TFLITE_ENTRIES = frozenset({"model.tflite", "encoder.json", "labels.json", "voca
 # setting of its Python API silences it (google-ai-edge/mediapipe#3672, pharmpy/pharmpy#1326).
 XNNPACK_NOTICE = "INFO: Created TensorFlow Lite XNNPACK delegate for CPU."
 # What the converter's calibration writes natively to stderr for an int8 model of float output.
-CALIBRATION_NOTICE = "fully_quantize: 0, inference_type: 6, input_inference_type: FLOAT32, output_inference_type: FLOAT32"
+CALIBRATION_NOTICE = (
+    "fully_quantize: 0, inference_type: 6, input_inference_type: FLOAT32, output_inference_type: FLOAT32"
+)
 
 
 def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=False):
@@ -98,15 +100,20 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
     if not runs:
         raise UserError("no run to export: give a run folder")
     if len(runs) > 1:
-        raise UserError("a TFLite export holds one run (a device tokenises for one vocabulary); export an ensemble "
-                        "as a SavedModel, or export each run and average their probabilities on the device")
+        raise UserError(
+            "a TFLite export holds one run (a device tokenises for one vocabulary); export an ensemble "
+            "as a SavedModel, or export each run and average their probabilities on the device"
+        )
     run = runs[0]
     if quantization not in QUANTIZATIONS:
-        raise ValueError("`quantization` must be one of None, 'dynamic', 'float16', 'int8'. "
-                         f"Received: quantization={quantization!r}")
+        raise ValueError(
+            f"`quantization` must be one of None, 'dynamic', 'float16', 'int8'. Received: quantization={quantization!r}"
+        )
     if quantization == "int8" and calibration_texts is None:
-        raise UserError("int8 quantization calibrates its ranges on texts like those the model will read: give "
-                        "calibration_texts (a data file such as the training file, a LocalFile, or a list of texts)")
+        raise UserError(
+            "int8 quantization calibrates its ranges on texts like those the model will read: give "
+            "calibration_texts (a data file such as the training file, a LocalFile, or a list of texts)"
+        )
     if quantization != "int8" and calibration_texts is not None:
         raise UserError("calibration texts go with int8 quantization only")
     check_output(output, overwrite, TFLITE_ENTRIES, source=run)  # before the slow part
@@ -126,15 +133,18 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
         if sampled:
             held_out = verify_tflite(content, model, encoder, sampled[1::2], quantization=quantization)
-            report.update(calibration_texts=len(sampled[::2]), held_out_texts=held_out["texts"],
-                          held_out_argmax_agreement=held_out["argmax_agreement"])
+            report.update(
+                calibration_texts=len(sampled[::2]),
+                held_out_texts=held_out["texts"],
+                held_out_argmax_agreement=held_out["argmax_agreement"],
+            )
         _write_json(os.path.join(folder, "verification.json"), report)
 
     with full_disk_as_os_error():
         write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
     warning = int8_agreement_warning(model, report)
     if warning:
-        warnings.warn(warning)
+        warnings.warn(warning, stacklevel=2)
     return {"path": os.path.abspath(output), **report}
 
 
@@ -145,14 +155,27 @@ def int8_agreement_warning(model, report):
     agreement = report.get("held_out_argmax_agreement", 1.0)
     if agreement >= INT8_AGREEMENT_WARNED:
         return None
-    small = min((layer.epsilon for layer in model._flatten_layers()
-                 if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON), default=None)
-    retrain = "" if small is None else (
-        f"; its layer normalisation's epsilon {small:g} amplifies rows of small variance past what int8 resolves: "
-        "a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more")
-    return (f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
-            f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
-            "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain)
+    small = min(
+        (
+            layer.epsilon
+            for layer in model._flatten_layers()
+            if isinstance(layer, keras.layers.LayerNormalization) and layer.epsilon < SMALL_EPSILON
+        ),
+        default=None,
+    )
+    retrain = (
+        ""
+        if small is None
+        else (
+            f"; its layer normalisation's epsilon {small:g} amplifies rows of small variance past what int8 resolves: "
+            "a model trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more"
+        )
+    )
+    return (
+        f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
+        f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
+        "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain
+    )
 
 
 def write_tokenizer_files(folder, encoder, inputs=None):
@@ -161,9 +184,21 @@ def write_tokenizer_files(folder, encoder, inputs=None):
     with open(os.path.join(folder, "vocabulary.txt"), "w", encoding="utf-8", newline="\n") as handle:
         handle.write("\n".join(encoder.get_vocabulary()) + "\n")
     config = encoder.get_config()
-    settings = {key: config[key] for key in (
-        "sequence_length", "max_sentences", "hierarchical", "lowercase", "strip_html", "normalization", "bigram_buckets",
-        "split_cjk", "bigrams_of", "split_long_sentences")}
+    settings = {
+        key: config[key]
+        for key in (
+            "sequence_length",
+            "max_sentences",
+            "hierarchical",
+            "lowercase",
+            "strip_html",
+            "normalization",
+            "bigram_buckets",
+            "split_cjk",
+            "bigrams_of",
+            "split_long_sentences",
+        )
+    }
     settings.update(padding_id=PAD_ID, oov_id=OOV_ID, inputs=inputs or {})
     _write_json(os.path.join(folder, "encoder.json"), settings)
 
@@ -186,7 +221,8 @@ def check_no_recurrent_layers(model):
         raise RecurrentInt8Error(
             f"Model {model.name!r} has recurrent layers ({', '.join(recurrent)}), and TensorFlow's int8 calibrator "
             "crashes the process on them (tensorflow/tensorflow#87468); export it with quantization 'dynamic' "
-            "(int8 weights) instead")
+            "(int8 weights) instead"
+        )
 
 
 def sample_calibration_texts(texts, count, seed=0):
@@ -203,7 +239,9 @@ def sample_calibration_texts(texts, count, seed=0):
         name = "calibration_texts"
         given, texts = texts, as_items(texts)
         if texts is None or not all(isinstance(text, (str, bytes)) for text in texts):
-            raise UserError(f"calibration_texts: expected a data file, a LocalFile or a list of texts; got {given!r:.80}")
+            raise UserError(
+                f"calibration_texts: expected a data file, a LocalFile or a list of texts; got {given!r:.80}"
+            )
     if not texts:
         raise UserError(f"{name}: no texts to calibrate on")
     chosen = np.random.default_rng(seed).permutation(len(texts))[:count]
@@ -246,7 +284,8 @@ def convert(model, quantization=None, calibration=None):
             converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
             converter.representative_dataset = lambda: (
                 {name: values[row : row + 1] for name, values in zip(names, calibration)}
-                for row in range(len(calibration[0])))
+                for row in range(len(calibration[0]))
+            )
         try:
             with _without_line_on_stderr(CALIBRATION_NOTICE), warnings.catch_warnings():
                 # The calibrator runs TensorFlow's own tf.lite.Interpreter, which warns that it is deprecated.
@@ -287,7 +326,10 @@ def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1
     exported = np.array(exported).reshape(expected.shape)
     difference = float(np.max(np.abs(exported - expected))) if len(texts) else 0.0
     if quantization is None and not difference <= atol:
-        raise ValueError(f"The TFLite model does not reproduce the Keras model: largest probability difference {difference:.3g} (allowed {atol}).")
+        raise ValueError(
+            f"The TFLite model does not reproduce the Keras model: largest probability difference {difference:.3g} "
+            f"(allowed {atol})."
+        )
     return {
         "quantization": quantization or "none",
         "size_bytes": len(content),
@@ -341,7 +383,8 @@ def _without_line_on_stderr(line):
             os.close(saved)
             captured.seek(0)
             dropped = line.encode()
-            kept = b"".join(written for written in captured.read().splitlines(keepends=True)
-                            if written.rstrip(b"\r\n") != dropped)
+            kept = b"".join(
+                written for written in captured.read().splitlines(keepends=True) if written.rstrip(b"\r\n") != dropped
+            )
             with os.fdopen(os.dup(2), "wb") as descriptor:  # writes it all, closes only the duplicate
                 descriptor.write(kept)

@@ -25,9 +25,7 @@ def check_positive_int(layer_name, arg_name, value, allow_none=False):
         return
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         expected = "a positive integer" + (" or None" if allow_none else "")
-        raise ValueError(
-            f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}"
-        )
+        raise ValueError(f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}")
 
 
 def check_number(layer_name, arg_name, value, low, high=math.inf, low_included=True):
@@ -39,18 +37,14 @@ def check_number(layer_name, arg_name, value, low, high=math.inf, low_included=T
             expected = f"a finite number {'>=' if low_included else '>'} {low}"
         else:
             expected = f"a number in {'[' if low_included else '('}{low}, {high})"
-        raise ValueError(
-            f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}"
-        )
+        raise ValueError(f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}")
 
 
 def check_bool(layer_name, arg_name, value):
     """Raise a `ValueError` unless `value` is True or False (a NumPy bool too): a string such as
     "False" or "no" would otherwise be read as true."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(
-            f"{layer_name}: `{arg_name}` must be True or False. Received: {arg_name}={value!r}"
-        )
+        raise ValueError(f"{layer_name}: `{arg_name}` must be True or False. Received: {arg_name}={value!r}")
 
 
 def check_choice(layer_name, arg_name, value, choices):
@@ -75,8 +69,7 @@ def check_sequence_shape(layer_name, input_shape, static_time=False):
         )
     if not input_shape[-1]:
         raise ValueError(
-            f"{layer_name} needs a known, positive feature size (last axis). "
-            f"Received: input shape {input_shape}"
+            f"{layer_name} needs a known, positive feature size (last axis). Received: input shape {input_shape}"
         )
     if static_time and input_shape[1] == 0:
         raise ValueError(
@@ -100,20 +93,25 @@ def check_call_inputs(layer, inputs, mask):
     name = type(layer).__name__
     dtype = keras.backend.standardize_dtype(inputs.dtype)
     if not keras.backend.is_float_dtype(dtype):
-        raise ValueError(f"{name} expects floating-point features (batch, time, features), e.g. from an Embedding "
-                         f"layer. Received: inputs of dtype {dtype}")
+        raise ValueError(
+            f"{name} expects floating-point features (batch, time, features), e.g. from an Embedding "
+            f"layer. Received: inputs of dtype {dtype}"
+        )
     if mask is not None:
         expected, given = tuple(inputs.shape[:2]), tuple(mask.shape)
         if len(given) != 2 or any(a is not None and b is not None and a != b for a, b in zip(expected, given)):
-            raise ValueError(f"{name} expects a padding mask of shape (batch, time) = {expected}, the first two axes "
-                             f"of its inputs. Received: mask shape {given}")
+            raise ValueError(
+                f"{name} expects a padding mask of shape (batch, time) = {expected}, the first two axes "
+                f"of its inputs. Received: mask shape {given}"
+            )
 
 
 def built_input_spec(built_shape, axes):
     """A `keras.InputSpec` holding later calls to the shape the layer was built for, on
     `axes` (Keras then raises a `ValueError` naming the expected and the given shape)."""
-    return keras.InputSpec(ndim=len(built_shape), axes={axis: built_shape[axis] for axis in axes
-                                                        if built_shape[axis] is not None})
+    return keras.InputSpec(
+        ndim=len(built_shape), axes={axis: built_shape[axis] for axis in axes if built_shape[axis] is not None}
+    )
 
 
 def float_mask(mask, inputs):
@@ -198,7 +196,6 @@ def masked_softplus(scores, key_mask=None):
     return weights * key_mask
 
 
-
 def clone_initializer(initializer):
     """A fresh copy of `initializer`, so that sublayers never share one instance."""
     return keras.initializers.get(keras.initializers.serialize(initializer))
@@ -233,9 +230,11 @@ def with_quantized_sublayers(layer, config):
     file of a quantized model rebuilt them float, and `load_model` refused its int8 weights.
     This is Keras's pattern (the docstring of `DTypePolicyMap`): the sublayers, given the map,
     find their policies in it by path."""
-    quantized = {sub.path: own_policy(sub) for sub in layer._flatten_layers(include_self=False)
-                 if sub.quantization_mode is not None}
+    quantized = {
+        sub.path: own_policy(sub)
+        for sub in layer._flatten_layers(include_self=False)
+        if sub.quantization_mode is not None
+    }
     if quantized:
         config["dtype"] = keras.dtype_policies.DTypePolicyMap(own_policy(layer), quantized)
     return config
-

@@ -153,8 +153,11 @@ class CascadedSemanticPositional(keras.layers.Layer):
         for i in range(self.lstm_layers):
             for direction, lstms in (("forward", self.forward_lstms), ("backward", self.backward_lstms)):
                 lstm = keras.layers.LSTM(
-                    features // 2, return_sequences=True, go_backwards=direction == "backward",
-                    dtype=utils.sublayer_dtype(self, f"{direction}_lstm_{i}"), name=f"{direction}_lstm_{i}",
+                    features // 2,
+                    return_sequences=True,
+                    go_backwards=direction == "backward",
+                    dtype=utils.sublayer_dtype(self, f"{direction}_lstm_{i}"),
+                    name=f"{direction}_lstm_{i}",
                 )
                 lstm.build(input_shape[:-1] + (features,))
                 lstms.append(lstm)
@@ -178,10 +181,10 @@ class CascadedSemanticPositional(keras.layers.Layer):
         for forward, backward in zip(self.forward_lstms, self.backward_lstms):
             # The backward LSTM returns its outputs last step first: flip them back (Eq. 7).
             backward_hidden = ops.flip(utils.call_unless_empty(backward, hidden, mask=lstm_mask), axis=1)
-            hidden = ops.concatenate([utils.call_unless_empty(forward, hidden, mask=lstm_mask), backward_hidden], axis=-1)
-        positional, positional_weights = self.positional_attention(
-            hidden, mask=mask, return_attention_scores=True
-        )
+            hidden = ops.concatenate(
+                [utils.call_unless_empty(forward, hidden, mask=lstm_mask), backward_hidden], axis=-1
+            )
+        positional, positional_weights = self.positional_attention(hidden, mask=mask, return_attention_scores=True)
         outputs = semantic + positional
         if return_attention_scores:
             return outputs, {"semantic": semantic_weights, "positional": positional_weights}
@@ -200,9 +203,7 @@ class CascadedSemanticPositional(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {"lstm_layers": self.lstm_layers, "epsilon": self.epsilon}
-        )
+        config.update({"lstm_layers": self.lstm_layers, "epsilon": self.epsilon})
         return utils.with_quantized_sublayers(self, config)
 
 
@@ -265,7 +266,11 @@ class MultiQueryAttention(keras.layers.Layer):
             name="hidden",
         )
         self.hidden.build(input_shape)
-        self.queries = self.add_weight(name="queries", shape=(self.num_queries, features), initializer=utils.clone_initializer(self.kernel_initializer))
+        self.queries = self.add_weight(
+            name="queries",
+            shape=(self.num_queries, features),
+            initializer=utils.clone_initializer(self.kernel_initializer),
+        )
         self.fusion = keras.layers.Dense(
             self.output_dim or features,
             use_bias=False,

@@ -357,8 +357,11 @@ class DualAxialSelfAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         utils.check_choice(type(self).__name__, "score_activation", score_activation, _SCORE_ACTIVATIONS)
         utils.check_choice(type(self).__name__, "aggregation", aggregation, _AGGREGATIONS)
-        for name, flag in (("use_attenuation", use_attenuation), ("use_feature_axis", use_feature_axis),
-                           ("return_sequences", return_sequences)):
+        for name, flag in (
+            ("use_attenuation", use_attenuation),
+            ("use_feature_axis", use_feature_axis),
+            ("return_sequences", return_sequences),
+        ):
             utils.check_bool(type(self).__name__, name, flag)
         self.aggregation = aggregation
         self.score_activation = score_activation
@@ -370,9 +373,7 @@ class DualAxialSelfAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def build(self, input_shape):
-        input_shape = utils.check_sequence_shape(
-            type(self).__name__, input_shape, static_time=self.use_feature_axis
-        )
+        input_shape = utils.check_sequence_shape(type(self).__name__, input_shape, static_time=self.use_feature_axis)
         features = input_shape[-1]
         common = dict(
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
@@ -388,7 +389,9 @@ class DualAxialSelfAttention(keras.layers.Layer):
         self.text_attention.build(input_shape)
         if self.use_feature_axis:
             self.feature_attention = FeatureAxialSelfAttention(
-                score_activation=self.score_activation, dtype=self._parts_policy("feature_axial"), name="feature_axial",
+                score_activation=self.score_activation,
+                dtype=self._parts_policy("feature_axial"),
+                name="feature_axial",
                 **common,
             )
             self.feature_attention.build(input_shape)
@@ -415,12 +418,8 @@ class DualAxialSelfAttention(keras.layers.Layer):
         text, text_map = self.text_attention(inputs, mask=mask, return_attention_scores=True)
         maps = {"text": text_map}
         if self.use_feature_axis:
-            feature, maps["feature"] = self.feature_attention(
-                inputs, mask=mask, return_attention_scores=True
-            )
-            gate = ops.sigmoid(
-                ops.cast(self.gate_feature(feature) + self.gate_text(text), "float32")
-            )
+            feature, maps["feature"] = self.feature_attention(inputs, mask=mask, return_attention_scores=True)
+            gate = ops.sigmoid(ops.cast(self.gate_feature(feature) + self.gate_text(text), "float32"))
             fused = gate * ops.cast(text, "float32") + (1.0 - gate) * ops.cast(feature, "float32")
         else:
             fused = ops.cast(text, "float32")

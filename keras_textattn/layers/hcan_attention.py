@@ -102,9 +102,7 @@ class _ConvAttentionBase(keras.layers.Layer):
         """
         scale = 1.0 / math.sqrt(query.shape[-1])
         scores = ops.einsum("bhqc,bhkc->bhqk", query, key)
-        weights = utils.masked_softmax(
-            ops.cast(scores, "float32") * scale, key_mask[:, None, None, :], axis=-1
-        )
+        weights = utils.masked_softmax(ops.cast(scores, "float32") * scale, key_mask[:, None, None, :], axis=-1)
         weights = ops.cast(weights, self.compute_dtype)
         dropped = self.attention_dropout(weights, training=training)
         return ops.einsum("bhqk,bhkc->bhqc", dropped, value), weights
@@ -267,11 +265,15 @@ class ParallelConvMultiheadSelfAttention(keras.layers.Layer):
     def build(self, input_shape):
         input_shape = utils.check_sequence_shape(type(self).__name__, input_shape)  # named as this layer, not a branch
         self.elu_branch = ConvMultiheadSelfAttention(
-            value_activation="elu", dtype=utils.sublayer_dtype(self, "elu_branch"), name="elu_branch",
+            value_activation="elu",
+            dtype=utils.sublayer_dtype(self, "elu_branch"),
+            name="elu_branch",
             **self.branch_kwargs,
         )
         self.tanh_branch = ConvMultiheadSelfAttention(
-            value_activation="tanh", dtype=utils.sublayer_dtype(self, "tanh_branch"), name="tanh_branch",
+            value_activation="tanh",
+            dtype=utils.sublayer_dtype(self, "tanh_branch"),
+            name="tanh_branch",
             **self.branch_kwargs,
         )
         self.elu_branch.build(input_shape)

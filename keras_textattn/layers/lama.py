@@ -116,10 +116,14 @@ class LAMA(keras.layers.Layer):
         self.hidden.build(inputs_shape)
         factors = self.num_heads * self.rank
         self.context_factors = self.add_weight(
-            name="context_factors", shape=(context_features, factors), initializer=utils.clone_initializer(self.kernel_initializer)
+            name="context_factors",
+            shape=(context_features, factors),
+            initializer=utils.clone_initializer(self.kernel_initializer),
         )
         self.token_factors = self.add_weight(
-            name="token_factors", shape=(features, factors), initializer=utils.clone_initializer(self.kernel_initializer)
+            name="token_factors",
+            shape=(features, factors),
+            initializer=utils.clone_initializer(self.kernel_initializer),
         )
         if not self.uses_context_input:
             self.context = self.add_weight(

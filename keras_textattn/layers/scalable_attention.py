@@ -7,7 +7,6 @@ from keras import ops
 from keras_textattn.layers import _attention_utils as utils
 
 
-
 @keras.saving.register_keras_serializable(package="keras_textattn")
 class ScalableAttention(keras.layers.Layer):
     """Scalable attention: position-specific neurons score every token (section 2, 3.2).
@@ -83,8 +82,10 @@ class ScalableAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         if not isinstance(hidden_units, (list, tuple)):  # 8 was "'int' object is not iterable"
-            raise ValueError(f"{type(self).__name__}: `hidden_units` must be a list of positive integers, one per "
-                             f"hidden layer (e.g. [8]; [] for none). Received: hidden_units={hidden_units!r}")
+            raise ValueError(
+                f"{type(self).__name__}: `hidden_units` must be a list of positive integers, one per "
+                f"hidden layer (e.g. [8]; [] for none). Received: hidden_units={hidden_units!r}"
+            )
         hidden_units = tuple(hidden_units)
         for units in hidden_units:
             utils.check_positive_int(type(self).__name__, "hidden_units[...]", units)
@@ -92,9 +93,7 @@ class ScalableAttention(keras.layers.Layer):
         self.hidden_units = hidden_units
         self.hidden_activation = keras.activations.get(hidden_activation)
         self.attention_activation = attention_activation
-        self.kernel_initializer = (
-            None if kernel_initializer is None else keras.initializers.get(kernel_initializer)
-        )
+        self.kernel_initializer = None if kernel_initializer is None else keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
@@ -164,8 +163,7 @@ class ScalableAttention(keras.layers.Layer):
                 "hidden_units": list(self.hidden_units),
                 "hidden_activation": keras.activations.serialize(self.hidden_activation),
                 "attention_activation": self.attention_activation,
-                "kernel_initializer": self.kernel_initializer
-                and keras.initializers.serialize(self.kernel_initializer),
+                "kernel_initializer": self.kernel_initializer and keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )

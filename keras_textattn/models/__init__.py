@@ -43,13 +43,12 @@ def get_spec(name):
     return SPECS[name]
 
 
-
-
 def check_dtype_policy(dtype_policy):
     """A `UserError` (a `ValueError`) unless `dtype_policy` is None or one of `DTYPE_POLICIES`."""
     if dtype_policy not in (None, *DTYPE_POLICIES):
-        raise UserError(f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; "
-                        f"got {dtype_policy!r}")
+        raise UserError(
+            f"dtype_policy (--dtype-policy) must be one of {', '.join(DTYPE_POLICIES)}; got {dtype_policy!r}"
+        )
 
 
 def build_model(name, num_classes, dtype_policy=None, **kwargs):
@@ -66,9 +65,21 @@ def build_model(name, num_classes, dtype_policy=None, **kwargs):
 
 
 __all__ = [
-    "BUILDERS", "DTYPE_POLICIES", "PRESETS", "SPECS", "ModelSpec", "build_model", "check_dtype_policy", "get_spec",
+    "BUILDERS",
+    "DTYPE_POLICIES",
+    "PRESETS",
+    "SPECS",
+    "ModelSpec",
+    "build_model",
+    "check_dtype_policy",
+    "get_spec",
     "logits_model",
-    "build_bigru_classifier", "build_cspan_classifier", "build_dual_axial_classifier", "build_hcan_classifier",
-    "build_kim_cnn_classifier", "build_lama_classifier", "build_scalable_attention_classifier",
+    "build_bigru_classifier",
+    "build_cspan_classifier",
+    "build_dual_axial_classifier",
+    "build_hcan_classifier",
+    "build_kim_cnn_classifier",
+    "build_lama_classifier",
+    "build_scalable_attention_classifier",
     "build_transformer_classifier",
 ]

@@ -37,14 +37,19 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"`{name}` must be a positive int or None. Received: {name}={value!r}")
     if isinstance(bigram_buckets, bool) or not isinstance(bigram_buckets, int) or bigram_buckets < 0:
-        raise ValueError(f"`bigram_buckets` must be an int >= 0 (0: no bigrams). Received: bigram_buckets={bigram_buckets!r}")
+        raise ValueError(
+            f"`bigram_buckets` must be an int >= 0 (0: no bigrams). Received: bigram_buckets={bigram_buckets!r}"
+        )
     if encoder is not None:
-        given = {"sequence_length": (sequence_length, encoder.sequence_length),
-                 "bigram_buckets": (bigram_buckets or None, encoder.bigram_buckets or None)}
+        given = {
+            "sequence_length": (sequence_length, encoder.sequence_length),
+            "bigram_buckets": (bigram_buckets or None, encoder.bigram_buckets or None),
+        }
         for name, (value, encoder_value) in given.items():
             if value is not None and value != encoder_value:
-                raise ValueError(f"{name}={value} disagrees with the encoder's {name}={encoder_value}; "
-                                 "give one or the other")
+                raise ValueError(
+                    f"{name}={value} disagrees with the encoder's {name}={encoder_value}; give one or the other"
+                )
         text = keras.Input(shape=(), dtype="string", name="text")
         encoded = encoder(text)
         bigrams = None
@@ -79,7 +84,8 @@ def embed_tokens(model_inputs, dim, name="embedding"):
     if model_inputs.bigram_ids is None:
         return vectors
     bigram_vectors = keras.layers.Embedding(model_inputs.bigram_buckets + 1, dim, name=f"bigram_{name}")(
-        model_inputs.bigram_ids)
+        model_inputs.bigram_ids
+    )
     return keras.layers.Add(name=f"add_bigram_{name}")([vectors, bigram_vectors])
 
 
@@ -109,4 +115,6 @@ def logits_model(model):
     sizes on JAX stayed at chance for 2 of 3 seeds (BENCHMARKS.md). Training the logits
     model updates `model`, which keeps serving probabilities.
     """
-    return keras.Model(model.input, model.get_layer("logits").output, name=f"{model.name}_logits")  # called as `model` is
+    return keras.Model(
+        model.input, model.get_layer("logits").output, name=f"{model.name}_logits"
+    )  # called as `model` is

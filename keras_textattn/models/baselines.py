@@ -50,8 +50,14 @@ def build_transformer_classifier(
 
 
 def build_bigru_classifier(
-    num_classes, vocabulary_size=None, encoder=None, sequence_length=None, embedding_dim=100, gru_units=50,
-    bigram_buckets=0, name="bigru"
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    sequence_length=None,
+    embedding_dim=100,
+    gru_units=50,
+    bigram_buckets=0,
+    name="bigru",
 ):
     """Embedding, BiGRU, masked max pooling over time, softmax."""
     model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
@@ -95,8 +101,12 @@ def build_kim_cnn_classifier(
 # cpu presets: on 2 cores the Transformer encoder trains 14x, Kim's CNN 4.5x and BiGRU 1.4x as fast as
 # at the papers' sizes (benchmarks/presets.py).
 SPECS = (
-    ModelSpec("transformer", build_transformer_classifier,
-              cpu_defaults={"units": 64, "num_heads": 4, "feedforward_units": 128}, embedding_size_argument="units"),
+    ModelSpec(
+        "transformer",
+        build_transformer_classifier,
+        cpu_defaults={"units": 64, "num_heads": 4, "feedforward_units": 128},
+        embedding_size_argument="units",
+    ),
     ModelSpec("bigru", build_bigru_classifier, cpu_defaults={"embedding_dim": 64, "gru_units": 32}),
     ModelSpec("kim_cnn", build_kim_cnn_classifier, cpu_defaults={"embedding_dim": 64, "filters": 64}),
 )

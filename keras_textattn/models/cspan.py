@@ -52,6 +52,10 @@ def build_cspan_classifier(
 # cpu preset: embedding 64 (4x the training speed of the paper's 300 on 2 cores: benchmarks/presets.py),
 # and the cosine schedule: `train()`'s held-out tenth preferred it to a constant rate on TREC, SST-2 and
 # AG News (+0.5, +2.9, +1.0 points; R8 -0.6, inside its spread; BENCHMARKS.md, "The cosine schedule").
-SPEC = ModelSpec("cspan", build_cspan_classifier, cpu_defaults={"embedding_dim": 64},
-                 paper_training={"lr_schedule": "step:20,25", "weight_decay": 1e-4, "batch_size": 64},
-                 cpu_training={"lr_schedule": "cosine"})
+SPEC = ModelSpec(
+    "cspan",
+    build_cspan_classifier,
+    cpu_defaults={"embedding_dim": 64},
+    paper_training={"lr_schedule": "step:20,25", "weight_decay": 1e-4, "batch_size": 64},
+    cpu_training={"lr_schedule": "cosine"},
+)

@@ -48,11 +48,13 @@ def build_dual_axial_classifier(
     model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets)
     x = embed_tokens(model_inputs, embedding_dim)
     x = DualAxialSelfAttention(aggregation=aggregation, name="attention", **options)(
-        x, mask=padding_mask(model_inputs.token_ids))
+        x, mask=padding_mask(model_inputs.token_ids)
+    )
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
     return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
 # cpu preset: embedding 32, FC 64 (3x the paper's sizes' training speed on 2 cores: benchmarks/presets.py).
-SPEC = ModelSpec("dual_axial", build_dual_axial_classifier, bigrams=True,
-                 cpu_defaults={"embedding_dim": 32, "fc_units": 64})
+SPEC = ModelSpec(
+    "dual_axial", build_dual_axial_classifier, bigrams=True, cpu_defaults={"embedding_dim": 32, "fc_units": 64}
+)

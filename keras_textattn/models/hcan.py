@@ -25,13 +25,16 @@ def _hierarchy(x, mask, max_length, units, num_heads, dropout, parallel, pooling
     x = PositionEmbedding(max_length, name=f"{prefix}_positions")(x)
     x = keras.layers.Dropout(dropout, name=f"{prefix}_dropout")(x)
     if parallel:
-        x = ParallelConvMultiheadSelfAttention(num_heads, units, dropout=dropout, epsilon=layer_norm_epsilon,
-                                               name=f"{prefix}_self_attention")(x, mask=mask)
+        x = ParallelConvMultiheadSelfAttention(
+            num_heads, units, dropout=dropout, epsilon=layer_norm_epsilon, name=f"{prefix}_self_attention"
+        )(x, mask=mask)
     else:
         x = ConvMultiheadSelfAttention(num_heads, units, dropout=dropout, name=f"{prefix}_self_attention")(x, mask=mask)
     if pooling == "max":
         return MaskedGlobalMaxPooling1D(name=f"{prefix}_maxpool")(x, mask=mask)
-    return ConvMultiheadTargetAttention(num_heads, units, dropout=dropout, name=f"{prefix}_target_attention")(x, mask=mask)
+    return ConvMultiheadTargetAttention(num_heads, units, dropout=dropout, name=f"{prefix}_target_attention")(
+        x, mask=mask
+    )
 
 
 def build_hcan_classifier(
@@ -78,10 +81,14 @@ def build_hcan_classifier(
         raise ValueError(f"`pooling` must be 'target' or 'max'. Received: pooling={pooling!r}")
     if encoder is not None:
         if encoder.hierarchical != hierarchical:
-            raise ValueError(f"The encoder's hierarchical={encoder.hierarchical} must match hierarchical={hierarchical}.")
+            raise ValueError(
+                f"The encoder's hierarchical={encoder.hierarchical} must match hierarchical={hierarchical}."
+            )
         if max_sentences is not None and max_sentences != encoder.max_sentences:
-            raise ValueError(f"max_sentences={max_sentences} disagrees with the encoder's {encoder.max_sentences}; "
-                             "give one or the other")
+            raise ValueError(
+                f"max_sentences={max_sentences} disagrees with the encoder's {encoder.max_sentences}; "
+                "give one or the other"
+            )
         max_sentences = encoder.max_sentences
     words = encoder.sequence_length if encoder is not None else sequence_length
     if words is None or (hierarchical and max_sentences is None):
@@ -92,18 +99,26 @@ def build_hcan_classifier(
     shape = (max_sentences, words) if hierarchical else None
     model_inputs = text_inputs(encoder, vocabulary_size, sequence_length, bigram_buckets, hierarchical_shape=shape)
     inputs, ids = model_inputs.inputs, model_inputs.token_ids
-    options = dict(units=units, num_heads=num_heads, dropout=dropout, parallel=parallel, pooling=pooling,
-                   layer_norm_epsilon=layer_norm_epsilon)
+    options = dict(
+        units=units,
+        num_heads=num_heads,
+        dropout=dropout,
+        parallel=parallel,
+        pooling=pooling,
+        layer_norm_epsilon=layer_norm_epsilon,
+    )
     if not hierarchical:
         x = _hierarchy(embed_tokens(model_inputs, units), padding_mask(ids), words, prefix="word", **options)
         return keras.Model(inputs, classifier_head(x, num_classes), name=name)
     bigram_ids = model_inputs.bigram_ids
     sentence_inputs = model_inputs._replace(  # every sentence a row: (batch * sentences, words)
         token_ids=ops.reshape(ids, (-1, words)),
-        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, words)))
+        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, words)),
+    )
     sentence_ids = sentence_inputs.token_ids
-    sentence_vectors = _hierarchy(embed_tokens(sentence_inputs, units), padding_mask(sentence_ids), words,
-                                  prefix="word", **options)
+    sentence_vectors = _hierarchy(
+        embed_tokens(sentence_inputs, units), padding_mask(sentence_ids), words, prefix="word", **options
+    )
     sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
     sentence_mask = ops.any(padding_mask(ids), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
@@ -115,5 +130,11 @@ def build_hcan_classifier(
 # from sec. 4.3: Adam at 2e-5 with one document per step (no batching); at our batches of 32 that rate
 # barely moves. cpu preset: 64 wide, 4 heads (16x the training speed of the paper's 512 and 8 on 2 cores:
 # benchmarks/presets.py).
-SPEC = ModelSpec("hcan", build_hcan_classifier, hierarchical=True, cpu_defaults={"units": 64, "num_heads": 4},
-                 embedding_size_argument="units", paper_training={"embeddings": "word2vec", "min_frequency": 5})
+SPEC = ModelSpec(
+    "hcan",
+    build_hcan_classifier,
+    hierarchical=True,
+    cpu_defaults={"units": 64, "num_heads": 4},
+    embedding_size_argument="units",
+    paper_training={"embeddings": "word2vec", "min_frequency": 5},
+)

@@ -46,9 +46,9 @@ def build_lama_classifier(
     embedded = embed_tokens(model_inputs, embedding_dim)
     hidden = embedded
     if use_rnn:
-        hidden = keras.layers.Bidirectional(
-            keras.layers.GRU(gru_units, return_sequences=True), name="bigru"
-        )(embedded, mask=mask)
+        hidden = keras.layers.Bidirectional(keras.layers.GRU(gru_units, return_sequences=True), name="bigru")(
+            embedded, mask=mask
+        )
     lama = LAMA(
         num_heads=num_heads,
         rank=rank,
@@ -75,8 +75,18 @@ def build_lama_classifier(
 # BiGRU's steps dominate; benchmarks/presets.py), kept so a default run has the sizes BENCHMARKS.md reports.
 # Both presets build LAMA+ctx, Table 4's best on every dataset and what BENCHMARKS.md measures (the
 # builder's default, LAMA, learns its context vector; `--set use_context=false` for it).
-SPEC = ModelSpec("lama", build_lama_classifier,
-                 cpu_defaults={"embedding_dim": 64, "gru_units": 32, "num_heads": 4, "mlp_units": 64},
-                 best_variant={"use_context": True},
-                 paper_training={"embeddings": "word2vec", "min_frequency": 5, "early_stopping": 5, "optimizer": "sgd",
-                                 "learning_rate": 0.05, "weight_decay": 1e-4, "batch_size": 32})
+SPEC = ModelSpec(
+    "lama",
+    build_lama_classifier,
+    cpu_defaults={"embedding_dim": 64, "gru_units": 32, "num_heads": 4, "mlp_units": 64},
+    best_variant={"use_context": True},
+    paper_training={
+        "embeddings": "word2vec",
+        "min_frequency": 5,
+        "early_stopping": 5,
+        "optimizer": "sgd",
+        "learning_rate": 0.05,
+        "weight_decay": 1e-4,
+        "batch_size": 32,
+    },
+)

@@ -53,6 +53,10 @@ def build_scalable_attention_classifier(
 # The cosine schedule: `train()`'s held-out tenth preferred it to a constant rate on TREC, SST-2,
 # AG News and IMDB (+0.3, +2.0, +0.7, +0.4 points; R8 -0.2), and IMDB's film-disjoint carves did
 # too (BENCHMARKS.md, "The cosine schedule"). Dual-axial's held-out rows did not: not a global default.
-SPEC = ModelSpec("scalable_attention", build_scalable_attention_classifier,
-                 cpu_defaults={"embedding_dim": 64, "fc_units": 64}, longest_text=1024,
-                 cpu_training={"lr_schedule": "cosine"})
+SPEC = ModelSpec(
+    "scalable_attention",
+    build_scalable_attention_classifier,
+    cpu_defaults={"embedding_dim": 64, "fc_units": 64},
+    longest_text=1024,
+    cpu_training={"lr_schedule": "cosine"},
+)

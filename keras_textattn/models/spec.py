@@ -14,12 +14,16 @@ import inspect
 from keras_textattn.layers._attention_utils import check_bool
 from keras_textattn_config.train_config import PRESETS
 
-
 # Builder arguments that training and tuning give the builder themselves (from the encoder, its
 # vocabulary and the run), each with where a user sets it instead; None: nowhere.
-GIVEN_BY_TRAINING = {"vocabulary_size": "max_tokens (--max-tokens)", "sequence_length": "sequence_length "
-                     "(--sequence-length)", "max_sentences": "max_sentences (--max-sentences)",
-                     "bigram_buckets": "bigram_buckets (--bigram-buckets)", "encoder": None, "name": None}
+GIVEN_BY_TRAINING = {
+    "vocabulary_size": "max_tokens (--max-tokens)",
+    "sequence_length": "sequence_length (--sequence-length)",
+    "max_sentences": "max_sentences (--max-sentences)",
+    "bigram_buckets": "bigram_buckets (--bigram-buckets)",
+    "encoder": None,
+    "name": None,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,16 +77,29 @@ class ModelSpec:
 
     def flag_arguments(self):
         """The builder arguments that are True or False (those whose default is a bool)."""
-        return [name for name, parameter in inspect.signature(self.build).parameters.items()
-                if isinstance(parameter.default, bool)]
+        return [
+            name
+            for name, parameter in inspect.signature(self.build).parameters.items()
+            if isinstance(parameter.default, bool)
+        ]
 
     def is_hierarchical(self, model_kwargs=None):
         hierarchical = (model_kwargs or {}).get("hierarchical", self.hierarchical)
         check_bool(f"{self.name} builder", "hierarchical", hierarchical)
         return bool(hierarchical)
 
-    def encoder_options(self, model_kwargs=None, *, max_tokens=20000, min_frequency=1, sequence_length=None,
-                        max_sentences=None, split_long_sentences=False, bigram_buckets=None, bigrams_of=None):
+    def encoder_options(
+        self,
+        model_kwargs=None,
+        *,
+        max_tokens=20000,
+        min_frequency=1,
+        sequence_length=None,
+        max_sentences=None,
+        split_long_sentences=False,
+        bigram_buckets=None,
+        bigrams_of=None,
+    ):
         """The `TextEncoder` arguments for this model (with these builder arguments).
         Lengths left None are chosen from the data by `train` (`choose_lengths`);
         `split_long_sentences` is for hierarchical texts; `bigram_buckets` None is the

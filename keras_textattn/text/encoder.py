@@ -17,13 +17,13 @@ import tensorflow_text as tf_text
 from keras_textattn import _backend
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_flag
-
-from keras_textattn.vocabulary import OOV_ID
-from keras_textattn.vocabulary import PAD_ID  # noqa: F401
 from keras_textattn.vocabulary import CJK_IDEOGRAPHS
 from keras_textattn.vocabulary import CJK_SENTENCE_END
+from keras_textattn.vocabulary import OOV_ID
+from keras_textattn.vocabulary import PAD_ID  # noqa: F401
 from keras_textattn.vocabulary import SENTENCE_END
 from keras_textattn.vocabulary import sentence_rows
+
 OOV_TOKEN = "[UNK]"
 
 # A word is a run of letters, digits, combining marks or "_"; every other
@@ -157,14 +157,22 @@ class TextEncoder(keras.layers.Layer):
                 f"TextEncoder: `bigram_buckets` must be an integer >= 0. Received: bigram_buckets={bigram_buckets!r}"
             )
         if bigrams_of not in ("vocabulary", "tokens"):
-            raise ValueError("TextEncoder: `bigrams_of` must be 'vocabulary' or 'tokens'. "
-                             f"Received: bigrams_of={bigrams_of!r}")
-        for name, flag in (("lowercase", lowercase), ("strip_html", strip_html), ("hierarchical", hierarchical),
-                           ("split_cjk", split_cjk), ("split_long_sentences", split_long_sentences)):
+            raise ValueError(
+                f"TextEncoder: `bigrams_of` must be 'vocabulary' or 'tokens'. Received: bigrams_of={bigrams_of!r}"
+            )
+        for name, flag in (
+            ("lowercase", lowercase),
+            ("strip_html", strip_html),
+            ("hierarchical", hierarchical),
+            ("split_cjk", split_cjk),
+            ("split_long_sentences", split_long_sentences),
+        ):
             check_flag(f"TextEncoder: {name}", flag)
         if max_sentences is not None and not hierarchical:
-            raise ValueError("TextEncoder: `max_sentences` needs hierarchical=True. "
-                             f"Received: max_sentences={max_sentences}, hierarchical=False")
+            raise ValueError(
+                "TextEncoder: `max_sentences` needs hierarchical=True. "
+                f"Received: max_sentences={max_sentences}, hierarchical=False"
+            )
         self.max_tokens = max_tokens
         self.min_frequency = min_frequency
         self.sequence_length = sequence_length
@@ -182,9 +190,7 @@ class TextEncoder(keras.layers.Layer):
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
         self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
         self._sentence_end = CJK_SENTENCE_END if self.split_cjk else SENTENCE_END
-        self.lookup = keras.layers.StringLookup(
-            mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup"
-        )
+        self.lookup = keras.layers.StringLookup(mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup")
         self._adapted = False
 
     # ----------------------------------------------------------------- tokens
@@ -233,7 +239,7 @@ class TextEncoder(keras.layers.Layer):
             rows = [(sentence, 0) for sentence in range(len(tokenized))][: self.max_sentences]
         for row, (sentence, first) in enumerate(rows):
             piece_start, tokens = tokenized[sentence]
-            for k, (token, begin, end) in enumerate(tokens[first:], start=first):
+            for k, (token, begin, _end) in enumerate(tokens[first:], start=first):
                 if width is not None and k - first >= width:
                     break
                 position = (row, k - first) if self.hierarchical else (k,)
@@ -282,8 +288,10 @@ class TextEncoder(keras.layers.Layer):
         if texts.shape.rank == 2 and texts.shape[-1] == 1:
             texts = tf.squeeze(texts, -1)
         if texts.shape.rank != 1:
-            raise ValueError(f"TextEncoder expects a batch of strings of shape (batch,), or one string. Received: shape "
-                             f"{texts.shape}")
+            raise ValueError(
+                f"TextEncoder expects a batch of strings of shape (batch,), or one string. Received: shape "
+                f"{texts.shape}"
+            )
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
         # tensorflow-text's regex ops stop reading at a NUL byte: make NUL a space (same byte offsets).
         return tf.strings.regex_replace(texts, r"\x00", " ")
@@ -299,8 +307,10 @@ class TextEncoder(keras.layers.Layer):
         spec = data.element_spec
         if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank in (0, 1)):
             given = f"{spec.dtype.name} of shape {spec.shape}" if isinstance(spec, tf.TensorSpec) else spec
-            raise ValueError("TextEncoder.adapt takes a tf.data.Dataset of strings or of (text, label) pairs, "
-                             f"batched or not. Received: a dataset whose texts are {given}")
+            raise ValueError(
+                "TextEncoder.adapt takes a tf.data.Dataset of strings or of (text, label) pairs, "
+                f"batched or not. Received: a dataset whose texts are {given}"
+            )
         if spec.shape.rank == 0:
             data = data.batch(batch_size)
 
@@ -318,11 +328,15 @@ class TextEncoder(keras.layers.Layer):
         kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
         if not kept:  # no vocabulary: a mistake in the data (a UserError, one line from train and tune)
             if not counts:
-                raise UserError("TextEncoder.adapt: the texts hold no tokens (each is empty or blank); "
-                                "no vocabulary can be learned from them")
+                raise UserError(
+                    "TextEncoder.adapt: the texts hold no tokens (each is empty or blank); "
+                    "no vocabulary can be learned from them"
+                )
             token, most = max(counts.items(), key=lambda item: item[1])
-            raise UserError(f"TextEncoder.adapt: no token of the texts occurs min_frequency={self.min_frequency} "
-                            f"times; the most frequent, {token.decode('utf-8', 'replace')!r}, occurs {most}")
+            raise UserError(
+                f"TextEncoder.adapt: no token of the texts occurs min_frequency={self.min_frequency} "
+                f"times; the most frequent, {token.decode('utf-8', 'replace')!r}, occurs {most}"
+            )
         if self.max_tokens is not None:
             kept = kept[: self.max_tokens - 2]
         self._use_vocabulary([token.decode("utf-8") for token, _ in kept])
@@ -334,17 +348,25 @@ class TextEncoder(keras.layers.Layer):
         "new york", "don't") can never be looked up: a warning names such tokens. For a file of
         tokens, one per line, use `set_vocabulary_file`."""
         if isinstance(vocabulary, (str, bytes, os.PathLike)):
-            raise ValueError("TextEncoder.set_vocabulary takes a list of tokens; for a file of tokens, one per line, "
-                             f"use set_vocabulary_file(path). Received: {vocabulary!r}")
+            raise ValueError(
+                "TextEncoder.set_vocabulary takes a list of tokens; for a file of tokens, one per line, "
+                f"use set_vocabulary_file(path). Received: {vocabulary!r}"
+            )
         vocabulary = list(vocabulary)
         self._use_vocabulary(vocabulary)
         read = self.tokenize(vocabulary).to_list()
-        unread = [(token, [t.decode("utf-8") for t in tokens]) for token, tokens in zip(vocabulary, read)
-                  if tokens != [token.encode("utf-8")]]
+        unread = [
+            (token, [t.decode("utf-8") for t in tokens])
+            for token, tokens in zip(vocabulary, read)
+            if tokens != [token.encode("utf-8")]
+        ]
         if unread:
             shown = ", ".join(f"{token!r} (read as {tokens})" for token, tokens in unread[:3])
-            warnings.warn(f"TextEncoder: {len(unread)} of the {len(vocabulary)} vocabulary tokens can never be looked "
-                          f"up, as this encoder reads them otherwise: {shown}{', ...' if len(unread) > 3 else ''}")
+            warnings.warn(
+                f"TextEncoder: {len(unread)} of the {len(vocabulary)} vocabulary tokens can never be looked "
+                f"up, as this encoder reads them otherwise: {shown}{', ...' if len(unread) > 3 else ''}",
+                stacklevel=2,
+            )
 
     def _use_vocabulary(self, vocabulary):
         """`set_vocabulary` without reading the tokens: for tokens this encoder produced."""
@@ -352,8 +374,10 @@ class TextEncoder(keras.layers.Layer):
             raise ValueError("TextEncoder: the vocabulary is empty; adapt on texts that contain tokens.")
         unsaveable = [token for token in vocabulary if not isinstance(token, str) or token.splitlines() != [token]]
         if unsaveable:
-            raise ValueError("TextEncoder: vocabulary tokens must be non-empty strings without line breaks (a "
-                             f"vocabulary is saved one token per line). Received: {unsaveable[:3]!r}")
+            raise ValueError(
+                "TextEncoder: vocabulary tokens must be non-empty strings without line breaks (a "
+                f"vocabulary is saved one token per line). Received: {unsaveable[:3]!r}"
+            )
         self.lookup.set_vocabulary(list(vocabulary))
         self._adapted = True
         self.added_tokens = 0
@@ -367,8 +391,9 @@ class TextEncoder(keras.layers.Layer):
         embedding row. Returns the tokens added; `added_tokens` counts them all.
         """
         if not self._adapted:
-            raise ValueError("TextEncoder has no vocabulary to extend: call `adapt(texts)` or `set_vocabulary(...)` "
-                             "first.")
+            raise ValueError(
+                "TextEncoder has no vocabulary to extend: call `adapt(texts)` or `set_vocabulary(...)` first."
+            )
         vocabulary = self.get_vocabulary()
         candidates = [word for word in dict.fromkeys(words) if isinstance(word, str) and word.splitlines() == [word]]
         tokens = self.tokenize(candidates).to_list() if candidates else []
@@ -390,12 +415,17 @@ class TextEncoder(keras.layers.Layer):
             lines = handle.read().split("\n")
         lines = lines[:-1] if lines[-1] == "" else lines
         if lines[:2] == ["", OOV_TOKEN]:
-            raise ValueError(f"TextEncoder: {path} lists padding and OOV first, as a run's vocabulary.txt does (line i "
-                             "is id i); a vocabulary file holds the tokens after them: pass its lines from the third "
-                             "on to set_vocabulary.")
+            raise ValueError(
+                f"TextEncoder: {path} lists padding and OOV first, as a run's vocabulary.txt does (line i "
+                "is id i); a vocabulary file holds the tokens after them: pass its lines from the third "
+                "on to set_vocabulary."
+            )
         if "" in lines or not lines:
-            raise ValueError(f"TextEncoder: {path} " + (f"has an empty line ({lines.index('') + 1}); " if lines else
-                             "is empty; ") + "a vocabulary file holds one token per line.")
+            raise ValueError(
+                f"TextEncoder: {path} "
+                + (f"has an empty line ({lines.index('') + 1}); " if lines else "is empty; ")
+                + "a vocabulary file holds one token per line."
+            )
         self.lookup.set_vocabulary(os.fspath(path))
         self._adapted = True
         self.added_tokens = 0
@@ -409,10 +439,14 @@ class TextEncoder(keras.layers.Layer):
         A `max_tokens` above the vocabulary's size keeps all of it. Tokens that
         `extend_vocabulary` added come last, and a cut drops them first."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 3:
-            raise ValueError("TextEncoder.cut_vocabulary: `max_tokens` counts padding and OOV, so it must be an "
-                             f"integer of at least 3. Received: max_tokens={max_tokens!r}")
+            raise ValueError(
+                "TextEncoder.cut_vocabulary: `max_tokens` counts padding and OOV, so it must be an "
+                f"integer of at least 3. Received: max_tokens={max_tokens!r}"
+            )
         if not self._adapted:
-            raise ValueError("TextEncoder has no vocabulary to cut: call `adapt(texts)` or `set_vocabulary(...)` first.")
+            raise ValueError(
+                "TextEncoder has no vocabulary to cut: call `adapt(texts)` or `set_vocabulary(...)` first."
+            )
         vocabulary = self.get_vocabulary()
         added = max(0, min(max_tokens, len(vocabulary)) - (len(vocabulary) - self.added_tokens))
         return self._copy(vocabulary[2:max_tokens], added, max_tokens=max_tokens)
@@ -424,17 +458,25 @@ class TextEncoder(keras.layers.Layer):
         search tries several lengths while adapting and encoding once. Flat texts only; at
         most this encoder's length."""
         if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 1:
-            raise ValueError("TextEncoder.cut_length: `sequence_length` must be a positive integer. "
-                             f"Received: sequence_length={sequence_length!r}")
+            raise ValueError(
+                "TextEncoder.cut_length: `sequence_length` must be a positive integer. "
+                f"Received: sequence_length={sequence_length!r}"
+            )
         if self.hierarchical or self.sequence_length is None:
-            raise ValueError("TextEncoder.cut_length cuts the texts of a flat encoder of fixed `sequence_length`; this "
-                             f"one is {'hierarchical' if self.hierarchical else 'of no fixed length'}. "
-                             f"Received: sequence_length={sequence_length}")
+            raise ValueError(
+                "TextEncoder.cut_length cuts the texts of a flat encoder of fixed `sequence_length`; this "
+                f"one is {'hierarchical' if self.hierarchical else 'of no fixed length'}. "
+                f"Received: sequence_length={sequence_length}"
+            )
         if sequence_length > self.sequence_length:
-            raise ValueError(f"TextEncoder.cut_length cuts texts to at most this encoder's {self.sequence_length} "
-                             f"tokens. Received: sequence_length={sequence_length}")
+            raise ValueError(
+                f"TextEncoder.cut_length cuts texts to at most this encoder's {self.sequence_length} "
+                f"tokens. Received: sequence_length={sequence_length}"
+            )
         if not self._adapted:
-            raise ValueError("TextEncoder has no vocabulary to keep: call `adapt(texts)` or `set_vocabulary(...)` first.")
+            raise ValueError(
+                "TextEncoder has no vocabulary to keep: call `adapt(texts)` or `set_vocabulary(...)` first."
+            )
         return self._copy(self.get_vocabulary()[2:], self.added_tokens, sequence_length=sequence_length)
 
     def _copy(self, tokens, added_tokens, **changes):
@@ -448,7 +490,8 @@ class TextEncoder(keras.layers.Layer):
 
     @property
     def is_adapted(self):
-        """Whether the encoder has a vocabulary (`adapt`, `set_vocabulary` or a loaded file), as Keras's preprocessing layers say."""
+        """Whether the encoder has a vocabulary (`adapt`, `set_vocabulary` or a loaded file), as
+        Keras's preprocessing layers say."""
         return self._adapted
 
     def get_vocabulary(self):
@@ -503,7 +546,8 @@ class TextEncoder(keras.layers.Layer):
             return ids
         if self.bigrams_of == "vocabulary":
             words = tf.ragged.map_flat_values(
-                lambda word, i: tf.where(tf.equal(i, OOV_ID), OOV_TOKEN, word), words, token_ids)
+                lambda word, i: tf.where(tf.equal(i, OOV_ID), OOV_TOKEN, word), words, token_ids
+            )
         sentences = words.ragged_rank > 1
         rows = words.values if sentences else words  # (rows, words): bigrams stay inside a row
         pairs = tf.strings.join([rows[:, :-1], rows[:, 1:]], separator=" ")[:, : self.sequence_length]
@@ -592,14 +636,18 @@ def _split_rows(words, width, max_rows=None):
     piece_lengths = tf.minimum(tf.gather(lengths, piece_sentence) - starts.flat_values, width)
     pieces = tf.RaggedTensor.from_row_lengths(sentences.flat_values, piece_lengths)  # (all pieces, words)
     if max_rows is not None:
-        sentence_index = tf.range(tf.size(lengths, out_type=tf.int64)) - tf.gather(words.row_starts(), words.value_rowids())
+        sentence_index = tf.range(tf.size(lengths, out_type=tf.int64)) - tf.gather(
+            words.row_starts(), words.value_rowids()
+        )
         is_tail = starts.flat_values > 0
         tails_before = tf.cumsum(tf.cast(is_tail, tf.int64), exclusive=True)  # over all texts' pieces, in order
         tail_rank = tails_before - tf.gather(
-            tf.math.unsorted_segment_min(tails_before, piece_text, words.nrows()), piece_text)
+            tf.math.unsorted_segment_min(tails_before, piece_text, words.nrows()), piece_text
+        )
         spare = tf.maximum(max_rows - words.row_lengths(), 0)
-        keep = tf.where(is_tail, tail_rank < tf.gather(spare, piece_text),
-                        tf.gather(sentence_index, piece_sentence) < max_rows)
+        keep = tf.where(
+            is_tail, tail_rank < tf.gather(spare, piece_text), tf.gather(sentence_index, piece_sentence) < max_rows
+        )
         pieces, piece_text = tf.ragged.boolean_mask(pieces, keep), tf.boolean_mask(piece_text, keep)
     rows_per_text = tf.math.unsorted_segment_sum(tf.ones_like(piece_text), piece_text, words.nrows())
     return tf.RaggedTensor.from_row_lengths(pieces, rows_per_text)
@@ -609,19 +657,24 @@ def _string_batch(texts, method):
     """`texts` (a list or tuple of strings, a NumPy array of them, a string tensor) as a string
     tensor of rank >= 1, else a `ValueError` saying what `TextEncoder.<method>` takes, instead of
     TensorFlow's conversion error (or Keras's "only input tensors", for one string)."""
-    expected = (f"TextEncoder.{method} takes a batch of texts: a list of strings (str or bytes), a NumPy array of "
-                "them or a string tensor of shape (batch,)")
+    expected = (
+        f"TextEncoder.{method} takes a batch of texts: a list of strings (str or bytes), a NumPy array of "
+        "them or a string tensor of shape (batch,)"
+    )
     if isinstance(texts, (str, bytes)):
         raise ValueError(f"{expected}. Received: one {type(texts).__name__}; give a list of one")
     if isinstance(texts, np.ndarray) and texts.dtype.kind not in "USO":
         raise ValueError(f"{expected}. Received: a NumPy array of dtype {texts.dtype}")
     if isinstance(texts, (list, tuple, np.ndarray)):
-        for index, text in enumerate(np.ravel(np.asarray(texts, dtype=object)) if isinstance(texts, np.ndarray)
-                                     else texts):
+        for index, text in enumerate(
+            np.ravel(np.asarray(texts, dtype=object)) if isinstance(texts, np.ndarray) else texts
+        ):
             if not isinstance(text, (str, bytes)):
                 raise ValueError(f"{expected}. Received: item {index} is {text!r:.60} ({type(text).__name__})")
         return tf.constant(texts, tf.string)
     if isinstance(texts, tf.Tensor) and texts.dtype == tf.string and texts.shape.rank:
         return texts
-    given = f"a {texts.dtype.name} tensor of shape {texts.shape}" if isinstance(texts, tf.Tensor) else type(texts).__name__
+    given = (
+        f"a {texts.dtype.name} tensor of shape {texts.shape}" if isinstance(texts, tf.Tensor) else type(texts).__name__
+    )
     raise ValueError(f"{expected}. Received: {given}")

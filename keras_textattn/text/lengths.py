@@ -54,8 +54,9 @@ def choose_lengths(texts, hierarchical=False, longest=None, split_long_sentences
     words = np.concatenate([[]] + [c[1] for c in counts])
     width = _cover(words, WORDS_PER_SENTENCE, multiple=8)
     if split_long_sentences:  # rows that read each text whole, a sentence of more than `width` words taking several
-        sentences = np.bincount(np.repeat(np.arange(len(sentences)), sentences), weights=np.ceil(words / width),
-                                minlength=len(sentences))
+        sentences = np.bincount(
+            np.repeat(np.arange(len(sentences)), sentences), weights=np.ceil(words / width), minlength=len(sentences)
+        )
     return {"sequence_length": width, "max_sentences": _cover(sentences, SENTENCES)}
 
 
@@ -66,8 +67,12 @@ def choose_open_lengths(options, texts, longest=None):
     hierarchical = options.get("hierarchical", False)
     if options.get("sequence_length") is not None and (not hierarchical or options.get("max_sentences") is not None):
         return {}
-    chosen = choose_lengths(texts, hierarchical=hierarchical, longest=longest,
-                            split_long_sentences=bool(options.get("split_long_sentences")))
+    chosen = choose_lengths(
+        texts,
+        hierarchical=hierarchical,
+        longest=longest,
+        split_long_sentences=bool(options.get("split_long_sentences")),
+    )
     return {name: value for name, value in chosen.items() if options.get(name) is None}
 
 

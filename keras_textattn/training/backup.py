@@ -39,7 +39,9 @@ def _checkpoints(folder):
     """`[(epoch, batch, path)]`, newest first."""
     if not os.path.isdir(folder):
         return []
-    found = [(int(m[1]), int(m[2]), os.path.join(folder, name)) for name in os.listdir(folder) if (m := _NAME.match(name))]
+    found = [
+        (int(m[1]), int(m[2]), os.path.join(folder, name)) for name in os.listdir(folder) if (m := _NAME.match(name))
+    ]
     return sorted(found, reverse=True)
 
 
@@ -143,18 +145,28 @@ def restore(model, folder):
             model.load_weights(path)
         except (OSError, KeyError) as error:
             damaged.append(path)
-            warnings.warn(f"skipping the damaged checkpoint {path} ({type(error).__name__}); using the one before it")
+            warnings.warn(
+                f"skipping the damaged checkpoint {path} ({type(error).__name__}); using the one before it",
+                stacklevel=2,
+            )
         except ValueError as error:
             other_model = other_model or str(error).strip().splitlines()[0].rstrip(":")
-            warnings.warn(f"skipping the checkpoint {path}, whose weights do not fit this model; using the one before it")
+            warnings.warn(
+                f"skipping the checkpoint {path}, whose weights do not fit this model; using the one before it",
+                stacklevel=2,
+            )
         else:
             return epoch
     if other_model:
-        raise RunError(f"the checkpoints of {folder} hold the weights of another model than these arguments build "
-                       f"(Keras: {other_model}); was the run started with another version of keras-textattn? Resume "
-                       f"it with that version, or delete {folder} to start the run again from its first epoch")
-    raise RunError(f"no checkpoint of {folder} can be read ({', '.join(damaged)} are damaged); "
-                   f"delete {folder} to start the run again from its first epoch")
+        raise RunError(
+            f"the checkpoints of {folder} hold the weights of another model than these arguments build "
+            f"(Keras: {other_model}); was the run started with another version of keras-textattn? Resume "
+            f"it with that version, or delete {folder} to start the run again from its first epoch"
+        )
+    raise RunError(
+        f"no checkpoint of {folder} can be read ({', '.join(damaged)} are damaged); "
+        f"delete {folder} to start the run again from its first epoch"
+    )
 
 
 def copy_from_chief(strategy, chief, paths, folder):

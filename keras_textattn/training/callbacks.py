@@ -89,9 +89,11 @@ def check_converging(model, loss, epoch, learning_rate):
 
 def diverged_run(epoch, what, learning_rate):
     """The `RunError` of a run whose epoch `epoch` (from 0) diverged as `what` says."""
-    return RunError(f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
-                    f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "
-                    "start again with --overwrite")
+    return RunError(
+        f"training diverged in epoch {epoch + 1}: {what}; a lower --learning-rate (this run's: "
+        f"{learning_rate:g}) trains stably. Checkpoints of earlier epochs, if any, stay in the run folder: "
+        "start again with --overwrite"
+    )
 
 
 def weights_are_numbers(model):

@@ -29,12 +29,15 @@ def check_run_options(model, config):
     if config.max_sentences is not None and not hierarchical:
         raise RunError(f"max_sentences (--max-sentences) is for hierarchical models; {model} reads flat texts")
     if config.split_long_sentences and not hierarchical:
-        raise RunError(f"split_long_sentences (--split-long-sentences) is for hierarchical models; {model} reads "
-                       "flat texts")
+        raise RunError(
+            f"split_long_sentences (--split-long-sentences) is for hierarchical models; {model} reads flat texts"
+        )
     has_bigrams = spec.encoder_options(config.model_kwargs, bigram_buckets=config.bigram_buckets).get("bigram_buckets")
     if config.bigrams_of is not None and not has_bigrams:
-        raise RunError(f"bigrams_of (--bigrams-of) is for a run with bigrams; {model} has none here: give "
-                       "bigram_buckets (--bigram-buckets)")
+        raise RunError(
+            f"bigrams_of (--bigrams-of) is for a run with bigrams; {model} has none here: give "
+            "bigram_buckets (--bigram-buckets)"
+        )
     check_embeddings(config.embeddings, config.freeze_embeddings, config.vectors_vocabulary)
     if config.adversarial is not None:
         try:
@@ -53,22 +56,30 @@ def check_run_options(model, config):
 def _check_model_kwargs(spec, model_kwargs):
     for name, value in model_kwargs.items():
         if GIVEN_BY_TRAINING.get(name):
-            raise RunError(f"model_kwargs (--set) {name}: the encoder gives the model its {name}; give "
-                           f"{GIVEN_BY_TRAINING[name]} instead")
+            raise RunError(
+                f"model_kwargs (--set) {name}: the encoder gives the model its {name}; give "
+                f"{GIVEN_BY_TRAINING[name]} instead"
+            )
         if name not in spec.settable_arguments():
-            raise RunError(f"model_kwargs (--set) {name}: not an argument of the {spec.name} builder that a run sets; "
-                           f"it takes: {', '.join(spec.settable_arguments())}")
+            raise RunError(
+                f"model_kwargs (--set) {name}: not an argument of the {spec.name} builder that a run sets; "
+                f"it takes: {', '.join(spec.settable_arguments())}"
+            )
         if name in spec.flag_arguments() and not isinstance(value, (bool, np.bool_)):
-            raise RunError(f"model_kwargs (--set) {name} must be True or False (--set {name}=true or {name}=false); "
-                           f"got {value!r}")
+            raise RunError(
+                f"model_kwargs (--set) {name} must be True or False (--set {name}=true or {name}=false); got {value!r}"
+            )
 
 
 def _check_distribution(config):
     distribute, workers = config.distribute, config.workers
-    if (distribute == "ray") != (workers is not None) or (workers is not None and (
-            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)):
-        raise RunError(f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
-                       f"distribute {distribute!r}, workers {workers!r}")
+    if (distribute == "ray") != (workers is not None) or (
+        workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)
+    ):
+        raise RunError(
+            f"--distribute ray takes --workers N (N >= 1), and --workers only goes with it; got "
+            f"distribute {distribute!r}, workers {workers!r}"
+        )
     if config.ray_address is not None and distribute != "ray":
         raise RunError(f"--ray-address names the Ray cluster of --distribute ray; got distribute {distribute!r}")
 
@@ -76,10 +87,15 @@ def _check_distribution(config):
 def check_embeddings(embeddings, freeze_embeddings, vectors_vocabulary=None):
     """`embeddings` is None, "word2vec", a `PACKAGED_VECTORS` name or a vectors file;
     `freeze_embeddings` needs embeddings, and `vectors_vocabulary` (a count) vectors to take words from."""
-    if embeddings not in (None, "word2vec") and (isinstance(embeddings, bool) or not isinstance(
-            embeddings, (str, os.PathLike)) or not is_vectors_source(embeddings)):
-        raise RunError(f"embeddings (--embeddings) must be 'word2vec', {', '.join(map(repr, PACKAGED_VECTORS))} or a "
-                       f"vectors file; {embeddings!r} is none of them")
+    if embeddings not in (None, "word2vec") and (
+        isinstance(embeddings, bool)
+        or not isinstance(embeddings, (str, os.PathLike))
+        or not is_vectors_source(embeddings)
+    ):
+        raise RunError(
+            f"embeddings (--embeddings) must be 'word2vec', {', '.join(map(repr, PACKAGED_VECTORS))} or a "
+            f"vectors file; {embeddings!r} is none of them"
+        )
     if embeddings in PACKAGED_VECTORS:
         vectors_dimension(embeddings)  # a missing package is refused before any data is read
     if freeze_embeddings and embeddings is None:
@@ -87,6 +103,8 @@ def check_embeddings(embeddings, freeze_embeddings, vectors_vocabulary=None):
     if vectors_vocabulary is not None:
         check_count("vectors_vocabulary", vectors_vocabulary)
         if embeddings in (None, "word2vec"):
-            raise RunError(f"vectors_vocabulary (--vectors-vocabulary) adds words of pretrained vectors to the "
-                           f"vocabulary: give them with --embeddings (a vectors file or "
-                           f"{', '.join(PACKAGED_VECTORS)}); embeddings is {embeddings!r}")
+            raise RunError(
+                f"vectors_vocabulary (--vectors-vocabulary) adds words of pretrained vectors to the "
+                f"vocabulary: give them with --embeddings (a vectors file or "
+                f"{', '.join(PACKAGED_VECTORS)}); embeddings is {embeddings!r}"
+            )

@@ -24,15 +24,21 @@ from keras_textattn_config.train_config import OPTIMIZERS
 def with_fallbacks(config):
     """`config` with the training options a run uses when neither the user nor the paper's recipe set them."""
     optimizer = config.optimizer or "adam"
-    return dataclasses.replace(config, optimizer=optimizer, learning_rate=config.learning_rate or OPTIMIZERS[optimizer],
-                               batch_size=config.batch_size or 32, weight_decay=config.weight_decay or 0.0,
-                               min_frequency=1 if config.min_frequency is None else config.min_frequency)
+    return dataclasses.replace(
+        config,
+        optimizer=optimizer,
+        learning_rate=config.learning_rate or OPTIMIZERS[optimizer],
+        batch_size=config.batch_size or 32,
+        weight_decay=config.weight_decay or 0.0,
+        min_frequency=1 if config.min_frequency is None else config.min_frequency,
+    )
 
 
 def make_optimizer(config):
     """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping."""
-    options = dict(learning_rate=config.learning_rate, weight_decay=config.weight_decay or None,
-                   global_clipnorm=config.clip_norm)
+    options = dict(
+        learning_rate=config.learning_rate, weight_decay=config.weight_decay or None, global_clipnorm=config.clip_norm
+    )
     if config.optimizer == "sgd":
         return keras.optimizers.SGD(momentum=0.9, **options)
     return keras.optimizers.Adam(**options)
@@ -43,13 +49,20 @@ def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_poli
     A builder's `TypeError` or `ValueError` is the user's mistake when they gave builder
     arguments (`given`, `--set`)."""
     try:
-        return build_model(spec.name, num_classes, dtype_policy=dtype_policy, vocabulary_size=encoder.vocabulary_size(),
-                           **spec.shape_arguments(encoder), **model_kwargs)
+        return build_model(
+            spec.name,
+            num_classes,
+            dtype_policy=dtype_policy,
+            vocabulary_size=encoder.vocabulary_size(),
+            **spec.shape_arguments(encoder),
+            **model_kwargs,
+        )
     except (TypeError, ValueError) as error:
         if not given:
             raise
-        raise RunError(f"{spec.name} cannot be built with {given} ({error}); it takes: "
-                       f"{', '.join(spec.settable_arguments())}") from None
+        raise RunError(
+            f"{spec.name} cannot be built with {given} ({error}); it takes: {', '.join(spec.settable_arguments())}"
+        ) from None
 
 
 def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size"):
@@ -100,24 +113,30 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
 
     where = " in the config" if in_config else ""
     if chosen and verbose:
-        print(f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))}{where} to "
-              "set): " + ", ".join(f"{name} {value}" for name, value in chosen.items()))
+        print(
+            f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))}{where} to "
+            "set): " + ", ".join(f"{name} {value}" for name, value in chosen.items())
+        )
     given = options.get("sequence_length")
     if verbose and "sequence_length" not in chosen and given > 2 * TOKENS[1] and not options.get("hierarchical"):
         # A length given far past the texts pads each one to it: time and memory for nothing (a typo's extra
         # zero, say).
         whole = texts_cut(texts, given)[1]
         if given > 4 * whole:
-            print(f"{setting('sequence_length', given)}{where} is over 4x the {whole} tokens that read 95% of the "
-                  "training texts whole: every text is padded to it, which costs time and memory for little")
+            print(
+                f"{setting('sequence_length', given)}{where} is over 4x the {whole} tokens that read 95% of the "
+                "training texts whole: every text is padded to it, which costs time and memory for little"
+            )
     length = chosen.get("sequence_length")
     if verbose and length == (spec.longest_text or TOKENS[1]) and not options.get("hierarchical"):
         # The chosen length stopped at the model's most (below it, it holds 95% whole by construction).
         share, whole = texts_cut(texts, length)
         if share > 0.05:
-            print(f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
-                  f"default and are cut; {setting('sequence_length', whole)}{where} reads 95% of them whole "
-                  "(slower, and often more accurate: the docs' results page)")
+            print(
+                f"{share:.0%} of the training texts are longer than the {length} tokens {spec.name} reads by "
+                f"default and are cut; {setting('sequence_length', whole)}{where} reads 95% of them whole "
+                "(slower, and often more accurate: the docs' results page)"
+            )
     return chosen
 
 
@@ -131,19 +150,28 @@ def initialise_embeddings(classifier, model, encoder, train_rows, config):
     dimension = layer.output_dim
     if source != "word2vec" and (found := vectors_dimension(source)) != dimension:
         size = get_spec(model).embedding_size_argument
-        raise RunError(f"{source} has {found}-dimensional vectors; the {model} embedding has "
-                       f"{dimension} (set its size to match: --set {size}={found})")
+        raise RunError(
+            f"{source} has {found}-dimensional vectors; the {model} embedding has "
+            f"{dimension} (set its size to match: --set {size}={found})"
+        )
     rows, covered = initial_embedding(source, encoder, train_rows, dimension, seed=config.seed)
     layer.embeddings.assign(rows)
     layer.trainable = not config.freeze_embeddings
     added = encoder.added_tokens
     share = coverage(covered, encoder.counted_vocabulary_size())  # of the training texts' words
     if config.verbose:
-        print(f"Embeddings from {source}: {share:.1%} of the vocabulary has a vector"
-              + (f"; {added:,} more of its words added to the vocabulary" if added else "")
-              + (" (frozen)" if config.freeze_embeddings else ""))
-    return {"source": source, "dimension": dimension, "coverage": share, "words_added": added,
-            "frozen": bool(config.freeze_embeddings)}
+        print(
+            f"Embeddings from {source}: {share:.1%} of the vocabulary has a vector"
+            + (f"; {added:,} more of its words added to the vocabulary" if added else "")
+            + (" (frozen)" if config.freeze_embeddings else "")
+        )
+    return {
+        "source": source,
+        "dimension": dimension,
+        "coverage": share,
+        "words_added": added,
+        "frozen": bool(config.freeze_embeddings),
+    }
 
 
 def source_run_metrics(folder, model):
@@ -154,8 +182,10 @@ def source_run_metrics(folder, model):
         raise RunError(f"init_from (--init-from) must be a finished run folder; {folder} has no metrics.json")
     metrics = read_json(metrics_path)
     if model is not None and model != metrics.get("model"):
-        raise RunError(f"{folder} trained {metrics.get('model')}, and a run started from it trains the same model; "
-                       f"leave out --model or give {metrics.get('model')}; got {model}")
+        raise RunError(
+            f"{folder} trained {metrics.get('model')}, and a run started from it trains the same model; "
+            f"leave out --model or give {metrics.get('model')}; got {model}"
+        )
     return metrics
 
 
@@ -172,6 +202,8 @@ def initialise_from(classifier, source, folder, verbose):
             classifier.get_layer(layer.name).set_weights(weights)
             copied += sum(int(np.size(weight)) for weight in weights)
     if verbose:
-        print(f"Initialised from {folder}: its encoder and {copied:,} weights, every layer but the output layer, "
-              "which starts afresh")
+        print(
+            f"Initialised from {folder}: its encoder and {copied:,} weights, every layer but the output layer, "
+            "which starts afresh"
+        )
     return {"run": os.path.abspath(folder), "weights": copied, "new_layers": ["logits"]}

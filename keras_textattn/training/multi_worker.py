@@ -46,12 +46,18 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild
         for folder in (logs, backup):
             shutil.rmtree(folder, ignore_errors=True)
     with contextlib.nullcontext(backup) if chief else tempfile.TemporaryDirectory() as state:
-        kept = sorted(os.path.join(backup, name) for name in os.listdir(backup)
-                      if not name.startswith(".")) if chief and os.path.isdir(backup) else []
+        kept = (
+            sorted(os.path.join(backup, name) for name in os.listdir(backup) if not name.startswith("."))
+            if chief and os.path.isdir(backup)
+            else []
+        )
         copy_from_chief(run.strategy, chief, [*kept, history_path], state)
         worker_history = history_path if chief else os.path.join(state, os.path.basename(history_path))
-        best = BestEpoch(state, config.early_stopping, config.early_stopping_monitor or "loss") \
-            if config.early_stopping else None
+        best = (
+            BestEpoch(state, config.early_stopping, config.early_stopping_monitor or "loss")
+            if config.early_stopping
+            else None
+        )
         resumed_from_epoch = restore(classifier, state)
         keep_history_before(worker_history, resumed_from_epoch)
         if resumed_from_epoch < config.epochs and not (best and best.stopped):
@@ -64,12 +70,23 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild
                 *([best] if best else []),  # before the checkpoint: a resumed run knows the best epoch
                 *([RunBackup(backup, every=config.checkpoint_every)] if chief else []),
             ]
-            fit_multi_worker(run.strategy, classifier, run.dataset, functools.partial(batches_of, shuffle=config.shuffle),
-                             config.epochs, config.batch_size, math.ceil(rows["train"] / config.batch_size), callbacks,
-                             verbose=config.verbose and chief, validation_batches_of=batches_of,
-                             validation_batch_size=inference_batch_size(config.batch_size), class_weights=class_weights,
-                             adversarial=config.adversarial, label_smoothing=config.label_smoothing,
-                             initial_epoch=resumed_from_epoch)
+            fit_multi_worker(
+                run.strategy,
+                classifier,
+                run.dataset,
+                functools.partial(batches_of, shuffle=config.shuffle),
+                config.epochs,
+                config.batch_size,
+                math.ceil(rows["train"] / config.batch_size),
+                callbacks,
+                verbose=config.verbose and chief,
+                validation_batches_of=batches_of,
+                validation_batch_size=inference_batch_size(config.batch_size),
+                class_weights=class_weights,
+                adversarial=config.adversarial,
+                label_smoothing=config.label_smoothing,
+                initial_epoch=resumed_from_epoch,
+            )
         history = read_history(worker_history)
         if best:
             best.set_model(classifier)
@@ -86,9 +103,23 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild
     return classifier, history, best, resumed_from_epoch
 
 
-def fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_size, batches, callbacks=(),
-                      verbose=False, validation_batches_of=None, validation_batch_size=None, class_weights=None,
-                      adversarial=None, label_smoothing=None, initial_epoch=0):
+def fit_multi_worker(
+    strategy,
+    model,
+    dataset,
+    batches_of,
+    epochs,
+    global_batch_size,
+    batches,
+    callbacks=(),
+    verbose=False,
+    validation_batches_of=None,
+    validation_batch_size=None,
+    class_weights=None,
+    adversarial=None,
+    label_smoothing=None,
+    initial_epoch=0,
+):
     """Data-parallel training across workers with a plain distributed loop.
 
     Keras 3's `fit` fails under MultiWorkerMirroredStrategy (it reduces a data batch
@@ -129,10 +160,12 @@ def fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_
         return strategy.distribute_datasets_from_function(worker_batches)
 
     train_batches = distributed("train", batches_of, global_batch_size)
-    validation_batches = (distributed("validation", validation_batches_of, validation_batch_size)
-                          if validation_batches_of else None)
-    replica_step, replica_scores = _replica_functions(model, dataset.num_classes, class_weights, label_smoothing,
-                                                      adversarial, global_batch_size)
+    validation_batches = (
+        distributed("validation", validation_batches_of, validation_batch_size) if validation_batches_of else None
+    )
+    replica_step, replica_scores = _replica_functions(
+        model, dataset.num_classes, class_weights, label_smoothing, adversarial, global_batch_size
+    )
     step = _summed(strategy, replica_step, train_batches)
     scores = _summed(strategy, replica_scores, validation_batches) if validation_batches is not None else None
     history = keras.callbacks.History()  # last: each epoch's logs as the callbacks leave them
@@ -154,8 +187,11 @@ def fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_
             losses.append(float(loss))
             right, rows = right + float(batch_right), rows + float(batch_rows)
         # The rate logged is the optimizer's (constant, the plateau's); a schedule's callback logs its own.
-        logs = {"loss": float(np.mean(losses)), "accuracy": right / rows if rows else 0.0,
-                "learning_rate": optimizer_rate()}
+        logs = {
+            "loss": float(np.mean(losses)),
+            "accuracy": right / rows if rows else 0.0,
+            "learning_rate": optimizer_rate(),
+        }
         check_converging(model, logs["loss"], epoch, learning_rate)
         if validation_batches is not None:
             totals = np.zeros(3)
@@ -165,24 +201,31 @@ def fit_multi_worker(strategy, model, dataset, batches_of, epochs, global_batch_
         logs["seconds"] = time.perf_counter() - start
         callbacks.on_epoch_end(epoch, logs)
         if verbose:
-            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{name}: {history.history[name][-1]:.4g}"
-                                                                for name in logs), flush=True)
+            print(
+                f"Epoch {epoch + 1}/{epochs} - "
+                + " - ".join(f"{name}: {history.history[name][-1]:.4g}" for name in logs),
+                flush=True,
+            )
         if model.stop_training:
             break
     callbacks.on_train_end()
-    return {"epoch": [float(epoch) for epoch in history.epoch],
-            **{name: [float(value) for value in values] for name, values in history.history.items()}}
+    return {
+        "epoch": [float(epoch) for epoch in history.epoch],
+        **{name: [float(value) for value in values] for name, values in history.history.items()},
+    }
 
 
 def _replica_functions(model, num_classes, class_weights, label_smoothing, adversarial, global_batch_size):
     """The training step and the scoring of one replica's batch, as `fit` and `evaluate` compute them."""
     loss_function = classifier_loss(label_smoothing, reduction=None)
-    weights_of_classes = tf.constant([(class_weights or {}).get(label, 1.0) for label in range(num_classes)],
-                                     tf.float32)
+    weights_of_classes = tf.constant(
+        [(class_weights or {}).get(label, 1.0) for label in range(num_classes)], tf.float32
+    )
 
     def correct(labels, probabilities):
-        return tf.reduce_sum(tf.cast(tf.equal(tf.argmax(probabilities, -1, output_type=tf.int32),
-                                              tf.cast(labels, tf.int32)), tf.float32))
+        return tf.reduce_sum(
+            tf.cast(tf.equal(tf.argmax(probabilities, -1, output_type=tf.int32), tf.cast(labels, tf.int32)), tf.float32)
+        )
 
     adversarial_gradients_of = adversarial_gradients(model, adversarial) if adversarial else None
 
@@ -190,8 +233,9 @@ def _replica_functions(model, num_classes, class_weights, label_smoothing, adver
         weights = tf.gather(weights_of_classes, tf.cast(labels, tf.int32))
 
         def loss_of(probabilities):
-            loss = tf.nn.compute_average_loss(weights * loss_function(labels, probabilities),
-                                              global_batch_size=global_batch_size)
+            loss = tf.nn.compute_average_loss(
+                weights * loss_function(labels, probabilities), global_batch_size=global_batch_size
+            )
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
             return loss
@@ -231,8 +275,8 @@ def _summed(strategy, replica_function, batches):
 
     @tf.function(input_signature=list(batches.element_spec))
     def run(ids, labels):
-        return [strategy.reduce("SUM", value, axis=None)
-                for value in strategy.run(replica_function, args=(ids, labels))]
+        return [
+            strategy.reduce("SUM", value, axis=None) for value in strategy.run(replica_function, args=(ids, labels))
+        ]
 
     return run
-

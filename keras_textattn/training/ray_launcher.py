@@ -16,13 +16,12 @@ import os
 import re
 import socket
 
-from keras_textattn.datasets.loading import LocalFile
-from keras_textattn.datasets.loading import is_pattern
+from keras_textattn.datasets.formats import LocalFile
+from keras_textattn.datasets.formats import is_pattern
 from keras_textattn.errors import UserError
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 from keras_textattn.text.vectors import PACKAGED_VECTORS
-
 
 # `TrainConfig`'s fields that may be local paths: the workers' working folder is not ours.
 PATH_FIELDS = ("test_data", "validation_data", "data_dir", "init_from", "embeddings")
@@ -32,8 +31,11 @@ def worker_arguments(data, output, config):
     """`(data, output, config)` as a Ray worker runs them: a multi-worker run, with the output,
     the data and the local paths among `PATH_FIELDS` made absolute (TFDS names, remote paths
     and the vectors' names "word2vec" and `PACKAGED_VECTORS` as they are)."""
-    paths = {name: _absolute(getattr(config, name)) for name in PATH_FIELDS
-             if not (name == "embeddings" and config.embeddings in ("word2vec", *PACKAGED_VECTORS))}
+    paths = {
+        name: _absolute(getattr(config, name))
+        for name in PATH_FIELDS
+        if not (name == "embeddings" and config.embeddings in ("word2vec", *PACKAGED_VECTORS))
+    }
     config = dataclasses.replace(config, distribute="multi-worker", workers=None, ray_address=None, **paths)
     return _absolute(data), os.path.abspath(os.fspath(output)), config
 
@@ -62,7 +64,7 @@ def train_on_ray(train, model, data, output, config, workers, ray_address=None, 
         try:
             trainer.fit()
         except Exception as error:  # Ray wraps the workers' errors; a user error is shown as one
-            raise _user_error_in(error) or error
+            raise (_user_error_in(error) or error) from None
     finally:
         if started:
             ray.shutdown()
@@ -88,8 +90,11 @@ def _absolute(data):
         return {split: _absolute(value) for split, value in data.items()}
     if isinstance(data, LocalFile):
         return dataclasses.replace(data, path=_absolute(data.path))
-    if isinstance(data, (str, os.PathLike)) and "://" not in os.fspath(data) and (
-            os.path.exists(os.fspath(data)) or is_pattern(os.fspath(data))):
+    if (
+        isinstance(data, (str, os.PathLike))
+        and "://" not in os.fspath(data)
+        and (os.path.exists(os.fspath(data)) or is_pattern(os.fspath(data)))
+    ):
         return os.path.abspath(os.fspath(data))
     return data
 
@@ -104,9 +109,11 @@ def _check_reachable(address, timeout=10):
     try:
         socket.create_connection((match[1], int(match[2])), timeout=timeout).close()
     except OSError as error:
-        raise RunError(f"no Ray cluster answers at {address} (--ray-address, else RAY_ADDRESS): "
-                       f"{error.strerror or error}; start one there (ray start --head), or give neither for a local "
-                       "one") from None
+        raise RunError(
+            f"no Ray cluster answers at {address} (--ray-address, else RAY_ADDRESS): "
+            f"{error.strerror or error}; start one there (ray start --head), or give neither for a local "
+            "one"
+        ) from None
 
 
 def _worker_loop(arguments):

@@ -72,8 +72,15 @@ from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import jsonable
 
-ENCODER_OPTIONS = ("max_tokens", "min_frequency", "sequence_length", "max_sentences", "split_long_sentences",
-                   "bigram_buckets", "bigrams_of")
+ENCODER_OPTIONS = (
+    "max_tokens",
+    "min_frequency",
+    "sequence_length",
+    "max_sentences",
+    "split_long_sentences",
+    "bigram_buckets",
+    "bigrams_of",
+)
 
 
 def train(model=None, data=None, output="runs/run", config=None, **overrides):
@@ -107,18 +114,28 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     spec = check_run_options(model, config)
     run_json = {"model": model, "data": jsonable(data), **config.resumed()}
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
-    recipe = {name: value for name, value in spec.training_defaults(config.preset).items()
-              if getattr(config, name) is None and (config.init_from is None or name not in FROM_SOURCE_RUN)}
+    recipe = {
+        name: value
+        for name, value in spec.training_defaults(config.preset).items()
+        if getattr(config, name) is None and (config.init_from is None or name not in FROM_SOURCE_RUN)
+    }
     used = with_fallbacks(dataclasses.replace(config, **recipe))
     if config.early_stopping_monitor is not None and used.early_stopping is None:
-        raise RunError(f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
-                       f"patience too (--early-stopping N); got monitor {config.early_stopping_monitor!r} without it")
+        raise RunError(
+            f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
+            f"patience too (--early-stopping N); got monitor {config.early_stopping_monitor!r} without it"
+        )
     if config.distribute == "ray":
         return _train_on_ray(model, data, output, config, run_json)
     if recipe and config.verbose:
-        whose = (f"The {model} paper's recipe (--preset paper; " if config.preset == "paper"
-                 else f"The {model} cpu preset's training (")
-        print(whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items()))
+        whose = (
+            f"The {model} paper's recipe (--preset paper; "
+            if config.preset == "paper"
+            else f"The {model} cpu preset's training ("
+        )
+        print(
+            whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items())
+        )
     strategy = make_strategy(config.distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     _check_batch_splits(used.batch_size, strategy, config.distribute)
     run_state(output, config.overwrite, run_json)  # a quick first look, before the data is read
@@ -129,8 +146,18 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             recover_replacement(output)
         state = run_state(output, config.overwrite, run_json)
         keras.utils.set_random_seed(config.seed)
-        run = _Run(model=model, output=output, config=used, run_json=run_json, dataset=dataset, source=source,
-                   strategy=strategy, chief=chief, resume=state == "resume", source_run=source_run)
+        run = _Run(
+            model=model,
+            output=output,
+            config=used,
+            run_json=run_json,
+            dataset=dataset,
+            source=source,
+            strategy=strategy,
+            chief=chief,
+            resume=state == "resume",
+            source_run=source_run,
+        )
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
             with replace_aside(output):
@@ -161,15 +188,16 @@ class _Run:
 def _check_init_from(model, output, config):
     """The metrics.json of the run `config.init_from` names, after the checks of starting from it."""
     if os.path.abspath(config.init_from) == os.path.abspath(output):
-        raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another "
-                       "--output")
+        raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another --output")
     source_run = source_run_metrics(config.init_from, model)
     fields = {field.name: field for field in dataclasses.fields(config)}
     taken = [name for name in FROM_SOURCE_RUN if (getattr(config, name) or None) != (default_of(fields[name]) or None)]
     if taken:
         flags = ["--set" if name == "model_kwargs" else "--" + name.replace("_", "-") for name in taken]
-        raise RunError(f"a run started from another (--init-from) takes its model's sizes, encoder and weights "
-                       f"from {config.init_from}; leave out {', '.join(flags)}")
+        raise RunError(
+            f"a run started from another (--init-from) takes its model's sizes, encoder and weights "
+            f"from {config.init_from}; leave out {', '.join(flags)}"
+        )
     return source_run
 
 
@@ -185,22 +213,36 @@ def _check_batch_splits(batch_size, strategy, distribute):
     replicas = strategy.num_replicas_in_sync
     if batch_size % replicas:
         lower = batch_size - batch_size % replicas
-        raise RunError(f"batch size {batch_size} (--batch-size: the global batch) does not split evenly over the "
-                       f"{replicas} replicas of --distribute {distribute}; give a multiple of {replicas}, e.g. "
-                       + (f"{lower} or {lower + replicas}" if lower else f"{replicas}"))
+        raise RunError(
+            f"batch size {batch_size} (--batch-size: the global batch) does not split evenly over the "
+            f"{replicas} replicas of --distribute {distribute}; give a multiple of {replicas}, e.g. "
+            + (f"{lower} or {lower + replicas}" if lower else f"{replicas}")
+        )
 
 
 def _load_data(data, config):
     dataset, source = load_labelled_data(
-        data, test_data=config.test_data, validation_data=config.validation_data, text_column=config.text_column,
-        label_column=config.label_column, header=config.header, label_offset=config.label_offset,
-        label_names=config.label_names, data_dir=config.data_dir, validation_fraction=config.validation_fraction,
-        seed=config.seed, stream=config.stream, skip_bad_rows=config.skip_bad_rows, group_column=config.group_column,
+        data,
+        test_data=config.test_data,
+        validation_data=config.validation_data,
+        text_column=config.text_column,
+        label_column=config.label_column,
+        header=config.header,
+        label_offset=config.label_offset,
+        label_names=config.label_names,
+        data_dir=config.data_dir,
+        validation_fraction=config.validation_fraction,
+        seed=config.seed,
+        stream=config.stream,
+        skip_bad_rows=config.skip_bad_rows,
+        group_column=config.group_column,
         delimiter=config.delimiter,
     )
     if dataset.skipped and config.verbose:
         for split, skipped in dataset.skipped.items():
-            print(f"Skipped in {split}: {skipped['rows']} rows, {len(skipped['files'])} files; first: {skipped['first']}")
+            print(
+                f"Skipped in {split}: {skipped['rows']} rows, {len(skipped['files'])} files; first: {skipped['first']}"
+            )
     return dataset, source
 
 
@@ -209,7 +251,9 @@ def _train_run(run):
     evaluation, files."""
     config, output, dataset = run.config, run.output, run.dataset
     os.makedirs(output, exist_ok=True)
-    rows = {split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits}
+    rows = {
+        split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits
+    }
     rows = {split: count_rows(dataset[split]) if count is None else count for split, count in rows.items()}
     if run.chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
@@ -219,16 +263,19 @@ def _train_run(run):
     if run.source_run is not None:  # the sizes, encoder and weights of the init_from run
         source_model, source_encoder, _ = load_run(config.init_from)
         if not weights_are_numbers(source_model):
-            raise RunError(f"{config.init_from} (--init-from) holds weights that are not numbers (a run that "
-                           "diverged): start from another run, or without one")
+            raise RunError(
+                f"{config.init_from} (--init-from) holds weights that are not numbers (a run that "
+                "diverged): start from another run, or without one"
+            )
         preset, model_kwargs = run.source_run["preset"], run.source_run["model_kwargs"]
     else:
         preset = config.preset
         model_kwargs = {**spec.preset_arguments(preset), **config.model_kwargs}
     encoder = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
     with run.strategy.scope():
-        classifier = build_classifier(spec, dataset.num_classes, encoder, model_kwargs, config.model_kwargs,
-                                      config.dtype_policy)
+        classifier = build_classifier(
+            spec, dataset.num_classes, encoder, model_kwargs, config.model_kwargs, config.dtype_policy
+        )
         embeddings = initialise_embeddings(classifier, run.model, encoder, dataset["train"], config)
         initialised_from = initialise_from(classifier, source_model, config.init_from, config.verbose)
         compile_classifier(classifier, make_optimizer(config), config.label_smoothing)
@@ -238,8 +285,14 @@ def _train_run(run):
         if config.adversarial:
             use_adversarial_training(classifier, config.adversarial)
     class_weights, class_weight = weigh_classes(config.class_weight, dataset["train"], dataset.label_names)
-    fitted = _fit(run, classifier, encoder, rows, class_weights, rebuild=lambda: build_classifier(
-        spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy))
+    fitted = _fit(
+        run,
+        classifier,
+        encoder,
+        rows,
+        class_weights,
+        rebuild=lambda: build_classifier(spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy),
+    )
     classifier, history, best, resumed_from_epoch = fitted
     predict_batch_size = inference_batch_size(config.batch_size)
     accuracy, f1 = {}, {}
@@ -247,13 +300,22 @@ def _train_run(run):
         batches = make_batches(dataset[split], encoder, predict_batch_size, rows=count, cache=False)
         accuracy[split], f1[split] = scores(classifier, dataset[split], batches)
     metrics = {
-        "model": run.model, "preset": preset, "model_kwargs": model_kwargs,
+        "model": run.model,
+        "preset": preset,
+        "model_kwargs": model_kwargs,
         "data": run.source if isinstance(run.source, str) else {k: str(v.path) for k, v in run.source.items()},
-        "label_names": dataset.label_names, "accuracy": accuracy, "macro_f1": f1, "rows": rows,
-        "skipped": dataset.skipped, "class_weight": class_weight,
+        "label_names": dataset.label_names,
+        "accuracy": accuracy,
+        "macro_f1": f1,
+        "rows": rows,
+        "skipped": dataset.skipped,
+        "class_weight": class_weight,
         **_training_record(run, history, best, resumed_from_epoch, rows["train"]),
-        "parameters": int(classifier.count_params()), "dtype_policy": classifier.dtype_policy.name,
-        "embeddings": embeddings, "initialised_from": initialised_from, "encoder": encoder.get_config(),
+        "parameters": int(classifier.count_params()),
+        "dtype_policy": classifier.dtype_policy.name,
+        "embeddings": embeddings,
+        "initialised_from": initialised_from,
+        "encoder": encoder.get_config(),
     }
     if run.chief:
         save_run(output, classifier, encoder, dataset.label_names, metrics)
@@ -265,15 +327,25 @@ def _training_record(run, history, best, resumed_from_epoch, train_rows):
     """What metrics.json records of how the run trained."""
     config, seconds = run.config, history.get("seconds", [])
     return {
-        "history": history, "seconds_per_epoch": seconds,
+        "history": history,
+        "seconds_per_epoch": seconds,
         "examples_per_second": float(train_rows / np.mean(seconds)) if seconds else None,
-        "epochs": config.epochs, "resumed_from_epoch": resumed_from_epoch, "early_stopping": config.early_stopping,
+        "epochs": config.epochs,
+        "resumed_from_epoch": resumed_from_epoch,
+        "early_stopping": config.early_stopping,
         "early_stopping_monitor": (config.early_stopping_monitor or "loss") if config.early_stopping else None,
-        "optimizer": config.optimizer, "learning_rate": config.learning_rate, "weight_decay": config.weight_decay,
-        "lr_schedule": config.lr_schedule or "constant", "clip_norm": config.clip_norm,
-        "adversarial": config.adversarial, "label_smoothing": config.label_smoothing,
-        "best_epoch": best.best["epoch"] if best and best.best else None, "stopped_early": bool(best and best.stopped),
-        "batch_size": config.batch_size, "seed": config.seed, "distribute": config.distribute or "none",
+        "optimizer": config.optimizer,
+        "learning_rate": config.learning_rate,
+        "weight_decay": config.weight_decay,
+        "lr_schedule": config.lr_schedule or "constant",
+        "clip_norm": config.clip_norm,
+        "adversarial": config.adversarial,
+        "label_smoothing": config.label_smoothing,
+        "best_epoch": best.best["epoch"] if best and best.best else None,
+        "stopped_early": bool(best and best.stopped),
+        "batch_size": config.batch_size,
+        "seed": config.seed,
+        "distribute": config.distribute or "none",
         "replicas": run.strategy.num_replicas_in_sync,
     }
 
@@ -288,8 +360,10 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
     if source_encoder is not None:
         encoder = source_encoder
     else:
-        options = spec.encoder_options(model_kwargs, **{name: getattr(config, name) for name in ENCODER_OPTIONS
-                                                        if getattr(config, name) is not None})
+        options = spec.encoder_options(
+            model_kwargs,
+            **{name: getattr(config, name) for name in ENCODER_OPTIONS if getattr(config, name) is not None},
+        )
         chosen = choose_lengths_saying_so(spec, options, run.dataset["train"], config.verbose)
         try:
             encoder = TextEncoder(**{**options, **chosen})
@@ -321,20 +395,32 @@ def _fit(run, classifier, encoder, rows, class_weights, rebuild):
     if config.distribute == "mirrored":
         train_batches, validation_batches = (
             even_first_batch(batches, rows[split], size, run.strategy, split)
-            for batches, split, size in ((train_batches, "train", config.batch_size),
-                                         (validation_batches, "validation", predict_batch_size)))
+            for batches, split, size in (
+                (train_batches, "train", config.batch_size),
+                (validation_batches, "validation", predict_batch_size),
+            )
+        )
     backup, history_path = os.path.join(run.output, "backup"), os.path.join(run.output, "history.csv")
-    best = BestEpoch(backup, config.early_stopping, config.early_stopping_monitor or "loss") \
-        if config.early_stopping else None
+    best = (
+        BestEpoch(backup, config.early_stopping, config.early_stopping_monitor or "loss")
+        if config.early_stopping
+        else None
+    )
     resumed_from_epoch = restore(classifier, backup) if run.resume else 0
     keep_history_before(history_path, resumed_from_epoch)  # rows of epochs trained again are dropped
     if resumed_from_epoch < config.epochs and not (best and best.stopped):
         interrupt = DeferredInterrupt()
         with interrupt.deferred():
-            classifier.fit(train_batches, validation_data=validation_batches, epochs=config.epochs,
-                           initial_epoch=resumed_from_epoch, callbacks=_callbacks(run, best, interrupt),
-                           verbose=config.verbose, shuffle=False,  # make_batches shuffles, with the seed
-                           class_weight=class_weights)
+            classifier.fit(
+                train_batches,
+                validation_data=validation_batches,
+                epochs=config.epochs,
+                initial_epoch=resumed_from_epoch,
+                callbacks=_callbacks(run, best, interrupt),
+                verbose=config.verbose,
+                shuffle=False,  # make_batches shuffles, with the seed
+                class_weight=class_weights,
+            )
     if best:
         best.set_model(classifier)
         best.restore_best()

@@ -8,22 +8,26 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn._files import write_text
-from keras_textattn.datasets.loading import tf_reason
+from keras_textattn.datasets.formats import tf_reason
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
 from keras_textattn.run_folder import is_finished
 from keras_textattn.run_folder import read_json
 from keras_textattn_config.train_config import RESUMED
 
-
 # run.json written before these options: those runs trained with Adam, no weight decay, sentences cut;
 # and a Python call's model_kwargs=None was kept as given.
-LEGACY_RUN_JSON = {"optimizer": "adam", "weight_decay": 0.0, "split_long_sentences": False, "init_from": None,
-                   "delimiter": None}
+LEGACY_RUN_JSON = {
+    "optimizer": "adam",
+    "weight_decay": 0.0,
+    "split_long_sentences": False,
+    "init_from": None,
+    "delimiter": None,
+}
 
 
 def run_state(output, overwrite, arguments):
-    """"new", "resume" or "overwrite" for a run folder at `output`, or a `RunError`: for a
+    """ "new", "resume" or "overwrite" for a run folder at `output`, or a `RunError`: for a
     folder that is not a run folder, a finished run without `overwrite`, and a resume
     whose arguments differ from those the run was started with (run.json)."""
     if os.path.exists(output) and not os.path.isdir(output):
@@ -32,12 +36,16 @@ def run_state(output, overwrite, arguments):
         return "new"
     foreign = foreign_entries(output)
     if foreign:
-        raise RunError(f"{output} is not a run folder (it holds {', '.join(foreign[:3])}"
-                       f"{', ...' if len(foreign) > 3 else ''}); nothing was changed; choose another output")
+        raise RunError(
+            f"{output} is not a run folder (it holds {', '.join(foreign[:3])}"
+            f"{', ...' if len(foreign) > 3 else ''}); nothing was changed; choose another output"
+        )
     if is_finished(output):
         if not overwrite:
-            raise RunError(f"{output} already holds a finished run; pass overwrite=True (--overwrite) to replace it, "
-                           f"or choose another output (with init_from={output!r}, --init-from, to train it further)")
+            raise RunError(
+                f"{output} already holds a finished run; pass overwrite=True (--overwrite) to replace it, "
+                f"or choose another output (with init_from={output!r}, --init-from, to train it further)"
+            )
         return "overwrite"
     if overwrite:
         return "overwrite"
@@ -45,11 +53,16 @@ def run_state(output, overwrite, arguments):
     if os.path.exists(stored_path):
         stored = {**LEGACY_RUN_JSON, **read_json(stored_path)}
         stored["model_kwargs"] = stored.get("model_kwargs") or {}
-        changed = [f"{name} {stored.get(name)!r} -> {arguments[name]!r}" for name in ("model", "data", *RESUMED)
-                   if stored.get(name) != arguments[name]]
+        changed = [
+            f"{name} {stored.get(name)!r} -> {arguments[name]!r}"
+            for name in ("model", "data", *RESUMED)
+            if stored.get(name) != arguments[name]
+        ]
         if changed:
-            raise RunError(f"{output} holds an unfinished run started with other arguments ({'; '.join(changed)}); "
-                           "repeat its arguments to resume it, or pass overwrite=True (--overwrite) to start again")
+            raise RunError(
+                f"{output} holds an unfinished run started with other arguments ({'; '.join(changed)}); "
+                "repeat its arguments to resume it, or pass overwrite=True (--overwrite) to start again"
+            )
     return "resume"
 
 
@@ -64,9 +77,11 @@ def out_of_memory_said(model):
     except tf.errors.ResourceExhaustedError as error:
         # In a traced step the allocation is on a later line, after "Graph execution error:".
         allocation = next((line for line in str(error).splitlines() if line.startswith("OOM when allocating")), None)
-        raise RunError(f"{model} ran out of memory ({allocation or tf_reason(error)}); a shorter sequence length "
-                       "(--sequence-length; HCAN: --max-sentences too), a smaller --batch-size, or smaller weights "
-                       "(--set embedding_dim=..., --max-tokens) need less") from None
+        raise RunError(
+            f"{model} ran out of memory ({allocation or tf_reason(error)}); a shorter sequence length "
+            "(--sequence-length; HCAN: --max-sentences too), a smaller --batch-size, or smaller weights "
+            "(--set embedding_dim=..., --max-tokens) need less"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -25,9 +25,10 @@ import keras
 
 from keras_textattn._files import write_text
 from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import read_json
 from keras_textattn_config.schedules import EPOCH_SCHEDULES  # noqa: F401 (re-exported)
 from keras_textattn_config.schedules import parse_schedule
-from keras_textattn.run_folder import read_json
+
 
 def rate_at(schedule, learning_rate, epochs):
     """`t -> rate` of a schedule that is a function of the training done ("cosine",

@@ -55,14 +55,18 @@ def even_first_batch(batches, rows, batch_size, strategy, split):
     (the most rows that split evenly, then the rest); one of fewer rows than replicas is an error."""
     replicas = strategy.num_replicas_in_sync
     if rows < replicas:
-        raise RunError(f"the {split} split holds {rows} row{'s' * (rows != 1)}, fewer than the {replicas} replicas of "
-                       "--distribute mirrored (each needs one); give more rows, or train on one device")
+        raise RunError(
+            f"the {split} split holds {rows} row{'s' * (rows != 1)}, fewer than the {replicas} replicas of "
+            "--distribute mirrored (each needs one); give more rows, or train on one device"
+        )
     if rows >= batch_size or rows % replicas == 0:
         return batches  # the first batch is a full one (a multiple of the replicas) or splits evenly
     even = rows - rows % replicas
 
     def two_batches(*batch):
-        parts = [tf.nest.map_structure(lambda tensor: tensor[start:end], batch) for start, end in ((0, even), (even, rows))]
+        parts = [
+            tf.nest.map_structure(lambda tensor: tensor[start:end], batch) for start, end in ((0, even), (even, rows))
+        ]
         return tf.data.Dataset.from_tensors(parts[0]).concatenate(tf.data.Dataset.from_tensors(parts[1]))
 
     return batches.flat_map(two_batches)

@@ -9,5 +9,12 @@ from keras_textattn.tuning.search import TUNER_CLASSES
 from keras_textattn.tuning.search import TextAttentionHyperModel
 from keras_textattn.tuning.search import tune
 
-__all__ = ["ConfigError", "TUNER_CLASSES", "TextAttentionHyperModel", "TuningConfig", "load_config", "shipped_configs",
-           "tune"]
+__all__ = [
+    "ConfigError",
+    "TUNER_CLASSES",
+    "TextAttentionHyperModel",
+    "TuningConfig",
+    "load_config",
+    "shipped_configs",
+    "tune",
+]

@@ -22,12 +22,31 @@ from keras_textattn.models.spec import GIVEN_BY_TRAINING
 from keras_textattn_config.schedules import EPOCH_SCHEDULES
 from keras_textattn_config.schedules import parse_schedule
 
-TOP_LEVEL = {"model": True, "objective": False, "preset": False, "tuner": False, "encoder": False, "fixed": False,
-             "hyperparameters": True}
-TUNER_SETTINGS = {"max_trials": int, "epochs": int, "batch_size": int, "executions_per_trial": int, "seed": int,
-                  "lr_schedule": str}
-ENCODER_SETTINGS = {"max_tokens": int, "min_frequency": int, "sequence_length": int, "max_sentences": int,
-                    "split_long_sentences": bool, "bigram_buckets": int}
+TOP_LEVEL = {
+    "model": True,
+    "objective": False,
+    "preset": False,
+    "tuner": False,
+    "encoder": False,
+    "fixed": False,
+    "hyperparameters": True,
+}
+TUNER_SETTINGS = {
+    "max_trials": int,
+    "epochs": int,
+    "batch_size": int,
+    "executions_per_trial": int,
+    "seed": int,
+    "lr_schedule": str,
+}
+ENCODER_SETTINGS = {
+    "max_tokens": int,
+    "min_frequency": int,
+    "sequence_length": int,
+    "max_sentences": int,
+    "split_long_sentences": bool,
+    "bigram_buckets": int,
+}
 OBJECTIVES = ("val_accuracy", "val_loss", "accuracy", "loss")
 TYPES = ("int", "float", "choice", "boolean")
 KEYS = {
@@ -71,8 +90,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
-                raise _TwiceGiven(f"{key}: given twice (line {key_node.start_mark.line + 1}); YAML would keep the "
-                                  "last one silently")
+                raise _TwiceGiven(
+                    f"{key}: given twice (line {key_node.start_mark.line + 1}); YAML would keep the last one silently"
+                )
             seen.add(key)
         return super().construct_mapping(node, deep)
 
@@ -135,13 +155,16 @@ def load_config(path):
     if isinstance(path, dict):
         return _checked_config("config", copy.deepcopy(path))
     if not isinstance(path, (str, os.PathLike)):
-        raise ConfigError("a tuner config is a YAML file, the name of a shipped one or a dict of its keys; got "
-                          f"{type(path).__name__}")
+        raise ConfigError(
+            f"a tuner config is a YAML file, the name of a shipped one or a dict of its keys; got {type(path).__name__}"
+        )
     path = os.fspath(path)
     if not os.path.isfile(path):
         if path not in shipped_configs():
-            raise ConfigError(f"{path}: no such tuner config (a YAML file, or the name of one shipped with "
-                              f"keras-textattn: {', '.join(shipped_configs())})")
+            raise ConfigError(
+                f"{path}: no such tuner config (a YAML file, or the name of one shipped with "
+                f"keras-textattn: {', '.join(shipped_configs())})"
+            )
         path = str(SHIPPED / f"{path}.yaml")
     with open(path, encoding="utf-8") as handle:
         try:
@@ -162,14 +185,7 @@ def _checked_config(path, raw):
     def fail(key, problem, allowed=None):
         raise ConfigError(f"{path}: {key}: {problem}" + (f"; allowed: {allowed}" if allowed else ""))
 
-    if not isinstance(raw, dict):
-        fail("(top level)", "expected a mapping of keys", ", ".join(TOP_LEVEL))
-    for key in raw:
-        if key not in TOP_LEVEL:
-            fail(key, "unknown key", ", ".join(TOP_LEVEL))
-    for key, required in TOP_LEVEL.items():
-        if required and key not in raw:
-            fail(key, "missing")
+    _check_top_level(fail, raw)
     model = raw["model"]
     if model not in BUILDERS:
         fail("model", f"unknown model {model!r}", ", ".join(sorted(BUILDERS)))
@@ -182,6 +198,32 @@ def _checked_config(path, raw):
     if objective not in OBJECTIVES:
         fail("objective", f"unknown objective {objective!r}", ", ".join(OBJECTIVES))
     config.objective = objective
+    _set_sections(fail, config, raw)
+    searchable = get_spec(model).settable_arguments() + list(TRAINING_HYPERPARAMETERS)
+    fixed = _set_fixed(fail, config, raw, searchable)
+    spaces = raw["hyperparameters"]
+    if not isinstance(spaces, dict) or not spaces:
+        fail("hyperparameters", "expected a non-empty mapping of name to search space")
+    searchable += list(ENCODER_HYPERPARAMETERS)
+    for name, spec in spaces.items():
+        _check_space(fail, config, name, spec, searchable, fixed)
+    config.hyperparameters = dict(spaces)
+    return config
+
+
+def _check_top_level(fail, raw):
+    if not isinstance(raw, dict):
+        fail("(top level)", "expected a mapping of keys", ", ".join(TOP_LEVEL))
+    for key in raw:
+        if key not in TOP_LEVEL:
+            fail(key, "unknown key", ", ".join(TOP_LEVEL))
+    for key, required in TOP_LEVEL.items():
+        if required and key not in raw:
+            fail(key, "missing")
+
+
+def _set_sections(fail, config, raw):
+    """The config's `tuner` and `encoder` settings, checked."""
     for section, allowed in (("tuner", TUNER_SETTINGS), ("encoder", ENCODER_SETTINGS)):
         values = raw.get(section) or {}
         if not isinstance(values, dict):
@@ -195,8 +237,11 @@ def _checked_config(path, raw):
                 except UserError:
                     kind = None
                 if kind not in EPOCH_SCHEDULES:
-                    fail(f"{section}.{key}", f"expected a schedule that is a function of the epoch, got {value!r}",
-                         "constant, cosine, step:E1,E2,... (increasing epochs counted from 1)")
+                    fail(
+                        f"{section}.{key}",
+                        f"expected a schedule that is a function of the epoch, got {value!r}",
+                        "constant, cosine, step:E1,E2,... (increasing epochs counted from 1)",
+                    )
                 continue
             if allowed[key] is bool:
                 if not _is(value, bool):
@@ -213,7 +258,10 @@ def _checked_config(path, raw):
         else:
             config.encoder = dict(values)
 
-    searchable = get_spec(model).settable_arguments() + list(TRAINING_HYPERPARAMETERS)
+
+def _set_fixed(fail, config, raw, searchable):
+    """The config's `fixed` builder arguments, checked; returns them as given."""
+    model = config.model
     fixed = raw.get("fixed") or {}
     if not isinstance(fixed, dict):
         fail("fixed", "expected a mapping of builder arguments to values", ", ".join(searchable))
@@ -225,82 +273,96 @@ def _checked_config(path, raw):
         if name in get_spec(model).flag_arguments() and not _is(fixed[name], bool):
             fail(f"fixed.{name}", f"expected true or false, got {fixed[name]!r}")
         if name == "freeze_embeddings":
-            fail(f"fixed.{name}", "fixed frozen embeddings are asked for with --freeze-embeddings "
-                                  "(tune(freeze_embeddings=True))")
+            fail(
+                f"fixed.{name}",
+                "fixed frozen embeddings are asked for with --freeze-embeddings (tune(freeze_embeddings=True))",
+            )
         if name == "learning_rate":
             _check_learning_rates(fail, f"fixed.{name}", [fixed[name]])
     config.fixed = dict(fixed)
     for name in ("max_sentences", "split_long_sentences"):
         if name in config.encoder and not get_spec(model).is_hierarchical(config.fixed):
             fail(f"encoder.{name}", f"for hierarchical models; {model} reads flat texts here")
+    return fixed
 
-    spaces = raw["hyperparameters"]
-    if not isinstance(spaces, dict) or not spaces:
-        fail("hyperparameters", "expected a non-empty mapping of name to search space")
-    searchable += list(ENCODER_HYPERPARAMETERS)
-    for name, spec in spaces.items():
-        key = f"hyperparameters.{name}"
-        if name in SHAPE_ARGUMENTS and name not in searchable:
-            fail(key, f"{name} is set under `encoder`: the encoder is adapted once, and its ids of every trial have "
-                      "the one shape it gives (of these shapes, a search varies a flat model's sequence_length)")
-        if name == "hierarchical":
-            fail(key, "hierarchical decides what the encoder gives (sentences of words, or one row of words), which "
-                      "every trial reads: fix it under `fixed`")
-        if name == "sequence_length" and get_spec(model).is_hierarchical(config.fixed):
-            fail(key, f"{model} reads sentences here: its words per sentence are set under `encoder` (a search "
-                      "varies a flat model's sequence_length)")
-        if name not in searchable:
-            fail(key, f"not an argument of the {model} builder", ", ".join(searchable))
-        if name in fixed:
-            fail(key, "also given under `fixed`")
-        if not isinstance(spec, dict):
-            fail(key, "expected a mapping with `type`", ", ".join(TYPES))
-        kind = spec.get("type")
-        if kind not in TYPES:
-            fail(f"{key}.type", f"unknown type {kind!r}", ", ".join(TYPES))
-        for field in spec:
-            if field not in KEYS[kind]:
-                fail(f"{key}.{field}", f"unknown key for type {kind}", ", ".join(sorted(KEYS[kind])))
-        if "default" not in spec:
-            fail(f"{key}.default", "missing (the paper's value)")
-        default = spec["default"]
-        if kind in ("int", "float"):
-            number = int if kind == "int" else float
-            for field in ("min", "max"):
-                if field not in spec:
-                    fail(f"{key}.{field}", "missing")
-                if not _is(spec[field], number):
-                    fail(f"{key}.{field}", f"expected {'an integer' if kind == 'int' else 'a number'}, got {spec[field]!r}")
-            if not spec["min"] < spec["max"]:
-                fail(key, f"empty range: min {spec['min']} must be below max {spec['max']}")
-            sampling = spec.get("sampling", "linear")
-            if sampling not in ("linear", "log"):
-                fail(f"{key}.sampling", f"unknown sampling {sampling!r}", "linear, log")
-            if sampling == "log" and spec["min"] <= 0:
-                fail(f"{key}.min", f"log sampling needs min > 0, got {spec['min']}")
-            if "step" in spec and (not _is(spec["step"], number) or spec["step"] <= 0):
-                fail(f"{key}.step", f"expected a positive {kind}, got {spec['step']!r}")
-            if not _is(default, number) or not spec["min"] <= default <= spec["max"]:
-                fail(f"{key}.default", f"{default!r} is outside the range", f"{spec['min']} to {spec['max']}")
-        elif kind == "choice":
-            values = spec.get("values")
-            if not isinstance(values, list) or not values:
-                fail(f"{key}.values", "expected a non-empty list")
-            if len({type(v) for v in values}) > 1:
-                fail(f"{key}.values", f"mixed types in {values!r}")
-            if default not in values:
-                fail(f"{key}.default", f"{default!r} is not one of the choices", ", ".join(map(str, values)))
-        elif not isinstance(default, bool):
-            fail(f"{key}.default", f"expected true or false, got {default!r}")
-        if name == "freeze_embeddings" and kind != "boolean":
-            fail(f"{key}.type", f"freeze_embeddings is searched as boolean, not {kind}")
-        if name in ENCODER_HYPERPARAMETERS:
-            _check_encoder_hyperparameter(fail, key, name, spec, config.encoder)
-        if name == "learning_rate":
-            ends = {"choice": spec.get("values"), "boolean": [default]}.get(kind, [spec.get("min"), spec.get("max")])
-            _check_learning_rates(fail, key, ends)
-    config.hyperparameters = dict(spaces)
-    return config
+
+def _check_space(fail, config, name, spec, searchable, fixed):
+    """One search space of `hyperparameters`."""
+    model = config.model
+    key = f"hyperparameters.{name}"
+    if name in SHAPE_ARGUMENTS and name not in searchable:
+        fail(
+            key,
+            f"{name} is set under `encoder`: the encoder is adapted once, and its ids of every trial have "
+            "the one shape it gives (of these shapes, a search varies a flat model's sequence_length)",
+        )
+    if name == "hierarchical":
+        fail(
+            key,
+            "hierarchical decides what the encoder gives (sentences of words, or one row of words), which "
+            "every trial reads: fix it under `fixed`",
+        )
+    if name == "sequence_length" and get_spec(model).is_hierarchical(config.fixed):
+        fail(
+            key,
+            f"{model} reads sentences here: its words per sentence are set under `encoder` (a search "
+            "varies a flat model's sequence_length)",
+        )
+    if name not in searchable:
+        fail(key, f"not an argument of the {model} builder", ", ".join(searchable))
+    if name in fixed:
+        fail(key, "also given under `fixed`")
+    if not isinstance(spec, dict):
+        fail(key, "expected a mapping with `type`", ", ".join(TYPES))
+    kind = spec.get("type")
+    if kind not in TYPES:
+        fail(f"{key}.type", f"unknown type {kind!r}", ", ".join(TYPES))
+    for field in spec:
+        if field not in KEYS[kind]:
+            fail(f"{key}.{field}", f"unknown key for type {kind}", ", ".join(sorted(KEYS[kind])))
+    if "default" not in spec:
+        fail(f"{key}.default", "missing (the paper's value)")
+    default = spec["default"]
+    _check_values(fail, key, kind, spec, default)
+    if name == "freeze_embeddings" and kind != "boolean":
+        fail(f"{key}.type", f"freeze_embeddings is searched as boolean, not {kind}")
+    if name in ENCODER_HYPERPARAMETERS:
+        _check_encoder_hyperparameter(fail, key, name, spec, config.encoder)
+    if name == "learning_rate":
+        ends = {"choice": spec.get("values"), "boolean": [default]}.get(kind, [spec.get("min"), spec.get("max")])
+        _check_learning_rates(fail, key, ends)
+
+
+def _check_values(fail, key, kind, spec, default):
+    """The range (int, float) or the choices of a search space, and its default among them."""
+    if kind in ("int", "float"):
+        number = int if kind == "int" else float
+        for field in ("min", "max"):
+            if field not in spec:
+                fail(f"{key}.{field}", "missing")
+            if not _is(spec[field], number):
+                fail(f"{key}.{field}", f"expected {'an integer' if kind == 'int' else 'a number'}, got {spec[field]!r}")
+        if not spec["min"] < spec["max"]:
+            fail(key, f"empty range: min {spec['min']} must be below max {spec['max']}")
+        sampling = spec.get("sampling", "linear")
+        if sampling not in ("linear", "log"):
+            fail(f"{key}.sampling", f"unknown sampling {sampling!r}", "linear, log")
+        if sampling == "log" and spec["min"] <= 0:
+            fail(f"{key}.min", f"log sampling needs min > 0, got {spec['min']}")
+        if "step" in spec and (not _is(spec["step"], number) or spec["step"] <= 0):
+            fail(f"{key}.step", f"expected a positive {kind}, got {spec['step']!r}")
+        if not _is(default, number) or not spec["min"] <= default <= spec["max"]:
+            fail(f"{key}.default", f"{default!r} is outside the range", f"{spec['min']} to {spec['max']}")
+    elif kind == "choice":
+        values = spec.get("values")
+        if not isinstance(values, list) or not values:
+            fail(f"{key}.values", "expected a non-empty list")
+        if len({type(v) for v in values}) > 1:
+            fail(f"{key}.values", f"mixed types in {values!r}")
+        if default not in values:
+            fail(f"{key}.default", f"{default!r} is not one of the choices", ", ".join(map(str, values)))
+    elif not isinstance(default, bool):
+        fail(f"{key}.default", f"expected true or false, got {default!r}")
 
 
 def _check_learning_rates(fail, key, rates):
@@ -322,5 +384,8 @@ def _check_encoder_hyperparameter(fail, key, name, spec, encoder):
     if not all(_is(value, int) and value >= 1 for value in values):
         fail(key, f"expected positive integers (tokens per text), got {values!r}")
     if name in encoder:
-        fail(f"encoder.{name}", "also searched under `hyperparameters`; the encoder is adapted with the largest "
-                                "value searched, so remove it here")
+        fail(
+            f"encoder.{name}",
+            "also searched under `hyperparameters`; the encoder is adapted with the largest "
+            "value searched, so remove it here",
+        )

@@ -20,32 +20,28 @@ from keras_textattn._files import NO_SPACE_ERRNOS
 from keras_textattn._files import check_path
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
-from keras_textattn_config.train_config import ADAPT_ROWS
 from keras_textattn.datasets import check_class_weight
 from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import load_labelled_data
-from keras_textattn.datasets import weigh_classes
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
+from keras_textattn.datasets import weigh_classes
 from keras_textattn.errors import UserError
-from keras_textattn.errors import check_flag
-from keras_textattn.errors import check_verbose
 from keras_textattn.errors import check_whole
 from keras_textattn.models import build_model
-from keras_textattn.models import check_dtype_policy
 from keras_textattn.models import get_spec
-from keras_textattn.text import TextEncoder
-from keras_textattn.text.vectors import PACKAGED_VECTORS
-from keras_textattn.text.vectors import coverage
-from keras_textattn.text.vectors import initial_embedding
-from keras_textattn.text.vectors import vectors_dimension
-from keras_textattn.text.vectors import vectors_words
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.run_folder import without_optimizer_state_warning
+from keras_textattn.text import TextEncoder
+from keras_textattn.text.vectors import PACKAGED_VECTORS
+from keras_textattn.text.vectors import coverage
+from keras_textattn.text.vectors import initial_embedding
+from keras_textattn.text.vectors import vectors_dimension
+from keras_textattn.text.vectors import vectors_words
 from keras_textattn.training import RoomForCheckpoints
 from keras_textattn.training import StopOnDivergence
 from keras_textattn.training import check_embeddings
@@ -58,6 +54,8 @@ from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
+from keras_textattn_config.train_config import ADAPT_ROWS
+from keras_textattn_config.train_config import TrainConfig
 
 
 class SearchSpaceError(UserError, keras_tuner.errors.FatalValueError):
@@ -102,11 +100,23 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         values = {}
         for name, spec in self.config.hyperparameters.items():
             if spec["type"] == "int":
-                values[name] = hp.Int(name, spec["min"], spec["max"], step=spec.get("step"),
-                                      sampling=spec.get("sampling", "linear"), default=spec["default"])
+                values[name] = hp.Int(
+                    name,
+                    spec["min"],
+                    spec["max"],
+                    step=spec.get("step"),
+                    sampling=spec.get("sampling", "linear"),
+                    default=spec["default"],
+                )
             elif spec["type"] == "float":
-                values[name] = hp.Float(name, spec["min"], spec["max"], step=spec.get("step"),
-                                        sampling=spec.get("sampling", "linear"), default=spec["default"])
+                values[name] = hp.Float(
+                    name,
+                    spec["min"],
+                    spec["max"],
+                    step=spec.get("step"),
+                    sampling=spec.get("sampling", "linear"),
+                    default=spec["default"],
+                )
             elif spec["type"] == "choice" and isinstance(spec["values"][0], list):
                 # keras-tuner chooses among scalars: list values (e.g. layer sizes) travel as JSON.
                 choice = hp.Choice(name, [json.dumps(v) for v in spec["values"]], default=json.dumps(spec["default"]))
@@ -139,17 +149,26 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     def build(self, hp):
         values = {**_preset_arguments(self.config), **self.declare(hp)}
         try:
-            model = build_model(self.config.model, self.num_classes, dtype_policy=self.dtype_policy,
-                                vocabulary_size=self.vocabulary_size(hp),
-                                **{**get_spec(self.config.model).shape_arguments(self.encoder),
-                                   "sequence_length": self.sequence_length(hp)},
-                                **_builder_arguments(values))
+            model = build_model(
+                self.config.model,
+                self.num_classes,
+                dtype_policy=self.dtype_policy,
+                vocabulary_size=self.vocabulary_size(hp),
+                **{
+                    **get_spec(self.config.model).shape_arguments(self.encoder),
+                    "sequence_length": self.sequence_length(hp),
+                },
+                **_builder_arguments(values),
+            )
         except ValueError as error:  # a value the builder or a layer refuses, e.g. 0 heads
             given = [f"{name} {value} (fixed)" for name, value in self.config.fixed.items()]
-            given += [f"{name} {value}" for name, value in hp.values.items()
-                      if name in self.config.hyperparameters]  # not hyperband's tuner/epochs and such
-            raise SearchSpaceError(f"{self.config.path}: {self.config.model} cannot be built with {', '.join(given)}: "
-                                   f"{str(error).splitlines()[0]} (narrow the config's ranges or fixed values)") from error
+            given += [
+                f"{name} {value}" for name, value in hp.values.items() if name in self.config.hyperparameters
+            ]  # not hyperband's tuner/epochs and such
+            raise SearchSpaceError(
+                f"{self.config.path}: {self.config.model} cannot be built with {', '.join(given)}: "
+                f"{str(error).splitlines()[0]} (narrow the config's ranges or fixed values)"
+            ) from error
         if self.embedding_rows is not None:
             layer = model.get_layer("embedding")
             rows, _ = self.embedding_rows(layer.output_dim)
@@ -173,8 +192,10 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         ends = [(None, None)]
         for space in declared.space:  # keras-tuner's own ends: the values a trial can draw
             categorical = self.config.hyperparameters[space.name]["type"] in ("choice", "boolean")
-            ends += [(space.name, value) for value in
-                     (space.values if categorical else (space.prob_to_value(0.0), space.prob_to_value(1.0)))]
+            ends += [
+                (space.name, value)
+                for value in (space.values if categorical else (space.prob_to_value(0.0), space.prob_to_value(1.0)))
+            ]
         for name, value in ends:
             hp = keras_tuner.HyperParameters()
             self.declare(hp)
@@ -195,14 +216,18 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
         callbacks = kwargs.get("callbacks") or []
         # keras-tuner's checkpoint of the trial's best epoch (`SaveBestEpoch`) names its file `filepath`.
         checkpoints = [c.filepath for c in callbacks if str(getattr(c, "filepath", "")).endswith(".weights.h5")]
-        kwargs["callbacks"] = [StopOnDivergence(functools.partial(_failed_trial, learning_rate=rate)),
-                               RoomForCheckpoints(checkpoints), *callbacks,
-                               *schedule_callbacks(self.config.lr_schedule, rate, kwargs.get("epochs", self.config.epochs))]
+        kwargs["callbacks"] = [
+            StopOnDivergence(functools.partial(_failed_trial, learning_rate=rate)),
+            RoomForCheckpoints(checkpoints),
+            *callbacks,
+            *schedule_callbacks(self.config.lr_schedule, rate, kwargs.get("epochs", self.config.epochs)),
+        ]
         size, length = self.vocabulary_size(hp), self.sequence_length(hp)
         if size < self.encoder.vocabulary_size() or length < self.encoder.sequence_length:
-            x, validation_data = (None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size, length),
-                                                                                                 labels))
-                                  for batches in (x, validation_data))
+            x, validation_data = (
+                None if batches is None else batches.map(lambda ids, labels: (_cut(ids, size, length), labels))
+                for batches in (x, validation_data)
+            )
         if not model.optimizer.built:  # as train() builds it: the training step is then traced once, not twice
             model.optimizer.build(model.trainable_variables)  # (after keras-tuner loaded a hyperband parent's weights)
         return model.fit(x, *args, validation_data=validation_data, **kwargs)
@@ -211,8 +236,10 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
 def _failed_trial(epoch, what, learning_rate):
     """keras-tuner's `FailedTrialError` for a trial that diverged: a model of NaN weights scores at
     chance, and was saved as the best model when every trial had diverged."""
-    return keras_tuner.errors.FailedTrialError(f"training diverged in epoch {epoch + 1}: {what}; a lower learning_rate "
-                                               f"(this trial's: {learning_rate:g}) trains stably")
+    return keras_tuner.errors.FailedTrialError(
+        f"training diverged in epoch {epoch + 1}: {what}; a lower learning_rate "
+        f"(this trial's: {learning_rate:g}) trains stably"
+    )
 
 
 def _preset_arguments(config):
@@ -223,8 +250,9 @@ def _preset_arguments(config):
 
 def _builder_arguments(values):
     """The hyperparameter values that are builder arguments (not training or encoder settings)."""
-    return {name: value for name, value in values.items()
-            if name not in TRAINING_HYPERPARAMETERS + ENCODER_HYPERPARAMETERS}
+    return {
+        name: value for name, value in values.items() if name not in TRAINING_HYPERPARAMETERS + ENCODER_HYPERPARAMETERS
+    }
 
 
 def _cut(ids, size, length):
@@ -284,8 +312,11 @@ def last_error(message):
 
 TUNER_CLASSES = {
     kind: type(f"Timed{cls.__name__}", (_TimedTrials, cls), {})
-    for kind, cls in (("random", keras_tuner.RandomSearch), ("bayesian", keras_tuner.BayesianOptimization),
-                      ("hyperband", keras_tuner.Hyperband))
+    for kind, cls in (
+        ("random", keras_tuner.RandomSearch),
+        ("bayesian", keras_tuner.BayesianOptimization),
+        ("hyperband", keras_tuner.Hyperband),
+    )
 }
 
 
@@ -333,7 +364,7 @@ def _repair_cut_writes(project):
         started = set(json.load(handle)["start_order"])
     for path in trials:
         folder = os.path.dirname(path)
-        if os.path.basename(folder)[len("trial_"):] not in started or not _readable_json(path):
+        if os.path.basename(folder)[len("trial_") :] not in started or not _readable_json(path):
             shutil.rmtree(folder)
 
 
@@ -344,16 +375,28 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
     if os.path.isdir(project):
         _repair_cut_writes(project)
     objective = keras_tuner.Objective(config.objective, direction=config.direction)
-    options = dict(objective=objective, directory=directory, project_name=config.model, overwrite=False,
-                   seed=config.seed, executions_per_trial=config.executions_per_trial)
+    options = dict(
+        objective=objective,
+        directory=directory,
+        project_name=config.model,
+        overwrite=False,
+        seed=config.seed,
+        executions_per_trial=config.executions_per_trial,
+    )
     if kind == "hyperband":
         return TUNER_CLASSES[kind](hypermodel, max_epochs=config.epochs, **options)
     return TUNER_CLASSES[kind](hypermodel, max_trials=max_trials, **options)
 
 
-def tune(config, data, directory, *, tuner="random", preset=None, max_trials=None, epochs=None, class_weight=None,
-         dtype_policy=None, embeddings=None, freeze_embeddings=False, vectors_vocabulary=None, verbose=1,
-         **data_options):
+# The options of a `TrainConfig` that a search takes: how the data is read, and what every trial
+# trains with (the rest of a trial's training is the tuner config's).
+DATA_OPTIONS = tuple(sorted(set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"}))
+TRIAL_OPTIONS = ("class_weight", "dtype_policy", "embeddings", "freeze_embeddings", "vectors_vocabulary", "verbose")
+
+
+def tune(
+    config, data, directory, *, tuner="random", preset=None, max_trials=None, epochs=None, train_config=None, **options
+):
     """Search a tuner config's space on `data`; write the trials table and the best model.
 
     Writes into `directory`:
@@ -381,10 +424,11 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     Args:
         config: a tuner config: a path, the name of a shipped one, a dict of its keys
             (`load_config`), or a loaded `TuningConfig`.
-        data: as for `keras_textattn.training.train`; `data_options`: its
-            `test_data`, `validation_data`, `text_column`, `label_column`, `header`,
-            `delimiter`, `label_offset`, `label_names`, `data_dir`, `group_column`,
-            `validation_fraction`, `stream` and `skip_bad_rows` (another name is a `RunError`).
+        data: as for `keras_textattn.training.train`.
+        train_config, **options: a `TrainConfig`, and its fields as keywords (which win), of which
+            a search takes the data options (`DATA_OPTIONS`: how `data` is read, as for `train`)
+            and what every trial trains with (`TRIAL_OPTIONS`, below); any other option given is
+            a `RunError`, as is a name that is no option.
         tuner: "random", "bayesian" or "hyperband". Hyperband trains trials for 1 to `epochs`
             epochs and continues the better ones from their weights; how many trials it runs
             follows from `epochs`, so it takes no `max_trials`.
@@ -393,6 +437,7 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
             nor searches, as for `train`, and the learning-rate schedule unless the
             config's `tuner.lr_schedule` gives one (scalable attention's cpu preset:
             cosine); the other training settings stay the config's.
+        The trial options:
         class_weight: "balanced" or `{class name: weight}`, as for `train`.
         dtype_policy: "mixed_float16" or "mixed_bfloat16" for GPUs and TPUs, as for
             `train` (None: Keras's global policy); recorded in best/metrics.json.
@@ -406,71 +451,30 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         vectors_vocabulary: with vectors `embeddings`, as for `train`: the words of the vectors'
             first this many that the vocabulary lacks join it, with their vectors (not with a
             searched `max_tokens`, whose trials cut the one vocabulary).
+        verbose: as for `train`.
 
     Returns:
         The rows of the trials table, best first.
     """
     _backend.require_tensorflow("Hyperparameter search")
-    check_flag("freeze_embeddings", freeze_embeddings)
-    check_verbose(verbose)
-    check_class_weight(class_weight)
+    options = _search_options(train_config, options)
+    verbose = options.verbose
     config = config if isinstance(config, TuningConfig) else load_config(config)
-    if tuner not in TUNER_CLASSES:
-        raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
-    if tuner == "hyperband" and max_trials is not None:  # keras-tuner's Hyperband has no such setting
-        raise RunError("max_trials (--max-trials) is for the random and bayesian tuners; hyperband's number of trials "
-                       "follows from epochs (--epochs), the most a trial trains")
-    check_path(directory, "directory (--directory)")
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise RunError(f"{directory} is a file; give the folder of the search as --directory")
-    taken_by_data = sorted(set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"})
-    unknown = sorted(set(data_options) - set(taken_by_data))
-    if unknown:
-        raise RunError(f"tune() takes no {', '.join(unknown)}; its data options are {', '.join(taken_by_data)}")
-    for name, value in (("max-trials", max_trials), ("epochs", epochs)):  # 0 read as "the config's", -1 ran none
-        if value is not None:
-            check_whole(name, value)
-    check_dtype_policy(dtype_policy)  # here, before the data is read
-    if preset is not None:
-        check_preset(preset)
-        config.preset = preset
-    config.max_trials = max_trials or config.max_trials
-    config.epochs = epochs or config.epochs
-    if tuner == "hyperband" and verbose:
-        print(f"hyperband trains its trials for 1 to {config.epochs} epochs, the better ones continued from their "
-              f"weights; epochs (--epochs, the config's tuner.epochs) sets how many trials it runs, not max_trials")
-    taken = {name: value for name, value in get_spec(config.model).preset_arguments(config.preset).items()
-             if name not in config.fixed and name not in config.hyperparameters}
-    if taken and verbose:
-        print(f"Every trial's {config.model} has the {config.preset} preset's "
-              + ", ".join(f"{name} {value}" for name, value in taken.items())
-              + " (neither fixed nor searched in the config; --preset paper for the paper's sizes)")
-    if config.lr_schedule is None:  # as `train` would train with the preset
-        config.lr_schedule = get_spec(config.model).training_defaults(config.preset).get("lr_schedule", "constant")
-        if config.lr_schedule != "constant" and verbose:
-            print(f"Every trial trains with the {config.lr_schedule} learning-rate schedule, the {config.preset} "
-                  f"preset's for {config.model} (tuner.lr_schedule in the config to change it)")
-    config.embeddings = _embeddings_setting(config, embeddings, freeze_embeddings,  # here, before the data is read
-                                            vectors_vocabulary)
+    _check_search(tuner, max_trials, epochs, directory)
+    _set_search(config, tuner, preset, max_trials, epochs, verbose)
+    config.embeddings = _embeddings_setting(
+        config,
+        options.embeddings,
+        options.freeze_embeddings,  # before the data
+        options.vectors_vocabulary,
+    )
     keras.utils.set_random_seed(config.seed)
-    dataset, _ = load_labelled_data(data, seed=config.seed, **data_options)
+    dataset, _ = load_labelled_data(data, seed=config.seed, **{name: getattr(options, name) for name in DATA_OPTIONS})
     _check_same_search(directory, config, tuner)
-
     encoder_path = os.path.join(directory, "encoder.keras")
     new_encoder = not os.path.exists(encoder_path)
-    if not new_encoder:
-        encoder = load_encoder(encoder_path)
-    else:
-        spec = get_spec(config.model)
-        largest = {name: value for name in ENCODER_HYPERPARAMETERS if (value := config.largest(name))}
-        options = spec.encoder_options(config.fixed, **config.encoder, **largest)
-        chosen = choose_lengths_saying_so(spec, options, dataset["train"], verbose, in_config=True)
-        encoder = TextEncoder(**{**options, **chosen})
-        rows = dataset.rows["train"] if dataset.rows else None
-        encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
-        if vectors_vocabulary:
-            encoder.extend_vocabulary(vectors_words(config.embeddings["source"], vectors_vocabulary))
-    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, dtype_policy)
+    encoder = load_encoder(encoder_path) if not new_encoder else _search_encoder(config, dataset, options)
+    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, options.dtype_policy)
     hypermodel.check_space()  # before the directory records this search: a mended config may start it
     os.makedirs(directory, exist_ok=True)  # only now: a search refused before it starts leaves no folder behind
     _record_search(directory, config, tuner)
@@ -478,26 +482,43 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
         save_encoder(encoder_path, encoder)
 
     if config.embeddings:
-        hypermodel.embedding_rows = functools.partial(_embedding_rows, directory, config, encoder, dataset["train"],
-                                                      verbose)
+        hypermodel.embedding_rows = functools.partial(
+            _embedding_rows, directory, config, encoder, dataset["train"], verbose
+        )
         hypermodel.embedding_rows(_embedding_size(config)[1])  # made now: a file or word2vec that fails does so here
     search = make_tuner(tuner, hypermodel, config, directory, config.max_trials)
     cache = not dataset.streamed
-    train_batches = make_batches(dataset["train"], encoder, config.batch_size, shuffle=True, seed=config.seed,
-                                 cache=cache, rows=(dataset.rows or {}).get("train"))
+    train_batches = make_batches(
+        dataset["train"],
+        encoder,
+        config.batch_size,
+        shuffle=True,
+        seed=config.seed,
+        cache=cache,
+        rows=(dataset.rows or {}).get("train"),
+    )
     predict_batch_size = inference_batch_size(config.batch_size)  # validation and the best model's scores
-    validation_batches = make_batches(dataset["validation"], encoder, predict_batch_size, cache=cache,
-                                      rows=(dataset.rows or {}).get("validation"))
-    class_weights, weights_by_name = weigh_classes(class_weight, dataset["train"], dataset.label_names)
+    validation_batches = make_batches(
+        dataset["validation"], encoder, predict_batch_size, cache=cache, rows=(dataset.rows or {}).get("validation")
+    )
+    class_weights, weights_by_name = weigh_classes(options.class_weight, dataset["train"], dataset.label_names)
     with without_optimizer_state_warning():  # hyperband starts a continued trial from its parent's checkpoint
         try:
-            search.search(train_batches, validation_data=validation_batches, epochs=config.epochs, verbose=verbose,
-                          class_weight=class_weights, shuffle=False)  # make_batches shuffles, with the seed
+            search.search(
+                train_batches,
+                validation_data=validation_batches,
+                epochs=config.epochs,
+                verbose=verbose,
+                class_weight=class_weights,
+                shuffle=False,
+            )  # make_batches shuffles, with the seed
         except RuntimeError as error:  # keras-tuner's end of a search whose trials fail, with a traceback
             if not str(error).startswith("Number of consecutive failures"):
                 raise
-            raise RunError(f"the search in {directory} stopped: {search.oracle.max_consecutive_failed_trials} trials "
-                           f"in a row failed, the last with: {last_error(str(error))}") from error
+            raise RunError(
+                f"the search in {directory} stopped: {search.oracle.max_consecutive_failed_trials} trials "
+                f"in a row failed, the last with: {last_error(str(error))}"
+            ) from error
     if os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief":
         return []  # a worker: the chief writes the results
 
@@ -505,6 +526,102 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     if not rows:
         raise RunError(f"no trial of the search in {directory} finished; see the trial errors above")
     _write_tables(directory, rows + failed_trials(search, config))
+    _save_best(
+        search,
+        hypermodel,
+        config,
+        dataset,
+        os.path.join(directory, "best"),
+        rows[0]["score"],
+        weights_by_name,
+        predict_batch_size,
+    )
+    return rows
+
+
+def _search_options(train_config, options):
+    """The `TrainConfig` of a search's options (`tune`'s), refusing what a search does not take."""
+    unknown = sorted(set(options) - set(DATA_OPTIONS) - set(TRIAL_OPTIONS))
+    if unknown:
+        raise RunError(
+            f"tune() takes no {', '.join(unknown)}; its data options are {', '.join(DATA_OPTIONS)}, and "
+            f"its trials' {', '.join(TRIAL_OPTIONS)}"
+        )
+    chosen = TrainConfig.of(train_config, **options)
+    ignored = sorted(set(chosen.given()) - set(DATA_OPTIONS) - set(TRIAL_OPTIONS))
+    if ignored:
+        raise RunError(
+            f"a search takes no {', '.join(ignored)} from its TrainConfig: a trial trains as its tuner "
+            "config says (tuner, fixed, hyperparameters)"
+        )
+    check_class_weight(chosen.class_weight)
+    return chosen
+
+
+def _check_search(tuner, max_trials, epochs, directory):
+    if tuner not in TUNER_CLASSES:
+        raise RunError(f"unknown --tuner {tuner!r}; choose one of {', '.join(TUNER_CLASSES)}")
+    if tuner == "hyperband" and max_trials is not None:  # keras-tuner's Hyperband has no such setting
+        raise RunError(
+            "max_trials (--max-trials) is for the random and bayesian tuners; hyperband's number of trials "
+            "follows from epochs (--epochs), the most a trial trains"
+        )
+    check_path(directory, "directory (--directory)")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise RunError(f"{directory} is a file; give the folder of the search as --directory")
+    for name, value in (("max-trials", max_trials), ("epochs", epochs)):  # 0 read as "the config's", -1 ran none
+        if value is not None:
+            check_whole(name, value)
+
+
+def _set_search(config, tuner, preset, max_trials, epochs, verbose):
+    """The tuner config with `tune`'s overrides and the preset's schedule, saying what it takes."""
+    if preset is not None:
+        check_preset(preset)
+        config.preset = preset
+    config.max_trials = max_trials or config.max_trials
+    config.epochs = epochs or config.epochs
+    if tuner == "hyperband" and verbose:
+        print(
+            f"hyperband trains its trials for 1 to {config.epochs} epochs, the better ones continued from their "
+            f"weights; epochs (--epochs, the config's tuner.epochs) sets how many trials it runs, not max_trials"
+        )
+    taken = {
+        name: value
+        for name, value in get_spec(config.model).preset_arguments(config.preset).items()
+        if name not in config.fixed and name not in config.hyperparameters
+    }
+    if taken and verbose:
+        print(
+            f"Every trial's {config.model} has the {config.preset} preset's "
+            + ", ".join(f"{name} {value}" for name, value in taken.items())
+            + " (neither fixed nor searched in the config; --preset paper for the paper's sizes)"
+        )
+    if config.lr_schedule is None:  # as `train` would train with the preset
+        config.lr_schedule = get_spec(config.model).training_defaults(config.preset).get("lr_schedule", "constant")
+        if config.lr_schedule != "constant" and verbose:
+            print(
+                f"Every trial trains with the {config.lr_schedule} learning-rate schedule, the {config.preset} "
+                f"preset's for {config.model} (tuner.lr_schedule in the config to change it)"
+            )
+
+
+def _search_encoder(config, dataset, options):
+    """The one encoder of every trial, adapted with the largest vocabulary and lengths searched."""
+    spec = get_spec(config.model)
+    largest = {name: value for name in ENCODER_HYPERPARAMETERS if (value := config.largest(name))}
+    encoder_options = spec.encoder_options(config.fixed, **config.encoder, **largest)
+    chosen = choose_lengths_saying_so(spec, encoder_options, dataset["train"], options.verbose, in_config=True)
+    encoder = TextEncoder(**{**encoder_options, **chosen})
+    rows = dataset.rows["train"] if dataset.rows else None
+    encoder.adapt(dataset["train"] if rows is None else sample_rows(dataset["train"], ADAPT_ROWS, rows, config.seed))
+    if options.vectors_vocabulary:
+        encoder.extend_vocabulary(vectors_words(config.embeddings["source"], options.vectors_vocabulary))
+    return encoder
+
+
+def _save_best(search, hypermodel, config, dataset, folder, score, weights_by_name, predict_batch_size):
+    """The best trial's model as a run folder at `folder`, with its scores on every split."""
     with without_optimizer_state_warning():  # the best trial's checkpoint holds its optimizer's state
         best_model = search.get_best_models(1)[0]
     best_hp = search.get_best_hyperparameters(1)[0]
@@ -514,24 +631,39 @@ def tune(config, data, directory, *, tuner="random", preset=None, max_trials=Non
     best = {**_preset_arguments(config), **searched}
     accuracy = {}
     for split in dataset.splits:
-        batches = make_batches(dataset[split], encoder, predict_batch_size, cache=False, rows=(dataset.rows or {}).get(split))
+        batches = make_batches(
+            dataset[split], encoder, predict_batch_size, cache=False, rows=(dataset.rows or {}).get(split)
+        )
         results = best_model.evaluate(batches, verbose=0, return_dict=True)
         accuracy[split] = float(results["accuracy"])
-    metrics = {"model": config.model, "preset": config.preset, "model_kwargs": _builder_arguments(best),
-               "hyperparameters": {**config.fixed, **searched},
-               "accuracy": accuracy,
-               "objective": config.objective, "score": rows[0]["score"], "tuner_config": config.path,
-               "label_names": dataset.label_names, "parameters": int(best_model.count_params()), "encoder": encoder.get_config(),
-               "class_weight": weights_by_name, "dtype_policy": best_model.dtype_policy.name,
-               "lr_schedule": config.lr_schedule}
+    metrics = {
+        "model": config.model,
+        "preset": config.preset,
+        "model_kwargs": _builder_arguments(best),
+        "hyperparameters": {**config.fixed, **searched},
+        "accuracy": accuracy,
+        "objective": config.objective,
+        "score": score,
+        "tuner_config": config.path,
+        "label_names": dataset.label_names,
+        "parameters": int(best_model.count_params()),
+        "encoder": encoder.get_config(),
+        "class_weight": weights_by_name,
+        "dtype_policy": best_model.dtype_policy.name,
+        "lr_schedule": config.lr_schedule,
+    }
     if config.embeddings:
         size = best_model.get_layer("embedding").output_dim
-        metrics["embeddings"] = {"source": config.embeddings["source"], "dimension": size,
-                                 "coverage": coverage(hypermodel.embedding_rows(size)[1],
-                                                      min(best_vocabulary, encoder.counted_vocabulary_size())),
-                                 "words_added": encoder.added_tokens, "frozen": hypermodel.frozen(best)}
-    save_run(os.path.join(directory, "best"), best_model, encoder, dataset.label_names, metrics)
-    return rows
+        metrics["embeddings"] = {
+            "source": config.embeddings["source"],
+            "dimension": size,
+            "coverage": coverage(
+                hypermodel.embedding_rows(size)[1], min(best_vocabulary, encoder.counted_vocabulary_size())
+            ),
+            "words_added": encoder.added_tokens,
+            "frozen": hypermodel.frozen(best),
+        }
+    save_run(folder, best_model, encoder, dataset.label_names, metrics)
 
 
 def _embedding_size(config):
@@ -553,28 +685,38 @@ def _embeddings_setting(config, embeddings, freeze_embeddings, vectors_vocabular
     words of the vectors added with a searched `max_tokens`."""
     check_embeddings(embeddings, freeze_embeddings, vectors_vocabulary)
     if vectors_vocabulary and "max_tokens" in config.hyperparameters:
-        raise RunError(f"{config.path}: hyperparameters.max_tokens: a search over the vocabulary cuts it, which would "
-                       "cut the words that --vectors-vocabulary adds; fix max_tokens, or leave --vectors-vocabulary out")
+        raise RunError(
+            f"{config.path}: hyperparameters.max_tokens: a search over the vocabulary cuts it, which would "
+            "cut the words that --vectors-vocabulary adds; fix max_tokens, or leave --vectors-vocabulary out"
+        )
     searched = "freeze_embeddings" in config.hyperparameters
     if embeddings is None:
         if searched:
-            raise RunError(f"{config.path}: hyperparameters.freeze_embeddings: there is nothing to freeze without "
-                           "embeddings (--embeddings)")
+            raise RunError(
+                f"{config.path}: hyperparameters.freeze_embeddings: there is nothing to freeze without "
+                "embeddings (--embeddings)"
+            )
         return None
     if searched and freeze_embeddings:
-        raise RunError(f"freeze_embeddings (--freeze-embeddings) fixes what {config.path} searches "
-                       "(hyperparameters.freeze_embeddings); give one of them")
+        raise RunError(
+            f"freeze_embeddings (--freeze-embeddings) fixes what {config.path} searches "
+            "(hyperparameters.freeze_embeddings); give one of them"
+        )
     if embeddings == "word2vec":
         return {"source": "word2vec", "frozen": bool(freeze_embeddings)}
     argument, size = _embedding_size(config)
     if argument in config.hyperparameters:
-        raise RunError(f"{config.path}: hyperparameters.{argument}: the embedding size cannot be searched with a "
-                       f"vectors file (--embeddings {embeddings}), whose vectors have one size; fix it under `fixed` "
-                       "(word2vec can be searched over sizes: --embeddings word2vec)")
+        raise RunError(
+            f"{config.path}: hyperparameters.{argument}: the embedding size cannot be searched with a "
+            f"vectors file (--embeddings {embeddings}), whose vectors have one size; fix it under `fixed` "
+            "(word2vec can be searched over sizes: --embeddings word2vec)"
+        )
     found = vectors_dimension(embeddings)
     if found != size:
-        raise RunError(f"{embeddings} has {found}-dimensional vectors; the {config.model} embedding has {size} "
-                       f"(set it to match in {config.path}: fixed: {{{argument}: {found}}})")
+        raise RunError(
+            f"{embeddings} has {found}-dimensional vectors; the {config.model} embedding has {size} "
+            f"(set it to match in {config.path}: fixed: {{{argument}: {found}}})"
+        )
     source = embeddings if embeddings in PACKAGED_VECTORS else os.path.abspath(embeddings)
     added = {"vectors_vocabulary": vectors_vocabulary} if vectors_vocabulary else {}  # searches from before: unchanged
     return {"source": source, "frozen": bool(freeze_embeddings), **added}
@@ -593,9 +735,12 @@ def _embedding_rows(directory, config, encoder, train_rows, verbose, size):
     rows, covered = initial_embedding(source, encoder, train_rows, size, seed=config.seed)
     write_atomically(path, lambda temporary: np.savez(temporary, rows=rows, covered=covered))
     if verbose:
-        print(f"Embeddings from {source} ({size} dimensions): {coverage(covered, encoder.counted_vocabulary_size()):.1%} of "
-              "the vocabulary has a vector" + (f"; {encoder.added_tokens:,} more of its words added to the vocabulary"
-                                               if encoder.added_tokens else ""))
+        print(
+            f"Embeddings from {source} ({size} dimensions): "
+            f"{coverage(covered, encoder.counted_vocabulary_size()):.1%} of "
+            "the vocabulary has a vector"
+            + (f"; {encoder.added_tokens:,} more of its words added to the vocabulary" if encoder.added_tokens else "")
+        )
     return rows, covered
 
 
@@ -615,18 +760,25 @@ def _check_same_search(directory, config, tuner):
         stored, space = read_json(path), _search_space(config, tuner)
         stored.setdefault("tuner", tuner)  # recorded since 2026-11-27
         if stored["tuner"] != tuner:
-            raise RunError(f"{directory} holds a {stored['tuner']} search; resume it with --tuner {stored['tuner']}, "
-                           "or use another --directory")
+            raise RunError(
+                f"{directory} holds a {stored['tuner']} search; resume it with --tuner {stored['tuner']}, "
+                "or use another --directory"
+            )
         changed = sorted(k for k in set(stored) | set(space) if stored.get(k) != space.get(k))
         if changed:
-            raise RunError(f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
-                           "use another --directory, or the config and options it was started with")
+            raise RunError(
+                f"{directory} holds a search of another config (it differs in {', '.join(changed)}); "
+                "use another --directory, or the config and options it was started with"
+            )
     elif any(os.path.exists(os.path.join(directory, name)) for name in ("run.json", "model.keras")):
-        raise RunError(f"{directory} is a run folder (keras-textattn train): a search would read its encoder.keras "
-                       "as its own; give a new folder, or an earlier search's, as --directory")
+        raise RunError(
+            f"{directory} is a run folder (keras-textattn train): a search would read its encoder.keras "
+            "as its own; give a new folder, or an earlier search's, as --directory"
+        )
     elif any(os.path.exists(os.path.join(directory, name)) for name in (config.model, "encoder.keras")):
-        raise RunError(f"{directory} holds a search without a record of its config (search.json); "
-                       "use another --directory")
+        raise RunError(
+            f"{directory} holds a search without a record of its config (search.json); use another --directory"
+        )
 
 
 def _record_search(directory, config, tuner):
@@ -644,10 +796,20 @@ def trials_table(search, config):
     for trial in search.oracle.trials.values():
         if trial.status != "COMPLETED" or trial.score is None:
             continue
-        timing = {name: trial.metrics.get_last_value(name) if trial.metrics.exists(name) else None
-                  for name in ("epochs", "seconds")}
-        rows.append(_trial_row(search, config, trial, score=float(trial.score),
-                               epochs=timing["epochs"] and int(timing["epochs"]), seconds=timing["seconds"]))
+        timing = {
+            name: trial.metrics.get_last_value(name) if trial.metrics.exists(name) else None
+            for name in ("epochs", "seconds")
+        }
+        rows.append(
+            _trial_row(
+                search,
+                config,
+                trial,
+                score=float(trial.score),
+                epochs=timing["epochs"] and int(timing["epochs"]),
+                seconds=timing["seconds"],
+            )
+        )
     rows.sort(key=lambda r: -r["score"] if config.direction == "max" else r["score"])
     return rows
 
@@ -655,9 +817,11 @@ def trials_table(search, config):
 def failed_trials(search, config):
     """Trials that failed (a diverged training, say), as rows of `trials_table` without a score,
     and why in `failed`."""
-    return [_trial_row(search, config, trial, score=None, epochs=None, seconds=None,
-                       failed=last_error(trial.message or ""))
-            for trial in search.oracle.trials.values() if trial.status == "FAILED"]
+    return [
+        _trial_row(search, config, trial, score=None, epochs=None, seconds=None, failed=last_error(trial.message or ""))
+        for trial in search.oracle.trials.values()
+        if trial.status == "FAILED"
+    ]
 
 
 def _trial_row(search, config, trial, **results):
@@ -688,5 +852,3 @@ def _write_tables(directory, rows):
     lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join("---" for _ in columns) + " |"]
     lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in rows]
     write_text(os.path.join(directory, "trials.md"), "\n".join(lines) + "\n")
-
-

@@ -10,8 +10,12 @@ def refusals():
     import keras_textattn.training as training
 
     messages = []
-    calls = (lambda: text.TextEncoder(), lambda: datasets.load_dataset("x.csv"), lambda: training.train("lama", "x.csv"),
-             lambda: run_folder.load_encoder("run/encoder.keras"))  # Classifier, predict, load_run
+    calls = (
+        lambda: text.TextEncoder(),
+        lambda: datasets.load_dataset("x.csv"),
+        lambda: training.train("lama", "x.csv"),
+        lambda: run_folder.load_encoder("run/encoder.keras"),
+    )  # Classifier, predict, load_run
     for call in calls:
         try:
             call()

@@ -74,8 +74,9 @@ def test_saturated_classifier_learns_again_through_its_logits_model():
     assert np.all(model.predict(ids, verbose=0)[:, 0] == 1.0)
     trainable = logits_model(model)
     # Called as the classifier is (setup.cfg makes Keras's warning of another inputs' structure an error).
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.ops.softmax(trainable(ids))),
-                               keras.ops.convert_to_numpy(model(ids)), atol=1e-6)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(keras.ops.softmax(trainable(ids))), keras.ops.convert_to_numpy(model(ids)), atol=1e-6
+    )
     trainable.compile(keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     assert trainable.evaluate(ids, labels, verbose=0) > 10
     trainable.fit(ids, labels, batch_size=15, epochs=150, verbose=0)
@@ -95,27 +96,35 @@ def test_smoothed_cross_entropy_matches_numpy_and_loads_without_custom_objects(t
     targets = np.full((6, 4), 0.2 / 4)
     targets[np.arange(6), labels] += 0.8
     expected = -(targets * np.log(probabilities)).sum(-1)
-    np.testing.assert_allclose(SmoothedSparseCategoricalCrossentropy(0.2)(labels, probabilities), expected.mean(),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        SmoothedSparseCategoricalCrossentropy(0.2)(labels, probabilities), expected.mean(), rtol=1e-5
+    )
     each = SmoothedSparseCategoricalCrossentropy(0.2, reduction=None)(labels[:, None], probabilities)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(each), expected, rtol=1e-5)
-    np.testing.assert_allclose(SmoothedSparseCategoricalCrossentropy(0.0)(labels, probabilities),
-                               keras.losses.SparseCategoricalCrossentropy()(labels, probabilities), rtol=1e-6)
+    np.testing.assert_allclose(
+        SmoothedSparseCategoricalCrossentropy(0.0)(labels, probabilities),
+        keras.losses.SparseCategoricalCrossentropy()(labels, probabilities),
+        rtol=1e-6,
+    )
     for bad in (1.0, -0.1, True, "0.1"):
         with pytest.raises(ValueError, match=re.escape(f"label_smoothing must be a number in [0, 1); got {bad!r}")):
             SmoothedSparseCategoricalCrossentropy(bad)
 
     model, shape = _model("scalable_attention")
-    model.compile(keras.optimizers.Adam(0.01), SmoothedSparseCategoricalCrossentropy(0.1),
-                  jit_compile=keras.backend.backend() != "torch")
+    model.compile(
+        keras.optimizers.Adam(0.01),
+        SmoothedSparseCategoricalCrossentropy(0.1),
+        jit_compile=keras.backend.backend() != "torch",
+    )
     ids, labels = _ids(shape, batch=16), np.arange(16) % 3
     history = model.fit(ids, labels, batch_size=8, epochs=3, verbose=0).history
     assert np.isfinite(history["loss"]).all() and history["loss"][-1] < history["loss"][0]
     model.save(tmp_path / "smoothed.keras")
     loaded = keras.models.load_model(tmp_path / "smoothed.keras")
     assert isinstance(loaded.loss, SmoothedSparseCategoricalCrossentropy) and loaded.loss.label_smoothing == 0.1
-    np.testing.assert_allclose(loaded.evaluate(ids, labels, verbose=0), model.evaluate(ids, labels, verbose=0),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        loaded.evaluate(ids, labels, verbose=0), model.evaluate(ids, labels, verbose=0), rtol=1e-5
+    )
 
 
 @NOT_ALL_BACKENDS
@@ -125,8 +134,13 @@ def test_tensorflow_only_parts_say_so_on_another_backend():
     if backend == "tensorflow":
         backend = "jax"
         script = os.path.join(os.path.dirname(__file__), "_tensorflow_only.py")
-        result = subprocess.run([sys.executable, script], env=dict(os.environ, KERAS_BACKEND=backend),
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [sys.executable, script],
+            env=dict(os.environ, KERAS_BACKEND=backend),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         messages = json.loads(result.stdout.strip().splitlines()[-1])
     else:
@@ -135,22 +149,31 @@ def test_tensorflow_only_parts_say_so_on_another_backend():
     assert all("needs the TensorFlow backend" in message and repr(backend) in message for message in messages)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None and keras.backend.backend() == "tensorflow",
-                    reason="JAX not installed (CI installs it; see .ci/run)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None and keras.backend.backend() == "tensorflow",
+    reason="JAX not installed (CI installs it; see .ci/run)",
+)
 def test_layers_and_models_need_no_tensorflow(tmp_path):
     """A JAX or PyTorch user without TensorFlow imports the package, builds every paper model and
     saves and loads it (this run's backend, or JAX in the TensorFlow run)."""
     backend = "jax" if keras.backend.backend() == "tensorflow" else keras.backend.backend()
     script = os.path.join(os.path.dirname(__file__), "_without_tensorflow.py")
-    result = subprocess.run([sys.executable, script, str(tmp_path), json.dumps(PAPER_MODELS)],
-                            env=dict(os.environ, KERAS_BACKEND=backend), capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, script, str(tmp_path), json.dumps(PAPER_MODELS)],
+        env=dict(os.environ, KERAS_BACKEND=backend),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
     assert sorted(os.listdir(tmp_path)) == sorted(f"{name}.keras" for name in PAPER_MODELS)
 
 
 @NOT_ALL_BACKENDS
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the chain starts on TensorFlow; run once, in the TensorFlow run")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="the chain starts on TensorFlow; run once, in the TensorFlow run"
+)
 def test_keras_files_round_trip_across_all_backends(tmp_path):
     """Saved here, loaded by each other backend, re-saved there and loaded by the next: same outputs."""
     here = keras.backend.backend()
@@ -168,9 +191,19 @@ def test_keras_files_round_trip_across_all_backends(tmp_path):
         if step:  # load what the previous backend saved
             for name in names:
                 os.replace(tmp_path / f"{name}_saved_by_{chain[step - 1]}.keras", tmp_path / f"{name}.keras")
-        result = subprocess.run([sys.executable, script, str(tmp_path), *names], env=dict(os.environ, KERAS_BACKEND=backend),
-                                capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [sys.executable, script, str(tmp_path), *names],
+            env=dict(os.environ, KERAS_BACKEND=backend),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         for name in names:
-            np.testing.assert_allclose(np.load(tmp_path / f"{name}_{backend}.npy"), expected[name], rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{name} saved on {here} differs on {backend}")
+            np.testing.assert_allclose(
+                np.load(tmp_path / f"{name}_{backend}.npy"),
+                expected[name],
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=f"{name} saved on {here} differs on {backend}",
+            )

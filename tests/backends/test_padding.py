@@ -19,21 +19,25 @@ from keras_textattn.models import logits_model
 from tests.small_models import SMALL
 
 LENGTH, SENTENCES, VOCABULARY, BUCKETS = 8, 3, 40, 16
-CASES = [(name, {}) for name in sorted(SMALL)] + [
-    ("dual_axial", {"bigram_buckets": BUCKETS}),  # the paper's setting and the training default
-    ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "softmax"}),
-    ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "text_axial"}),
-    ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "text_axial_no_attenuation"}),
-    ("dual_axial", {"bigram_buckets": BUCKETS, "aggregation": "mean"}),
-    ("hcan", {"hierarchical": False}),
-    ("hcan", {"parallel": False, "pooling": "max"}),
-    ("lama", {"use_context": True}),
-    ("lama", {"use_context": True, "regularization": "positions"}),
-    ("lama", {"use_rnn": False, "regularization": "embeddings"}),
-    ("cspan", {"configuration": "big", "num_queries": 4}),
-    ("scalable_attention", {"attention_activation": "softmax"}),
-    ("hcan", {"hierarchical": False, "bigram_buckets": BUCKETS}),
-] + [(name, {"bigram_buckets": BUCKETS}) for name in sorted(SMALL) if name != "dual_axial"]  # hcan: per sentence
+CASES = (
+    [(name, {}) for name in sorted(SMALL)]
+    + [
+        ("dual_axial", {"bigram_buckets": BUCKETS}),  # the paper's setting and the training default
+        ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "softmax"}),
+        ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "text_axial"}),
+        ("dual_axial", {"bigram_buckets": BUCKETS, "variant": "text_axial_no_attenuation"}),
+        ("dual_axial", {"bigram_buckets": BUCKETS, "aggregation": "mean"}),
+        ("hcan", {"hierarchical": False}),
+        ("hcan", {"parallel": False, "pooling": "max"}),
+        ("lama", {"use_context": True}),
+        ("lama", {"use_context": True, "regularization": "positions"}),
+        ("lama", {"use_rnn": False, "regularization": "embeddings"}),
+        ("cspan", {"configuration": "big", "num_queries": 4}),
+        ("scalable_attention", {"attention_activation": "softmax"}),
+        ("hcan", {"hierarchical": False, "bigram_buckets": BUCKETS}),
+    ]
+    + [(name, {"bigram_buckets": BUCKETS}) for name in sorted(SMALL) if name != "dual_axial"]
+)  # hcan: per sentence
 
 
 def _shape_kwargs(name, kwargs):
@@ -53,7 +57,9 @@ def _padded_ids(shape, rng):
     return ids
 
 
-@pytest.mark.parametrize("name, kwargs", CASES, ids=[f"{n}-{'-'.join(map(str, k.values())) or 'default'}" for n, k in CASES])
+@pytest.mark.parametrize(
+    "name, kwargs", CASES, ids=[f"{n}-{'-'.join(map(str, k.values())) or 'default'}" for n, k in CASES]
+)
 def test_predictions_do_not_depend_on_padding(name, kwargs):
     keras.utils.set_random_seed(0)
     model = build_model(name, 3, vocabulary_size=VOCABULARY, **_shape_kwargs(name, kwargs), **{**SMALL[name], **kwargs})

@@ -15,8 +15,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_textattn.datasets import DataError
-from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import LocalFile
+from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
@@ -43,7 +43,9 @@ def test_ag_news_sample_and_headerless_official_test(shared_data):
     data = load_dataset(
         {
             "train": str(ag / "train_sample_5k.csv.gz"),
-            "test": LocalFile(str(ag / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False, label_offset=1),
+            "test": LocalFile(
+                str(ag / "test.csv.gz"), text_column=[1, 2], label_column=0, header=False, label_offset=1
+            ),
         },
         label_names=names,
     )
@@ -130,7 +132,9 @@ def test_group_column_blank_rows_and_misuse(tmp_path, shared_data):
         load_dataset(LocalFile(path, group_column="group", stream=True), splits=("train", "validation"))
     with pytest.raises(ValueError, match="group column .* goes with neither a validation file nor a TFDS name"):
         load_labelled_data(path, validation_data=path, group_column="group")
-    one_group = _write(tmp_path / "one_group.csv", "label,text,group\n" + "".join(f"{i % 2},t {i},g\n" for i in range(50)))
+    one_group = _write(
+        tmp_path / "one_group.csv", "label,text,group\n" + "".join(f"{i % 2},t {i},g\n" for i in range(50))
+    )
     with pytest.raises(ValueError, match=r"split has no rows: the validation carve .* left (50|0) rows to train on"):
         load_dataset(LocalFile(one_group, group_column="group"), splits=("train", "validation"))
 
@@ -141,8 +145,11 @@ def _store_tfds(tmp_path, name, rows, features):
         return tf.data.Dataset.from_tensor_slices({k: [r[k] for r in part] for k in rows[0]})
 
     tfds.dataset_builders.store_as_tfds_dataset(
-        name=name, version="1.0.0", features=tfds.features.FeaturesDict(features),
-        split_datasets={"train": split(rows), "test": split(rows[:5])}, data_dir=str(tmp_path),
+        name=name,
+        version="1.0.0",
+        features=tfds.features.FeaturesDict(features),
+        split_datasets={"train": split(rows), "test": split(rows[:5])},
+        data_dir=str(tmp_path),
     )
 
 
@@ -152,8 +159,15 @@ def test_tfds_path_offline_with_real_rows(shared_data, tmp_path, caplog):
         import csv
 
         rows = [{"text": r["text"], "label": int(r["label"])} for r in csv.DictReader(handle)][:40]
-    _store_tfds(tmp_path, "sst2_sample", rows, {"text": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["negative", "positive"])})
-    data = load_dataset("sst2_sample", splits=("train", "validation", "test"), data_dir=str(tmp_path), validation_fraction=0.25)
+    _store_tfds(
+        tmp_path,
+        "sst2_sample",
+        rows,
+        {"text": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["negative", "positive"])},
+    )
+    data = load_dataset(
+        "sst2_sample", splits=("train", "validation", "test"), data_dir=str(tmp_path), validation_fraction=0.25
+    )
     assert data.label_names == ["negative", "positive"]
     carved = _rows(data["train"]) + _rows(data["validation"])
     assert sorted(carved) == sorted((r["text"], r["label"]) for r in rows)
@@ -175,7 +189,11 @@ def test_the_vocabulary_sample_is_seeded_and_quiet(caplog):
 
 def test_tfds_several_text_features_are_joined(tmp_path):
     rows = [{"title": f"Title {i}", "description": f"body {i}", "label": i % 2} for i in range(6)]
-    features = {"title": tfds.features.Text(), "description": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["a", "b"])}
+    features = {
+        "title": tfds.features.Text(),
+        "description": tfds.features.Text(),
+        "label": tfds.features.ClassLabel(names=["a", "b"]),
+    }
     _store_tfds(tmp_path, "news_like", rows, features)
     data = load_dataset("news_like", splits=("test",), data_dir=str(tmp_path), text_column=["title", "description"])
     assert ("Title 0 body 0", 0) in _rows(data["test"])  # TFDS shuffles rows when it stores them
@@ -204,14 +222,15 @@ def _without_proxies(monkeypatch):
 def test_an_unreachable_source_is_found_in_seconds(monkeypatch):
     """`.invalid` never resolves (RFC 2606); a listening local port takes the connection;
     behind a proxy nothing is checked (the proxy connects)."""
-    from keras_textattn.datasets.loading import first_unreachable
+    from keras_textattn.datasets.sources import first_unreachable
 
     _without_proxies(monkeypatch)
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         assert first_unreachable([f"http://127.0.0.1:{port}/a.tgz", f"http://127.0.0.1:{port}/b.tgz"]) is None
         assert first_unreachable([f"http://127.0.0.1:{port}/a.tgz", "https://data.invalid/c.zip"]).startswith(
-            "data.invalid: ")
+            "data.invalid: "
+        )
     monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
     assert first_unreachable(["https://data.invalid/c.zip"]) is None
 
@@ -224,8 +243,11 @@ class UnreachableReviews(tfds.core.GeneratorBasedBuilder):
     url_infos = {"http://reviews.invalid/reviews.tgz": None}  # what TFDS reads from a dataset's checksums file
 
     def _info(self):
-        return self.dataset_info_from_configs(features=tfds.features.FeaturesDict(
-            {"text": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["neg", "pos"])}))
+        return self.dataset_info_from_configs(
+            features=tfds.features.FeaturesDict(
+                {"text": tfds.features.Text(), "label": tfds.features.ClassLabel(names=["neg", "pos"])}
+            )
+        )
 
     def _split_generators(self, dl_manager):
         dl_manager.download(next(iter(self.url_infos)))  # what TFDS would retry for minutes
@@ -240,8 +262,11 @@ def test_an_unprepared_tfds_dataset_offline_fails_at_once(tmp_path, monkeypatch)
     naming the host, and download nothing."""
     _without_proxies(monkeypatch)
     start = time.monotonic()
-    with pytest.raises(ValueError, match=r"'unreachable_reviews' is not prepared in .* and its source cannot be "
-                                         r"reached \(reviews\.invalid: .*\)\. Without internet, pass a local file"):
+    with pytest.raises(
+        ValueError,
+        match=r"'unreachable_reviews' is not prepared in .* and its source cannot be "
+        r"reached \(reviews\.invalid: .*\)\. Without internet, pass a local file",
+    ):
         load_dataset("unreachable_reviews", data_dir=str(tmp_path))
     assert time.monotonic() - start < 60
     assert not any(tmp_path.rglob("*.tgz*"))
@@ -249,7 +274,9 @@ def test_an_unprepared_tfds_dataset_offline_fails_at_once(tmp_path, monkeypatch)
 
 # ---------------------------------------------------------- local bad input
 def test_tsv_with_string_labels_and_several_text_columns(tmp_path):
-    path = _write(tmp_path / "d.tsv.gz", "topic\ttitle\tbody\nsport\tGoal\tlate winner\nnews\tVote\tcounted\n", compress=True)
+    path = _write(
+        tmp_path / "d.tsv.gz", "topic\ttitle\tbody\nsport\tGoal\tlate winner\nnews\tVote\tcounted\n", compress=True
+    )
     data = load_dataset(LocalFile(path, text_column=["title", "body"], label_column="topic"), splits=("train",))
     assert data.label_names == ["news", "sport"]
     assert _rows(data["train"]) == [("Goal late winner", 1), ("Vote counted", 0)]
@@ -260,25 +287,50 @@ def test_tsv_with_string_labels_and_several_text_columns(tmp_path):
     [
         ("label,text\n1,a\n0,b,extra\n", {}, r"d.csv, row 3: expected 2 columns like the first row, found 3"),
         ("label,text\n1,a\n0,b\n", {"text_column": "body"}, r"d.csv: no column 'body'. Columns: \['label', 'text'\]"),
-        ("1,a\n0,b\n", {"header": False}, r"column 'text' is a name but the file has no header; use a column index \(0..1\)"),
+        (
+            "1,a\n0,b\n",
+            {"header": False},
+            r"column 'text' is a name but the file has no header; use a column index \(0..1\)",
+        ),
         ("1,a\n0,b\n", {"header": False, "text_column": 5, "label_column": 0}, r"column index 5 is out of range"),
         ("label,text\n1,a\n1,b\n", {}, r"at least 2 classes.*has 1: \['1'\]"),
         ("label,text\n1,a\n,b\n", {}, r"row 3: column 'label': the label is empty"),
         ("", {}, r"d.csv: the file is empty"),
         ("label,text\n", {}, r"d.csv: no data rows"),
         # A file of another delimiter or encoding than read (Excel's European CSV, its "Unicode Text").
-        ("label;text\n1;a\n0;b\n", {}, r"no column 'text'. Columns: \['label;text'\] \(one column holding ';': a file "
-         r"delimited by ';'\? Give --delimiter ';'; Python: delimiter=';'\)$"),
-        ("label\ttext\n1\ta\n", {}, r"holding '\\t': a file delimited by '\\t'\? Name it .tsv or .tsv.gz, or give "
-         r"--delimiter tab\)$"),
+        (
+            "label;text\n1;a\n0;b\n",
+            {},
+            r"no column 'text'. Columns: \['label;text'\] \(one column holding ';': a file "
+            r"delimited by ';'\? Give --delimiter ';'; Python: delimiter=';'\)$",
+        ),
+        (
+            "label\ttext\n1\ta\n",
+            {},
+            r"holding '\\t': a file delimited by '\\t'\? Name it .tsv or .tsv.gz, or give "
+            r"--delimiter tab\)$",
+        ),
         # A space after each comma (a hand-written header): the name it is read as is given.
-        ("label, text\n1, a\n0, b\n", {}, r"no column 'text'. Columns: \['label', ' text'\] \(' text' has spaces around "
-         r"the name, as a space after the delimiter writes it: give the name as the file spells it, ' text', or remove "
-         r"the spaces from the header\)$"),
-        ("label,text\n1,a\n", {"delimiter": ";;"}, r"d.csv: the delimiter must be one character \(',', ';', '\\t', "
-         r"'\|'\); got ';;'"),
-        ("label,text\n1,a\n0,b\n".encode("utf-16"), {},
-         r"d.csv: the file is UTF-16 \(it starts with UTF-16's byte order mark\); save it as UTF-8 \(Excel: CSV UTF-8\)"),
+        (
+            "label, text\n1, a\n0, b\n",
+            {},
+            r"no column 'text'. Columns: \['label', ' text'\] \(' text' has spaces around "
+            r"the name, as a space after the delimiter writes it: give the name as the file spells it, ' text', or "
+            r"remove "
+            r"the spaces from the header\)$",
+        ),
+        (
+            "label,text\n1,a\n",
+            {"delimiter": ";;"},
+            r"d.csv: the delimiter must be one character \(',', ';', '\\t', "
+            r"'\|'\); got ';;'",
+        ),
+        (
+            "label,text\n1,a\n0,b\n".encode("utf-16"),
+            {},
+            r"d.csv: the file is UTF-16 \(it starts with UTF-16's byte order mark\); save it as UTF-8 \(Excel: CSV "
+            r"UTF-8\)",
+        ),
     ],
 )
 @pytest.mark.parametrize("stream", [False, True], ids=["in-memory", "streamed"])
@@ -291,8 +343,11 @@ def test_bad_files_name_file_row_and_column(tmp_path, content, file_kwargs, mess
 @pytest.mark.parametrize("path", [3, None, "", True])
 def test_a_data_file_is_a_path(path):
     """`predict_file(run, 3, ...)` was a TypeError from inside the reader."""
-    with pytest.raises(DataError, match=rf"^a data file must be a path \(a file, a glob or a folder of shards\); got "
-                                        rf"{re.escape(repr(path))}$"):
+    with pytest.raises(
+        DataError,
+        match=rf"^a data file must be a path \(a file, a glob or a folder of shards\); got "
+        rf"{re.escape(repr(path))}$",
+    ):
         LocalFile(path)
 
 
@@ -304,21 +359,32 @@ def test_a_quote_never_closed_is_named_not_read_as_one_text(tmp_path):
     data = load_dataset(LocalFile(_write(tmp_path / "good.csv", good)), splits=("train",))
     assert _rows(data["train"]) == [("over\ntwo lines", 1), ("said twice", 0), ('a 5" screen', 1), ('the "best"', 0)]
     for name, content, header, line, lines in (
-            ("data.csv", 'label,text\n1,a\n0,"never closed\n1,b\n0,c\n', True, 3, "3 lines"),
-            ("last.csv", 'label,text\n1,a\n0,"never closed\n', True, 3, "1 line"),
-            ("header.csv", '"label,text\n1,a\n0,b\n', True, 1, "3 lines"),
-            ("headerless.csv", '1,a\n0,"never closed\n1,b\n', False, 2, "2 lines")):
-        file = LocalFile(_write(tmp_path / name, content), header=header, **({} if header else
-                                                                          {"text_column": 1, "label_column": 0}))
-        with pytest.raises(ValueError, match=re.escape(
+        ("data.csv", 'label,text\n1,a\n0,"never closed\n1,b\n0,c\n', True, 3, "3 lines"),
+        ("last.csv", 'label,text\n1,a\n0,"never closed\n', True, 3, "1 line"),
+        ("header.csv", '"label,text\n1,a\n0,b\n', True, 1, "3 lines"),
+        ("headerless.csv", '1,a\n0,"never closed\n1,b\n', False, 2, "2 lines"),
+    ):
+        file = LocalFile(
+            _write(tmp_path / name, content), header=header, **({} if header else {"text_column": 1, "label_column": 0})
+        )
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
                 f"{name}, line {line}: a quoted field opens there and is never closed, so everything from it to the "
-                f"end of the file ({lines}) would be read as one text")):
+                f"end of the file ({lines}) would be read as one text"
+            ),
+        ):
             load_dataset(file, splits=("train",))
     # Closed by a later field's quote: the record is too wide, and the error says where it began.
     merged = _write(tmp_path / "merged.csv", 'label,text\n1,a\n0,"stray\n1,b\n0,"quoted",x\n1,c\n')
-    with pytest.raises(ValueError, match=re.escape("merged.csv, row 5: expected 2 columns like the first row, found 3 "
-                                                   "in one record read from line 3 to here (a quote opened on line 3 "
-                                                   "and closed lines later?)")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "merged.csv, row 5: expected 2 columns like the first row, found 3 "
+            "in one record read from line 3 to here (a quote opened on line 3 "
+            "and closed lines later?)"
+        ),
+    ):
         load_dataset(LocalFile(merged), splits=("train",))
 
 
@@ -335,18 +401,28 @@ def test_label_names_are_distinct_names_of_the_labels(tmp_path, stream):
     """`--label-names neg,neg` trained a model of two classes of one name, `neg,,pos` a class named
     "" and `neg` alone a 2-class file's error that label '1' "was not seen" in the file that has it."""
     path = _write(tmp_path / "d.csv", "label,text\n0,a\n1,b\n2,c\n0,d\n")
-    cases = [(["neg", "neg", "pos"], r"name the classes 0..n-1: each once \('neg' repeated\); got \['neg', 'neg', 'pos'\]"),
-             (["neg", " ", "pos"], r"no empty one; got \['neg', '', 'pos'\]"), (["neg"], "two or more"),
-             ("neg,pos", r"a list of names, one per class; got the string 'neg,pos'"),
-             (["neg", "pos"], r"the 2 label names given \(--label-names\) are for the labels 0..1; the label column "
-                              r"'label' also has \['2'\]" if not stream else
-                              r"d.csv, row 4: label '2' was not an id of the label names given \(--label-names\). "
-                              r"Known labels: \['0', '1'\]")]
+    cases = [
+        (["neg", "neg", "pos"], r"name the classes 0..n-1: each once \('neg' repeated\); got \['neg', 'neg', 'pos'\]"),
+        (["neg", " ", "pos"], r"no empty one; got \['neg', '', 'pos'\]"),
+        (["neg"], "two or more"),
+        ("neg,pos", r"a list of names, one per class; got the string 'neg,pos'"),
+        (
+            ["neg", "pos"],
+            r"the 2 label names given \(--label-names\) are for the labels 0..1; the label column "
+            r"'label' also has \['2'\]"
+            if not stream
+            else r"d.csv, row 4: label '2' was not an id of the label names given \(--label-names\). "
+            r"Known labels: \['0', '1'\]",
+        ),
+    ]
     for names, message in cases:
         with pytest.raises(ValueError, match=message):
             load_dataset(LocalFile(path, stream=stream), splits=("train",), label_names=names)
-    with pytest.warns(UserWarning, match=r"d.csv: no training row is labelled \['other'\] \(the label names given name "
-                                         r"4 classes\); the model will not learn to predict them"):
+    with pytest.warns(
+        UserWarning,
+        match=r"d.csv: no training row is labelled \['other'\] \(the label names given name "
+        r"4 classes\); the model will not learn to predict them",
+    ):
         data = load_dataset(LocalFile(path, stream=stream), splits=("train",), label_names=["a ", "b", "c", "other"])
     assert data.label_names == ["a", "b", "c", "other"]
 
@@ -358,8 +434,11 @@ def test_a_test_or_validation_file_that_is_the_training_file_warns(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     for option in ("test_data", "validation_data"):
         name = option.split("_")[0]
-        with pytest.warns(UserWarning, match=f"the {name} file is the training file train.csv: its scores are on rows "
-                                             "the model trained on, not held out"):
+        with pytest.warns(
+            UserWarning,
+            match=f"the {name} file is the training file train.csv: its scores are on rows "
+            "the model trained on, not held out",
+        ):
             load_labelled_data("train.csv", **{option: str(tmp_path / "train.csv")})
     _write(tmp_path / "test.csv", "label,text\npos,fine\nneg,poor\n")
     with warnings.catch_warnings():
@@ -375,9 +454,12 @@ def test_a_label_column_of_texts_is_refused(shared_data, tmp_path):
         head = "".join(itertools.islice(handle, 2001))
     path = _write(tmp_path / "trec.csv", head)
     for stream in (None, True):
-        with pytest.raises(ValueError, match=r"trec.csv: the label column 'text' has 1,9\d\d different values in "
-                                             r"2,000 rows \(1,9\d\d of them on one row only\), e.g. '.+'; is it the "
-                                             r"label column \(--label-column\)\?"):
+        with pytest.raises(
+            ValueError,
+            match=r"trec.csv: the label column 'text' has 1,9\d\d different values in "
+            r"2,000 rows \(1,9\d\d of them on one row only\), e.g. '.+'; is it the "
+            r"label column \(--label-column\)\?",
+        ):
             load_dataset(LocalFile(path, label_column="text", text_column="label", stream=stream), ("train",))
     many = "label,text\n" + "".join(f"c{i % 150},text {i}\n" for i in range(450))
     data = load_dataset(_write(tmp_path / "many.csv", many), ("train",))
@@ -388,16 +470,27 @@ def test_rows_merged_by_a_stray_quote_are_named(tmp_path):
     """A TSV text that starts with a quote (`pos<TAB>"Great`) which a quote lines later closes
     made the rows between one text, silently (the record has the right width); now a warning
     names the lines. Texts over several lines, quoted as CSV writers quote them, read quietly."""
-    stray = _write(tmp_path / "stray.tsv", 'label\ttext\npos\t"Great film, said nobody\nneg\tboring\n'
-                                           'pos\tfine "ok" yes\nneg\tbad\n')
-    with pytest.warns(UserWarning, match=r"stray.tsv: 1 record read over several lines holds lines that read as "
-                                         r"rows of their own, e.g. lines 2-4 \(line 3 reads as a row labelled 'neg'\): "
-                                         "a quote opened on line 2 and closed on line 4?"):
+    stray = _write(
+        tmp_path / "stray.tsv",
+        'label\ttext\npos\t"Great film, said nobody\nneg\tboring\npos\tfine "ok" yes\nneg\tbad\n',
+    )
+    with pytest.warns(
+        UserWarning,
+        match=r"stray.tsv: 1 record read over several lines holds lines that read as "
+        r"rows of their own, e.g. lines 2-4 \(line 3 reads as a row labelled 'neg'\): "
+        "a quote opened on line 2 and closed on line 4?",
+    ):
         data = load_dataset(stray, ("train",))
     assert len(_rows(data["train"])) == 2  # read as before: the warning is the change
     with open(tmp_path / "quoted.csv", "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows([["label", "text"], ["pos", "a long review\nthat goes on, and on\nover lines"],
-                                      ["neg", 'bad, "bad"\nneg, I said'], ["pos", '"Great" film']])
+        csv.writer(handle).writerows(
+            [
+                ["label", "text"],
+                ["pos", "a long review\nthat goes on, and on\nover lines"],
+                ["neg", 'bad, "bad"\nneg, I said'],
+                ["pos", '"Great" film'],
+            ]
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         data = load_dataset(str(tmp_path / "quoted.csv"), ("train",))
@@ -410,8 +503,13 @@ def test_the_label_column_is_never_a_text_column(tmp_path):
     csv_path = _write(tmp_path / "t.csv", "label,text\n" + "pos,a good film\nneg,a dull plot\n" * 5)
     jsonl_path = _write(tmp_path / "t.jsonl", '{"label": "pos", "text": "a good film"}\n' * 2)
     message = r"t.(csv|jsonl): the label column 'label' is also a text column \(--text-column\)"
-    for path, text_column, stream in [(csv_path, "label", None), (csv_path, ["text", "label"], True),
-                                      (csv_path, 0, None), (csv_path, 0, True), (jsonl_path, "label", None)]:
+    for path, text_column, stream in [
+        (csv_path, "label", None),
+        (csv_path, ["text", "label"], True),
+        (csv_path, 0, None),
+        (csv_path, 0, True),
+        (jsonl_path, "label", None),
+    ]:
         with pytest.raises(ValueError, match=message):
             load_dataset(LocalFile(path, text_column=text_column, stream=stream), ("train",))
 
@@ -422,8 +520,13 @@ def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
     _write(tmp_path / "train.csv", "label;text\n" + "pos;a good film, truly\nneg;a dull plot\n" * 5)
     _write(tmp_path / "test.csv", "label;text\nneg;dull, dull\n")
     for stream in (None, True):
-        data, _ = load_labelled_data(str(tmp_path / "train.csv"), test_data=str(tmp_path / "test.csv"), delimiter=";",
-                                     stream=stream, validation_fraction=0.3)
+        data, _ = load_labelled_data(
+            str(tmp_path / "train.csv"),
+            test_data=str(tmp_path / "test.csv"),
+            delimiter=";",
+            stream=stream,
+            validation_fraction=0.3,
+        )
         rows = _rows(data["train"]) + _rows(data["validation"])
         assert sorted(rows) == sorted([("a good film, truly", 1), ("a dull plot", 0)] * 5), stream
         assert _rows(data["test"]) == [("dull, dull", 0)] and data.label_names == ["neg", "pos"]
@@ -432,8 +535,11 @@ def test_a_delimiter_reads_a_file_of_semicolons(tmp_path):
 def test_invalid_utf8_and_empty_texts_are_read(tmp_path):
     path = tmp_path / "d.csv"
     path.write_bytes(b"label,text\n1,caf\xe9\n0,\n1,   \n")
-    with pytest.warns(UserWarning, match=r"d.csv: 1 of 3 texts hold U\+FFFD, as which bytes that are not UTF-8 are "
-                                         r"read \(a Latin-1 or Windows-1252 file\? convert it: iconv"):
+    with pytest.warns(
+        UserWarning,
+        match=r"d.csv: 1 of 3 texts hold U\+FFFD, as which bytes that are not UTF-8 are "
+        r"read \(a Latin-1 or Windows-1252 file\? convert it: iconv",
+    ):
         data = load_dataset(str(path), splits=("train",))  # read on, but not silently (a whole file may be Latin-1)
     assert _rows(data["train"]) == [("caf\ufffd", 1), ("", 0), ("   ", 1)]
     # JSON's escape of a lone surrogate (a tweet cut inside an emoji) is U+FFFD too; it was
@@ -450,13 +556,18 @@ def test_make_batches_shapes_shuffle_and_buckets(shared_data):
     encoder.adapt(data["train"])
     batches = make_batches(data["train"].take(200), encoder, 32, shuffle=True, seed=3)
     first = [(x.numpy(), y.numpy()) for x, y in batches.take(2)]
-    again = [(x.numpy(), y.numpy()) for x, y in make_batches(data["train"].take(200), encoder, 32, shuffle=True, seed=3).take(2)]
+    again = [
+        (x.numpy(), y.numpy())
+        for x, y in make_batches(data["train"].take(200), encoder, 32, shuffle=True, seed=3).take(2)
+    ]
     for (x, y), (x2, y2) in zip(first, again):
         np.testing.assert_array_equal(x, x2)
         np.testing.assert_array_equal(y, y2)
         assert x.dtype == np.int32 and x.shape[0] == 32 and y.shape == (32,)
     plain = sum(int(tf.size(x)) for x, _ in make_batches(data["train"], encoder, 32))
-    bucketed = sum(int(tf.size(x)) for x, _ in make_batches(data["train"], encoder, 32, bucket_boundaries=[10, 20, 30, 40]))
+    bucketed = sum(
+        int(tf.size(x)) for x, _ in make_batches(data["train"], encoder, 32, bucket_boundaries=[10, 20, 30, 40])
+    )
     assert bucketed < 0.8 * plain  # less padding
     fixed = TextEncoder(max_tokens=2000, sequence_length=16, bigram_buckets=100)
     fixed.adapt(data["train"].take(500))
@@ -477,18 +588,27 @@ def test_data_of_a_type_not_read_is_one_line(tmp_path):
     `data` takes, not with os.fspath's TypeError or an AttributeError from inside."""
     import pandas as pd
 
-    from keras_textattn.datasets.loading import DataError
+    from keras_textattn.datasets.formats import DataError
 
     file = tmp_path / "train.csv"
     file.write_text("label,text\npos,good\nneg,bad\n")
-    takes = "data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split name to LocalFile"
+    takes = (
+        "data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split name to LocalFile"
+    )
     for data, test_data, message in (
-            (pd.DataFrame({"label": ["pos"], "text": ["good"]}), None,
-             f"{takes}; got DataFrame (write a DataFrame to a file first: df.to_csv('train.csv', index=False))"),
-            ([("good", "pos")], None, f"{takes}; got list"),
-            ({"text": ["good"], "label": ["pos"]}, None, "a dict of data maps split names to LocalFile; got "
-                                                        "{'text': 'list', 'label': 'list'}"),
-            (str(file), ["good"], "test_data must be a file, as data is; got list")):
+        (
+            pd.DataFrame({"label": ["pos"], "text": ["good"]}),
+            None,
+            f"{takes}; got DataFrame (write a DataFrame to a file first: df.to_csv('train.csv', index=False))",
+        ),
+        ([("good", "pos")], None, f"{takes}; got list"),
+        (
+            {"text": ["good"], "label": ["pos"]},
+            None,
+            "a dict of data maps split names to LocalFile; got {'text': 'list', 'label': 'list'}",
+        ),
+        (str(file), ["good"], "test_data must be a file, as data is; got list"),
+    ):
         with pytest.raises(DataError) as refused:
             load_labelled_data(data, test_data=test_data)
         assert str(refused.value) == message

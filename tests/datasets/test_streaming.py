@@ -68,10 +68,18 @@ def test_streamed_file_equals_in_memory_reading_and_training(trec, tmp_path):
     for split in splits:  # the same rows in the same order, the same validation carve
         assert _rows(in_memory[split]) == _rows(streamed[split])
 
-    options = dict(epochs=1, sequence_length=16, max_tokens=2000, shuffle=False, verbose=0,
-                   model_kwargs={"embedding_dim": 8, "fc_units": 8})
-    losses = [train("scalable_attention", path, str(tmp_path / name), stream=stream, **options)["history"]["loss"]
-              for name, stream in (("memory", None), ("stream", True))]
+    options = dict(
+        epochs=1,
+        sequence_length=16,
+        max_tokens=2000,
+        shuffle=False,
+        verbose=0,
+        model_kwargs={"embedding_dim": 8, "fc_units": 8},
+    )
+    losses = [
+        train("scalable_attention", path, str(tmp_path / name), stream=stream, **options)["history"]["loss"]
+        for name, stream in (("memory", None), ("stream", True))
+    ]
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
 
 
@@ -85,11 +93,17 @@ def test_glob_folder_jsonl_and_tfrecord_read_the_same_rows(trec, trec_shards, tm
     for index in range(2):
         with tf.io.TFRecordWriter(str(tmp_path / f"train-{index}.tfrecord")) as writer:
             for label, text, _ in rows[index::2]:
-                features = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
-                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[names.index(label)]))}
+                features = {
+                    "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[names.index(label)])),
+                }
                 writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-    sources = {"glob": str(trec_shards / "train-*.csv.gz"), "folder": str(trec_shards), "jsonl": str(jsonl),
-               "tfrecord": str(tmp_path / "train-*.tfrecord")}
+    sources = {
+        "glob": str(trec_shards / "train-*.csv.gz"),
+        "folder": str(trec_shards),
+        "jsonl": str(jsonl),
+        "tfrecord": str(tmp_path / "train-*.tfrecord"),
+    }
     for name, source in sources.items():
         data = load_dataset({"train": LocalFile(source)}, ("train",))
         assert data.streamed, name
@@ -101,8 +115,11 @@ def test_glob_folder_jsonl_and_tfrecord_read_the_same_rows(trec, trec_shards, tm
 def test_bad_shards_are_named_and_skip_bad_rows_counts_them(trec, trec_shards, capsys):
     _, header, rows = trec
     _write_csv(trec_shards / "train-3.csv.gz", ["label", "question", "fine_label"], rows[:5])
-    with pytest.raises(DataError, match=r"train-3.csv.gz, row 1: its header \['label', 'question', 'fine_label'\] "
-                                        r"differs from the header of .*train-0.csv.gz"):
+    with pytest.raises(
+        DataError,
+        match=r"train-3.csv.gz, row 1: its header \['label', 'question', 'fine_label'\] "
+        r"differs from the header of .*train-0.csv.gz",
+    ):
         load_dataset(str(trec_shards), ("train",))
     (trec_shards / "train-3.csv.gz").unlink()
 
@@ -136,14 +153,16 @@ def test_a_file_that_is_not_a_tfrecord_is_named_as_such(tmp_path):
     an error ("the file is empty", or no rows from that shard), a file cut inside a later header
     as its whole records (the rows after them lost in silence), and wraps its error on a longer
     one in op names: each is one line naming the file, streamed (train) and read whole (predict)."""
-    from keras_textattn.datasets.loading import read_labelled_texts
+    from keras_textattn.datasets.formats import read_labelled_texts
 
     folder = tmp_path / "records"
     folder.mkdir()
     with tf.io.TFRecordWriter(str(folder / "part-0.tfrecord")) as writer:
         for text, label in (("What is a cat ?", 0), ("Who won ?", 1)):
-            features = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
-                        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+            features = {
+                "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+            }
             writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
     (folder / "part-1.tfrecord").write_bytes(b"garbage\n")  # 8 bytes: no record header
     (tmp_path / "notes.tfrecord").write_text("these are notes, not records\n")
@@ -153,12 +172,15 @@ def test_a_file_that_is_not_a_tfrecord_is_named_as_such(tmp_path):
         load_dataset(str(folder), ("train",))
     data = load_dataset(str(folder), ("train",), skip_bad_rows=True)
     assert data.rows == {"train": 2} and [name.rsplit("/", 1)[1] for name in data.skipped["train"]["files"]] == [
-        "part-1.tfrecord"]
+        "part-1.tfrecord"
+    ]
     with pytest.raises(DataError, match=re.escape(short.replace(": not", " (not") + ")")):
         read_labelled_texts(LocalFile(str(folder / "part-1.tfrecord")))
     notes = str(tmp_path / "notes.tfrecord")
-    for read, message in ((lambda: load_dataset(notes, ("train",)), f"{notes}: cannot be read: corrupted record at 0"),
-                          (lambda: read_labelled_texts(LocalFile(notes)), f"{notes}: cannot be read (corrupted record at 0")):
+    for read, message in (
+        (lambda: load_dataset(notes, ("train",)), f"{notes}: cannot be read: corrupted record at 0"),
+        (lambda: read_labelled_texts(LocalFile(notes)), f"{notes}: cannot be read (corrupted record at 0"),
+    ):
         with pytest.raises(DataError) as error:
             read()
         assert str(error.value).startswith(message) and "{{" not in str(error.value) and "[Op:" not in str(error.value)
@@ -167,11 +189,13 @@ def test_a_file_that_is_not_a_tfrecord_is_named_as_such(tmp_path):
     second = 12 + int.from_bytes(whole[:8], "little") + 4
     (tmp_path / "cut").mkdir()
     cut = tmp_path / "cut" / "part-0.tfrecord.gz"
-    cut.write_bytes(gzip.compress(whole[:second + 5]))
+    cut.write_bytes(gzip.compress(whole[: second + 5]))
     assert len(list(tf.data.TFRecordDataset(str(cut), compression_type="GZIP"))) == 1
     said = f"{cut}: cannot be read: it ends inside a record's header at byte {second} (truncated?)"
-    for read, message in ((lambda: load_dataset(str(cut), ("train",)), said),
-                          (lambda: read_labelled_texts(LocalFile(str(cut))), said.replace(": it", " (it") + ")")):
+    for read, message in (
+        (lambda: load_dataset(str(cut), ("train",)), said),
+        (lambda: read_labelled_texts(LocalFile(str(cut))), said.replace(": it", " (it") + ")"),
+    ):
         with pytest.raises(DataError, match=re.escape(message)):
             read()
     shutil.copy(folder / "part-0.tfrecord", tmp_path / "cut" / "part-1.tfrecord")

@@ -7,7 +7,6 @@ import struct
 import numpy as np
 import pytest
 
-from keras_textattn_cli import main
 from keras_textattn.errors import UserError
 from keras_textattn.explain import explain
 from keras_textattn.explain import to_html
@@ -16,8 +15,7 @@ from keras_textattn.explain import top_tokens
 from keras_textattn.explain import write_top_tokens
 from keras_textattn.models import build_model
 from keras_textattn.text import TextEncoder
-
-
+from keras_textattn_cli import main
 
 TEXTS = [
     "Stocks <b>rallied</b> after the Fed's decision; Nasdaq up 2%.",
@@ -68,7 +66,8 @@ def test_trained_hcan_word_and_sentence_maps(hcan_run):
     (explanation,) = explain(hcan_run, [TEXTS[1]])
     text = TEXTS[1]
     assert [text[s["start"] : s["end"]] for s in explanation.sentences] == [
-        "Zürich's café owners — and Ünïcode fans — cheered", "Then they left"
+        "Zürich's café owners — and Ünïcode fans — cheered",
+        "Then they left",
     ]
     (sentence_weights,) = explanation.sentence_attention.values()
     assert sentence_weights.shape == (4, 2)  # heads x sentences
@@ -92,8 +91,15 @@ def test_hcan_word_maps_at_every_shape(max_sentences, words):
     texts = ["good fine great film", "dull slow bad acting"]
     encoder = TextEncoder(sequence_length=words, max_sentences=max_sentences, hierarchical=True)
     encoder.adapt(texts)
-    model = build_model("hcan", 2, vocabulary_size=encoder.vocabulary_size(), sequence_length=words,
-                        max_sentences=max_sentences, units=8, num_heads=2)
+    model = build_model(
+        "hcan",
+        2,
+        vocabulary_size=encoder.vocabulary_size(),
+        sequence_length=words,
+        max_sentences=max_sentences,
+        units=8,
+        num_heads=2,
+    )
     explanations = explain(model, texts, encoder=encoder)
     for explanation in explanations:
         assert list(explanation.attention) == ["word_target_attention"]
@@ -172,8 +178,18 @@ def test_html_png_and_top_token_tables(lama_run, tmp_path):
 
 
 def test_explain_command(lama_run, tmp_path, capsys):
-    code = main(["explain", "--run", str(lama_run), TEXTS[0], "--html", str(tmp_path / "a.html"),
-                 "--png", str(tmp_path / "a.png")])
+    code = main(
+        [
+            "explain",
+            "--run",
+            str(lama_run),
+            TEXTS[0],
+            "--html",
+            str(tmp_path / "a.html"),
+            "--png",
+            str(tmp_path / "a.png"),
+        ]
+    )
     assert code == 0
     assert (tmp_path / "a.html").read_text().startswith("<!DOCTYPE html>")
     assert _png_size(tmp_path / "a.png") == (1200, 400)
@@ -184,17 +200,23 @@ def test_explain_command(lama_run, tmp_path, capsys):
     assert len(error) == 1 and "explain reads one run; 2 given would be an ensemble" in error[0], error
     with pytest.raises(UserError, match="explain reads one run; 0 given"):
         explain([], ["x"])
-    assert explain([lama_run], [TEXTS[0]])[0].probabilities == explain(lama_run, [TEXTS[0]])[0].probabilities  # a list of one
+    assert (
+        explain([lama_run], [TEXTS[0]])[0].probabilities == explain(lama_run, [TEXTS[0]])[0].probabilities
+    )  # a list of one
     (tmp_path / "exported").mkdir()  # a SavedModel folder has no attention scores to show
     (tmp_path / "exported" / "saved_model.pb").write_bytes(b"")
     assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
-    assert "is an exported SavedModel, which keeps only the predictions; give the run folder it was exported from" \
+    assert (
+        "is an exported SavedModel, which keeps only the predictions; give the run folder it was exported from"
         in capsys.readouterr().err
+    )
     (tmp_path / "exported" / "saved_model.pb").unlink()  # a TFLite folder neither: it was "missing model.keras, ..."
     (tmp_path / "exported" / "model.tflite").write_bytes(b"")
     assert main(["explain", "--run", str(tmp_path / "exported"), "x"]) == 2
-    assert "is an exported TFLite model, which keeps only the predictions; give the run folder it was exported from" \
+    assert (
+        "is an exported TFLite model, which keeps only the predictions; give the run folder it was exported from"
         in capsys.readouterr().err
+    )
 
 
 def test_explain_checks_its_files_and_numbers_before_the_work(lama_run, tmp_path, monkeypatch, capsys):
@@ -222,8 +244,25 @@ def test_explain_checks_its_files_and_numbers_before_the_work(lama_run, tmp_path
         assert len(error) == 1 and message in error[0], error
     assert sorted(os.listdir(tmp_path)) == ["existing.html"]
 
-    assert main(["explain", "--run", str(lama_run), TEXTS[0], TEXTS[1], "--html", "existing.html", "--overwrite",
-                 "--png", "new/heat", "--top-tokens-csv", "new/deeper/top.csv"]) == 0
+    assert (
+        main(
+            [
+                "explain",
+                "--run",
+                str(lama_run),
+                TEXTS[0],
+                TEXTS[1],
+                "--html",
+                "existing.html",
+                "--overwrite",
+                "--png",
+                "new/heat",
+                "--top-tokens-csv",
+                "new/deeper/top.csv",
+            ]
+        )
+        == 0
+    )
     assert "Wrote existing.html, new/heat, new/deeper/top.csv" in capsys.readouterr().out
     assert (tmp_path / "existing.html").read_text().startswith("<!DOCTYPE html>")
     assert _png_size(tmp_path / "new" / "heat") == (1200, 400)  # no extension: a PNG, at the path given
@@ -243,8 +282,24 @@ def test_explain_checks_its_files_and_numbers_before_the_work(lama_run, tmp_path
 def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, tmp_path, monkeypatch, capsys):
     """The headerless AG News test file (class, title, description), read with the flags every
     file-reading subcommand shares; the printed lines say what they show, and how many."""
-    code = main(["explain", "--run", str(lama_run), "--data", str(shared_data / "ag_news" / "test.csv.gz"),
-                 "--no-header", "--text-column", "1", "--text-column", "2", "--limit", "30", "--show", "3"])
+    code = main(
+        [
+            "explain",
+            "--run",
+            str(lama_run),
+            "--data",
+            str(shared_data / "ag_news" / "test.csv.gz"),
+            "--no-header",
+            "--text-column",
+            "1",
+            "--text-column",
+            "2",
+            "--limit",
+            "30",
+            "--show",
+            "3",
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
     assert lines[0].startswith("predicted label (its probability): the 5 most attended tokens")
@@ -252,16 +307,33 @@ def test_explain_reads_files_with_the_shared_flags(lama_run, shared_data, tmp_pa
     assert lines[1].split(" (")[0] in {"World", "Sports", "Business", "Sci/Tech"}
     # A file to write that is the file read is refused (with --overwrite it replaced the texts).
     (tmp_path / "read.csv").write_text("text\nstocks fell\n")
-    assert main(["explain", "--run", str(lama_run), "--data", str(tmp_path / "read.csv"), "--html",
-                 str(tmp_path / "read.csv"), "--overwrite"]) == 2
-    assert capsys.readouterr().err.strip() == (f"keras-textattn: error: {tmp_path / 'read.csv'} is a file this command "
-                                               "reads (--data); give another path to write")
+    assert (
+        main(
+            [
+                "explain",
+                "--run",
+                str(lama_run),
+                "--data",
+                str(tmp_path / "read.csv"),
+                "--html",
+                str(tmp_path / "read.csv"),
+                "--overwrite",
+            ]
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.strip() == (
+        f"keras-textattn: error: {tmp_path / 'read.csv'} is a file this command "
+        "reads (--data); give another path to write"
+    )
     assert (tmp_path / "read.csv").read_text() == "text\nstocks fell\n"
     # A file of a header alone, and empty standard input, say so (both said "give texts to explain").
     (tmp_path / "header.csv").write_text("text\n")
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))
-    for arguments, message in ((["--data", str(tmp_path / "header.csv")], f"{tmp_path / 'header.csv'}: no data rows"),
-                               (["-"], "standard input held no texts (one per line)")):
+    for arguments, message in (
+        (["--data", str(tmp_path / "header.csv")], f"{tmp_path / 'header.csv'}: no data rows"),
+        (["-"], "standard input held no texts (one per line)"),
+    ):
         assert main(["explain", "--run", str(lama_run), *arguments]) == 2
         assert capsys.readouterr().err.strip() == f"keras-textattn: error: {message}"
 
@@ -278,12 +350,16 @@ def test_label_names_name_each_class_once_and_nan_is_no_answer():
     its classes itself: names given with one were ignored, silently."""
     encoder = TextEncoder(sequence_length=10)
     encoder.adapt(TEXTS)
-    model = build_model("scalable_attention", 2, vocabulary_size=encoder.vocabulary_size(), embedding_dim=8,
-                        sequence_length=10)
+    model = build_model(
+        "scalable_attention", 2, vocabulary_size=encoder.vocabulary_size(), embedding_dim=8, sequence_length=10
+    )
     (explanation,) = explain(model, [TEXTS[0]], encoder=encoder, label_names=["no", "yes"])
     assert sorted(explanation.probabilities) == ["no", "yes"] and explanation.label in {"no", "yes"}
     for names, message in (
-        (["no", "yes", "maybe"], "explain: label_names name the model's 2 classes, one each; got 3: ['no', 'yes', 'maybe']"),
+        (
+            ["no", "yes", "maybe"],
+            "explain: label_names name the model's 2 classes, one each; got 3: ['no', 'yes', 'maybe']",
+        ),
         (["yes"], "two or more; got ['yes']"),
         ("ny", "a list of names, one per class; got the string 'ny'"),
     ):

@@ -32,18 +32,25 @@ def _explanation(weights, text="stocks fell after earnings"):
         start = text.index(word, start)
         tokens.append({"token": word, "start": start, "end": start + len(word)})
         start += len(word)
-    return Explanation(text=text, tokens=tokens, label="Business", probabilities={"Business": 0.9, "World": 0.1},
-                       attention={"attention": np.asarray(weights, "float64")})
+    return Explanation(
+        text=text,
+        tokens=tokens,
+        label="Business",
+        probabilities={"Business": 0.9, "World": 0.1},
+        attention={"attention": np.asarray(weights, "float64")},
+    )
 
 
 def test_png_sizes_are_checked(tmp_path):
     """Sizes matplotlib cannot draw are one clear error, and nothing is written."""
-    for size, message in ((dict(width=0), "width must be a positive whole number; got 0"),
-                          (dict(height=-5), "height must be a positive whole number; got -5"),
-                          (dict(max_tokens=0), "max_tokens must be a positive whole number; got 0"),
-                          # A million pixels a side failed inside Agg with std::bad_alloc.
-                          (dict(width=10 ** 6), "width must be at most 10000 pixels; got 1000000"),
-                          (dict(height=10001), "height must be at most 10000 pixels; got 10001")):
+    for size, message in (
+        (dict(width=0), "width must be a positive whole number; got 0"),
+        (dict(height=-5), "height must be a positive whole number; got -5"),
+        (dict(max_tokens=0), "max_tokens must be a positive whole number; got 0"),
+        # A million pixels a side failed inside Agg with std::bad_alloc.
+        (dict(width=10**6), "width must be at most 10000 pixels; got 1000000"),
+        (dict(height=10001), "height must be at most 10000 pixels; got 10001"),
+    ):
         with pytest.raises(ValueError, match=message):
             to_png(_explanation(np.array([[0.1, 0.2, 0.3, 0.4]])), tmp_path / "map.png", **size)
     assert not list(tmp_path.iterdir())
@@ -101,11 +108,25 @@ def _rendered(page, tmp_path, size=(900, 500)):
     path.write_text(page, encoding="utf-8")
     shot = tmp_path / "page.png"
     subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-         f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={size[0]},{size[1]}", f"--screenshot={shot}",
-         path.as_uri()],
-        check=True, capture_output=True, timeout=120,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--window-size={size[0]},{size[1]}",
+            f"--screenshot={shot}",
+            path.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     return (matplotlib.image.imread(shot)[..., :3] * 255).round()
 
@@ -157,8 +178,10 @@ def test_text_the_model_did_not_read_is_cut(tmp_path):
     assert len(page) < 5000 and f"… {len(tail) - UNREAD_SHOWN:,} more characters the model did not read" in page
     # An unread stretch between words read (HCAN: a sentence's words past its length) is cut the same way.
     text = "stocks fell" + tail + " after earnings"
-    read = [{"token": word, "start": text.index(word), "end": text.index(word) + len(word)}
-            for word in ("stocks", "fell", "after", "earnings")]
+    read = [
+        {"token": word, "start": text.index(word), "end": text.index(word) + len(word)}
+        for word in ("stocks", "fell", "after", "earnings")
+    ]
     middle = to_html(dataclasses.replace(explanation, text=text, tokens=read))
     assert len(middle) < 5000 and f"… {len(tail) + 1 - UNREAD_SHOWN:,} more" in middle  # the space before "after"
     assert middle.index("more characters") < middle.index(">after</span>")

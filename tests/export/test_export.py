@@ -16,22 +16,22 @@ import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter
 
 from keras_textattn import export
-from keras_textattn_cli import main
 from keras_textattn.datasets import LocalFile
-from keras_textattn.datasets.loading import read_labelled_texts
+from keras_textattn.datasets.formats import read_labelled_texts
 from keras_textattn.errors import UserError
-from keras_textattn.inference import Classifier
-from keras_textattn.export._probes import HOSTILE_TEXTS
 from keras_textattn.export._disk import full_disk_as_os_error
+from keras_textattn.export._probes import HOSTILE_TEXTS
 from keras_textattn.export.saved_model import SAVED_MODEL_ENTRIES
 from keras_textattn.export.tflite import TFLITE_ENTRIES
 from keras_textattn.export.tflite import int8_agreement_warning
 from keras_textattn.export.tflite import write_tokenizer_files
+from keras_textattn.inference import Classifier
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
-from keras_textattn.text import TextEncoder
 from keras_textattn.run_folder import load_run
 from keras_textattn.run_folder import save_run
+from keras_textattn.text import TextEncoder
+from keras_textattn_cli import main
 from tests.conftest import ag_news_files
 
 # One xdist worker runs every test that shares the trained runs of tests/conftest.py.
@@ -67,9 +67,11 @@ FRESH_PROCESS = textwrap.dedent(
     out = {k: v.numpy() for k, v in serve["serving_default"](text=batch).items()}
     hostile = {}
     for name, value in [("empty_batch", tf.zeros([0], tf.string)), ("empty_string", tf.constant([""])),
-                        ("invalid_utf8", tf.constant([b"\\xff\\xfe\\xc3"])), ("one_megabyte", tf.constant(["word " * 200000]))]:
+                        ("invalid_utf8", tf.constant([b"\\xff\\xfe\\xc3"])),
+                        ("one_megabyte", tf.constant(["word " * 200000]))]:
         result = serve["serving_default"](text=value)
-        hostile[name] = {k: [list(v.shape), str(v.dtype.name), bool(np.all(np.isfinite(v.numpy()))) if v.dtype.is_floating else True]
+        hostile[name] = {k: [list(v.shape), str(v.dtype.name),
+                             bool(np.all(np.isfinite(v.numpy()))) if v.dtype.is_floating else True]
                          for k, v in result.items()}
     print(json.dumps({
         "modules": sorted(m for m in sys.modules if m.startswith("keras")),
@@ -92,7 +94,10 @@ def test_saved_model_serves_raw_text_without_our_package(lama_run, lama_saved_mo
     ops = export.saved_model_ops(str(lama_saved_model))
     result = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS, str(lama_saved_model), str(texts_file), json.dumps(ops)],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])
@@ -107,7 +112,10 @@ def test_saved_model_serves_raw_text_without_our_package(lama_run, lama_saved_mo
     assert served["label"] == [label_names[i] for i in expected.argmax(-1)]
     classes = len(label_names)
     assert served["hostile"]["empty_batch"] == {
-        "probabilities": [[0, classes], "float32", True], "label_id": [[0], "int32", True], "label": [[0], "string", True]}
+        "probabilities": [[0, classes], "float32", True],
+        "label_id": [[0], "int32", True],
+        "label": [[0], "string", True],
+    }
     for name in ("empty_string", "invalid_utf8", "one_megabyte"):
         assert served["hostile"][name]["probabilities"] == [[1, classes], "float32", True], name
 
@@ -124,13 +132,23 @@ def test_an_ensemble_exports_as_one_saved_model(lama_run, tmp_path, capsys):
     # Another model and vocabulary (Kim's CNN on the 500 most frequent tokens) whose columns name the
     # classes in reverse: lined up by name, its columns are reversed.
     small = tmp_path / "small"
-    train("kim_cnn", {"train": ag_news_files()["train"]}, str(small), epochs=1, max_tokens=500, sequence_length=32,
-          label_names=AG_NEWS_LABELS, verbose=0)
+    train(
+        "kim_cnn",
+        {"train": ag_news_files()["train"]},
+        str(small),
+        epochs=1,
+        max_tokens=500,
+        sequence_length=32,
+        label_names=AG_NEWS_LABELS,
+        verbose=0,
+    )
     small_names = AG_NEWS_LABELS[::-1]
     reversed_small = relabelled_copy(small, tmp_path / "reversed", small_names)
     output = tmp_path / "ensemble" / "1"
     members = [lama_run, reversed_small]
-    assert main(["export", *(f"--run={run}" for run in members), "--format", "saved_model", "--output", str(output)]) == 0
+    assert (
+        main(["export", *(f"--run={run}" for run in members), "--format", "saved_model", "--output", str(output)]) == 0
+    )
     assert f"Exported {lama_run} + {reversed_small} to" in capsys.readouterr().out
     loaded = tf.saved_model.load(str(output))
     assert sorted(loaded.signatures) == ["serving_default"]
@@ -162,14 +180,20 @@ def test_token_id_signature_and_saved_model_cli(lama_run, lama_saved_model):
     refused = [
         ("serving_default", {"text": tf.constant([["a", "b"], ["c", "d"]])}, "not compatible with expected shape"),
         ("token_ids", {"token_ids": -ids}, "token_ids must be >= 0"),
-        ("token_ids", {"token_ids": ids + encoder.vocabulary_size()}, f"token_ids must be < {encoder.vocabulary_size()}"),
+        (
+            "token_ids",
+            {"token_ids": ids + encoder.vocabulary_size()},
+            f"token_ids must be < {encoder.vocabulary_size()}",
+        ),
     ]
     for name, inputs, message in refused:
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             signatures[name](**inputs)
 
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    shown = subprocess.run([cli, "show", "--all", "--dir", str(lama_saved_model)], capture_output=True, text=True, timeout=120)
+    shown = subprocess.run(
+        [cli, "show", "--all", "--dir", str(lama_saved_model)], capture_output=True, text=True, timeout=120
+    )
     assert shown.returncode == 0, shown.stderr[-2000:]
     for signature, inputs in (("serving_default", {"text": "DT_STRING"}), ("token_ids", {"token_ids": "DT_INT32"})):
         block = shown.stdout.split(f"signature_def['{signature}']:")[1].split("signature_def[")[0]
@@ -222,20 +246,37 @@ def test_client_tokenizer_gives_the_encoder_ids(shared_data, tmp_path):
     """The plain-Python reference for TFLite clients equals the in-graph encoder on real texts."""
     texts = ag_news_test_texts(2000)
     texts += read_labelled_texts(LocalFile(shared_data / "imdb" / "test.csv.gz"))[0][:300]  # HTML, long texts
-    texts += ["Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!", "a<b>b</b>c <not a tag", "tab\tsep\u00a0nbsp\u2028line",
-              "nel\x85line\x0bvt\x1cfs\x1dgs\x1ers \x85 end"]
-    cjk = ["我喜欢这部电影。剧情很好！Great film, 10/10", "日本語のテキストです。とても良い？はい｡", "한국어 문장입니다.",
-           "𠀀𠀁豈 mixed漢字and latin．end", "a soft \u00ad hyphen token"]
+    texts += [
+        "Zürich's café — “quoted” ﬁ ligature, Ⅻ, ß and İ. Ünïcode!",
+        "a<b>b</b>c <not a tag",
+        "tab\tsep\u00a0nbsp\u2028line",
+        "nel\x85line\x0bvt\x1cfs\x1dgs\x1ers \x85 end",
+    ]
+    cjk = [
+        "我喜欢这部电影。剧情很好！Great film, 10/10",
+        "日本語のテキストです。とても良い？はい｡",
+        "한국어 문장입니다.",
+        "𠀀𠀁豈 mixed漢字and latin．end",
+        "a soft \u00ad hyphen token",
+    ]
     cases = texts + cjk + [text.decode("utf-8", "replace") for text in HOSTILE_TEXTS[:4]]
-    for options in ({"sequence_length": 64}, {"sequence_length": 12, "hierarchical": True, "max_sentences": 5},
-                    {"sequence_length": 40, "bigram_buckets": 1000},
-                    {"sequence_length": 40, "bigram_buckets": 1000, "bigrams_of": "tokens"},
-                    {"sequence_length": 64, "split_cjk": False},
-                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_cjk": False},
-                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_long_sentences": True},
-                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "bigram_buckets": 1000},
-                    {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "bigram_buckets": 1000,
-                     "split_long_sentences": True}):
+    for options in (
+        {"sequence_length": 64},
+        {"sequence_length": 12, "hierarchical": True, "max_sentences": 5},
+        {"sequence_length": 40, "bigram_buckets": 1000},
+        {"sequence_length": 40, "bigram_buckets": 1000, "bigrams_of": "tokens"},
+        {"sequence_length": 64, "split_cjk": False},
+        {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_cjk": False},
+        {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "split_long_sentences": True},
+        {"sequence_length": 12, "hierarchical": True, "max_sentences": 5, "bigram_buckets": 1000},
+        {
+            "sequence_length": 12,
+            "hierarchical": True,
+            "max_sentences": 5,
+            "bigram_buckets": 1000,
+            "split_long_sentences": True,
+        },
+    ):
         encoder = TextEncoder(max_tokens=3000, **options)
         encoder.adapt(texts[:1000] + cjk)
         folder = tmp_path / str(len(os.listdir(tmp_path)))
@@ -260,21 +301,36 @@ def test_client_tokenizer_refuses_what_is_not_one_text_or_not_its_folder(tmp_pat
     write_tokenizer_files(tmp_path, encoder)
     (tmp_path / "model.tflite").write_bytes(b"")
     client = export.ClientTokenizer(tmp_path / "model.tflite")  # the model file stands for its folder
-    np.testing.assert_array_equal(client.encode(b"good \xff film")["token_ids"],
-                                  keras.ops.convert_to_numpy(encoder(tf.constant(["good \ufffd film"]))))
-    for text, message in ((["a film", "good"], re.escape("takes one text (str or bytes) per call, as the TFLite model "
-                                                           "does; got a list of 2: encode each text on its own")),
-                          (np.array(["a film"]), "got a ndarray of 1"),
-                          (None, r"takes one text \(str or bytes\); got None \(NoneType\)"),
-                          (3, r"got 3 \(int\)")):
+    np.testing.assert_array_equal(
+        client.encode(b"good \xff film")["token_ids"],
+        keras.ops.convert_to_numpy(encoder(tf.constant(["good \ufffd film"]))),
+    )
+    for text, message in (
+        (
+            ["a film", "good"],
+            re.escape(
+                "takes one text (str or bytes) per call, as the TFLite model "
+                "does; got a list of 2: encode each text on its own"
+            ),
+        ),
+        (np.array(["a film"]), "got a ndarray of 1"),
+        (None, r"takes one text \(str or bytes\); got None \(NoneType\)"),
+        (3, r"got 3 \(int\)"),
+    ):
         for method in (client.encode, client.tokens):
             with pytest.raises(UserError, match=message):
                 method(text)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "vocabulary.txt").write_text("")
-    for folder, missing in ((tmp_path / "run", "encoder.json"), (tmp_path / "absent", "encoder.json or vocabulary.txt")):
-        with pytest.raises(UserError, match=rf"{re.escape(str(folder))} is not a folder of `keras-textattn export "
-                                            rf"--format tflite` \(no {missing}\): give the folder the TFLite export wrote"):
+    for folder, missing in (
+        (tmp_path / "run", "encoder.json"),
+        (tmp_path / "absent", "encoder.json or vocabulary.txt"),
+    ):
+        with pytest.raises(
+            UserError,
+            match=rf"{re.escape(str(folder))} is not a folder of `keras-textattn export "
+            rf"--format tflite` \(no {missing}\): give the folder the TFLite export wrote",
+        ):
             export.ClientTokenizer(folder)
 
 
@@ -321,11 +377,25 @@ def small_run(name, options, texts, folder, dtype_policy=None):
     hierarchical = spec.is_hierarchical(options)
     options = dict(options)
     buckets = options.pop("bigram_buckets", 64 if spec.bigrams else 0)  # the encoder's: shape_arguments passes it on
-    encoder = TextEncoder(**spec.encoder_options(options, max_tokens=2000, sequence_length=10 if hierarchical else 24,
-                                                 max_sentences=3, bigram_buckets=buckets))
+    encoder = TextEncoder(
+        **spec.encoder_options(
+            options,
+            max_tokens=2000,
+            sequence_length=10 if hierarchical else 24,
+            max_sentences=3,
+            bigram_buckets=buckets,
+        )
+    )
     encoder.adapt(texts)
-    model = build_model(name, 4, dtype_policy=dtype_policy, vocabulary_size=encoder.vocabulary_size(),
-                        **spec.shape_arguments(encoder), **SIZES[name], **options)
+    model = build_model(
+        name,
+        4,
+        dtype_policy=dtype_policy,
+        vocabulary_size=encoder.vocabulary_size(),
+        **spec.shape_arguments(encoder),
+        **SIZES[name],
+        **options,
+    )
     assert not any(isinstance(layer, keras.layers.Lambda) for layer in model.layers)
     save_run(folder, model, encoder, ["World", "Sports", "Business", "Sci/Tech"], {"model": name})
     return encoder, load_run(folder)[0]  # safe mode, no custom_objects
@@ -352,7 +422,8 @@ def test_mixed_precision_runs_export(name, options, shared_data, tmp_path):
     runner = Interpreter(model_path=str(tmp_path / "tflite" / "model.tflite")).get_signature_runner()
     names = [tensor.name for tensor in model.inputs]
     lite_probabilities = np.concatenate(
-        [runner(**{n: x[i : i + 1] for n, x in zip(names, ids)})["probabilities"] for i in range(50)])
+        [runner(**{n: x[i : i + 1] for n, x in zip(names, ids)})["probabilities"] for i in range(50)]
+    )
     mixed = keras.ops.convert_to_numpy(model(ids if len(ids) > 1 else ids[0]))
     np.testing.assert_allclose(lite_probabilities, mixed, atol=2e-3)  # float16's rounding, no more
     served = export.saved_model(tmp_path / "run", tmp_path / "saved_model")
@@ -376,8 +447,13 @@ def operand_dtypes(path, ops=("FULLY_CONNECTED", "BATCH_MATMUL", "CONV_2D", "SOF
     """The dtypes of the tensors that a `.tflite` model's arithmetic-heavy `ops` read."""
     interpreter = Interpreter(model_path=str(path))
     tensors = {tensor["index"]: tensor["dtype"].__name__ for tensor in interpreter.get_tensor_details()}
-    return {tensors[index] for op in interpreter._get_ops_details() if op["op_name"] in ops
-            for index in op["inputs"] if index >= 0}
+    return {
+        tensors[index]
+        for op in interpreter._get_ops_details()
+        if op["op_name"] in ops
+        for index in op["inputs"]
+        if index >= 0
+    }
 
 
 def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data, tmp_path, capfd):
@@ -395,8 +471,24 @@ def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data,
     names = [tensor.name for tensor in model.inputs]
     capfd.readouterr()
     with pytest.warns(UserWarning) as warned:
-        assert main(["export", "--run", str(hcan_run), "--format", "tflite", "--quantization", "int8",
-                     "--calibration-data", ag_news_files()["train"].path, "--output", str(tmp_path / "int8")]) == 0
+        assert (
+            main(
+                [
+                    "export",
+                    "--run",
+                    str(hcan_run),
+                    "--format",
+                    "tflite",
+                    "--quantization",
+                    "int8",
+                    "--calibration-data",
+                    ag_news_files()["train"].path,
+                    "--output",
+                    str(tmp_path / "int8"),
+                ]
+            )
+            == 0
+        )
     said = capfd.readouterr()
     assert "int8" in said.out and "calibration_texts 200" in said.out
     # Only TensorFlow's native log lines (where TF_CPP_MIN_LOG_LEVEL is not set before TensorFlow
@@ -411,19 +503,23 @@ def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data,
         f"the int8 model's label is not the float model's for {changed:.0%} of 200 texts of the calibration data it "
         "was not calibrated on; quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\"); "
         "its layer normalisation's epsilon 1e-06 amplifies rows of small variance past what int8 resolves: a model "
-        "trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more"]
+        "trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more"
+    ]
     assert operand_dtypes(tmp_path / "int8" / "model.tflite") == {"int8", "int32"}  # int32: the biases
     export.tflite(hcan_run, tmp_path / "dynamic", quantization="dynamic")
     assert "float32" in operand_dtypes(tmp_path / "dynamic" / "model.tflite")
     runner = Interpreter(model_path=str(tmp_path / "int8" / "model.tflite")).get_signature_runner()
     assert {name: detail["dtype"].__name__ for name, detail in runner.get_input_details().items()} == dict.fromkeys(
-        names, "int32")
-    predicted = np.concatenate([runner(**{name: x[i : i + 1] for name, x in zip(names, ids)})["probabilities"]
-                                for i in range(len(ids[0]))])
+        names, "int32"
+    )
+    predicted = np.concatenate(
+        [runner(**{name: x[i : i + 1] for name, x in zip(names, ids)})["probabilities"] for i in range(len(ids[0]))]
+    )
     assert predicted.dtype == np.float32
     # predict / evaluate read the folder as they read any other
-    np.testing.assert_allclose(Classifier(tmp_path / "int8").probabilities(ag_news_test_texts(20)), predicted[:20],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        Classifier(tmp_path / "int8").probabilities(ag_news_test_texts(20)), predicted[:20], atol=1e-6
+    )
     agreement = np.mean(predicted.argmax(-1) == expected.argmax(-1))
     assert agreement >= 0.9 and abs(agreement - report["held_out_argmax_agreement"]) < 0.05, (agreement, report)
 
@@ -431,6 +527,7 @@ def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data,
 def test_int8_agreement_warning_names_a_small_epsilon_only_where_there_is_one():
     """Below 0.98 held-out agreement the warning says how many labels changed; it adds the
     layer-normalisation clause for the smallest epsilon below 1e-4 and for no other model."""
+
     def model(*epsilons):
         inputs = keras.Input((4, 8))
         x = keras.layers.Dense(8)(inputs)  # a layer in every model: Keras 3.12 and before refuse a model of none
@@ -439,15 +536,18 @@ def test_int8_agreement_warning_names_a_small_epsilon_only_where_there_is_one():
         return keras.Model(inputs, x)
 
     low = {"held_out_argmax_agreement": 0.9, "held_out_texts": 200}
-    plain = ("the int8 model's label is not the float model's for 10% of 200 texts of the calibration data it was "
-             "not calibrated on; quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")")
+    plain = (
+        "the int8 model's label is not the float model's for 10% of 200 texts of the calibration data it was "
+        "not calibrated on; quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")"
+    )
     assert int8_agreement_warning(model(1e-3, 1e-6), {**low, "held_out_argmax_agreement": 0.98}) is None
     assert int8_agreement_warning(model(1e-3, 1e-6), {}) is None  # float exports hold no agreement
     for epsilons in [(), (1e-3,), (1e-4, 0.1)]:
         assert int8_agreement_warning(model(*epsilons), low) == plain, epsilons
     assert int8_agreement_warning(model(1e-3, 1e-5, 1e-7), low) == plain + (
         "; its layer normalisation's epsilon 1e-07 amplifies rows of small variance past what int8 resolves: a model "
-        "trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more")
+        "trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more"
+    )
 
 
 @pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
@@ -458,8 +558,9 @@ def test_int8_export_converts_every_paper_model_without_recurrent_layers(name, o
     texts = ag_news_test_texts(400)
     small_run(name, options, texts, tmp_path / "run")
     if name in ("lama", "cspan"):
-        with pytest.raises(export.RecurrentInt8Error,
-                           match=r"has recurrent layers \(.*(gru|lstm).*\).*crashes the process.*'dynamic'"):
+        with pytest.raises(
+            export.RecurrentInt8Error, match=r"has recurrent layers \(.*(gru|lstm).*\).*crashes the process.*'dynamic'"
+        ):
             export.tflite(tmp_path / "run", tmp_path / "tflite", quantization="int8", calibration_texts=texts)
         assert not (tmp_path / "tflite").exists()
         return
@@ -485,8 +586,11 @@ def test_calibration_texts_are_a_seeded_sample_of_the_whole_file(tmp_path):
 
 def test_int8_arguments_are_clear(lama_run, tmp_path, capsys):
     for quantization, calibration, said in [
-        ("int8", None, "int8 quantization calibrates its ranges on texts like those the model will read: give "
-                       "calibration_texts"),
+        (
+            "int8",
+            None,
+            "int8 quantization calibrates its ranges on texts like those the model will read: give calibration_texts",
+        ),
         ("dynamic", ["a text"], "calibration texts go with int8 quantization only"),
         ("int8", [], "calibration_texts: no texts to calibrate on"),
         ("int8", "a text", "Data file not found: 'a text'"),  # a str is a path
@@ -498,8 +602,14 @@ def test_int8_arguments_are_clear(lama_run, tmp_path, capsys):
     for arguments, said in [
         (["--format", "tflite", "--no-header"], "--no-header is for --calibration-data FILE, which is not given"),
         (["--format", "tflite", "--quantization", "int8"], "give --calibration-data FILE (the training file will do)"),
-        (["--format", "tflite", "--calibration-data", "train.csv"], "--calibration-data goes with --quantization int8 only"),
-        (["--format", "saved_model", "--calibration-data", "train.csv"], "--calibration-data goes with --quantization int8"),
+        (
+            ["--format", "tflite", "--calibration-data", "train.csv"],
+            "--calibration-data goes with --quantization int8 only",
+        ),
+        (
+            ["--format", "saved_model", "--calibration-data", "train.csv"],
+            "--calibration-data goes with --quantization int8",
+        ),
     ]:
         assert main(["export", "--run", str(lama_run), "--output", str(tmp_path / "y"), *arguments]) == 2
         assert said in capsys.readouterr().err
@@ -516,9 +626,22 @@ def test_existing_target_refused_and_interrupted_export_leaves_nothing(lama_run,
 
     # Kill a real export process while it writes: the target never appears half-written.
     fresh = tmp_path / "fresh"
-    process = subprocess.Popen([sys.executable, "-m", "keras_textattn_cli", "export", "--run", str(lama_run),
-                                "--format", "saved_model", "--output", str(fresh)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "keras_textattn_cli",
+            "export",
+            "--run",
+            str(lama_run),
+            "--format",
+            "saved_model",
+            "--output",
+            str(fresh),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not any(name.startswith(".tmp-fresh") for name in os.listdir(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -556,7 +679,8 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(lama_run, small_disk, capsys
     assert main(["export", "--run", str(lama_run), "--format", format_, "--output", str(disk / "exported")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         f"keras-textattn: error: no space left on the device that holds {disk}: free some space there, then run the "
-        "command again (nothing half-written was left)"]
+        "command again (nothing half-written was left)"
+    ]
     assert os.listdir(disk) == []
 
 
@@ -567,10 +691,13 @@ def test_tensorflows_report_of_no_room_is_the_os_error(number):
     file. Another resource exhausted (memory) is left as it is."""
     with pytest.raises(OSError) as raised, full_disk_as_os_error():
         raise tf.errors.ResourceExhaustedError(
-            None, None, f"/models/1/variables/variables.data-00000-of-00001.tempstate123; {os.strerror(number)}")
+            None, None, f"/models/1/variables/variables.data-00000-of-00001.tempstate123; {os.strerror(number)}"
+        )
     assert not isinstance(raised.value, tf.errors.OpError)
-    assert (raised.value.errno, raised.value.filename) == (number, "/models/1/variables/variables.data-00000-of-00001"
-                                                                   ".tempstate123")
+    assert (raised.value.errno, raised.value.filename) == (
+        number,
+        "/models/1/variables/variables.data-00000-of-00001.tempstate123",
+    )
     with pytest.raises(tf.errors.ResourceExhaustedError), full_disk_as_os_error():
         raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[1000000,1000000]")
 
@@ -578,20 +705,61 @@ def test_tensorflows_report_of_no_room_is_the_os_error(number):
 def test_bad_arguments_are_clear(lama_run, tmp_path, capsys):
     with pytest.raises(ValueError, match="quantization"):
         export.tflite(lama_run, tmp_path / "x", quantization="int4")
-    assert main(["export", "--run", str(tmp_path / "missing"), "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
+    assert (
+        main(["export", "--run", str(tmp_path / "missing"), "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
+    )
     assert "is not a finished run folder" in capsys.readouterr().err
-    model_file = os.path.join(lama_run, "model.keras")  # it said: "... is not a finished run folder: missing model.keras"
+    model_file = os.path.join(
+        lama_run, "model.keras"
+    )  # it said: "... is not a finished run folder: missing model.keras"
     assert main(["export", "--run", model_file, "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
-    assert (f"{model_file} is a file, not a run folder; give the run folder (the folder that holds model.keras: "
-            f"{lama_run}?)") in capsys.readouterr().err
+    assert (
+        f"{model_file} is a file, not a run folder; give the run folder (the folder that holds model.keras: "
+        f"{lama_run}?)"
+    ) in capsys.readouterr().err
     (tmp_path / "notes.txt").write_text("x")  # another file: no folder to suggest (it suggested "(...: .?)")
-    assert main(["export", "--run", str(tmp_path / "notes.txt"), "--format", "tflite", "--output", str(tmp_path / "y")]) == 2
-    assert capsys.readouterr().err.strip().endswith(f"{tmp_path / 'notes.txt'} is a file, not a run folder; give the run folder")
-    assert main(["export", "--run", str(lama_run), "--format", "saved_model", "--quantization", "dynamic",
-                 "--output", str(tmp_path / "z")]) == 2
+    assert (
+        main(["export", "--run", str(tmp_path / "notes.txt"), "--format", "tflite", "--output", str(tmp_path / "y")])
+        == 2
+    )
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(f"{tmp_path / 'notes.txt'} is a file, not a run folder; give the run folder")
+    )
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(lama_run),
+                "--format",
+                "saved_model",
+                "--quantization",
+                "dynamic",
+                "--output",
+                str(tmp_path / "z"),
+            ]
+        )
+        == 2
+    )
     assert "--quantization applies to --format tflite only" in capsys.readouterr().err
-    assert main(["export", "--run", str(lama_run), "--run", str(lama_run), "--format", "tflite",
-                 "--output", str(tmp_path / "z")]) == 2  # not the last --run silently: a TFLite ensemble is refused
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(lama_run),
+                "--run",
+                str(lama_run),
+                "--format",
+                "tflite",
+                "--output",
+                str(tmp_path / "z"),
+            ]
+        )
+        == 2
+    )  # not the last --run silently: a TFLite ensemble is refused
     assert "a TFLite export holds one run" in capsys.readouterr().err
     for write in (export.tflite, export.saved_model):
         with pytest.raises(UserError, match=r"^no run to export: give a run folder"):
@@ -647,11 +815,16 @@ def test_a_model_of_ones_own_saved_as_a_run_exports_or_says_why_not(tmp_path):
 
     save_run(tmp_path / "run", own_model(False), encoder, ["neg", "pos"], {})
     export.saved_model(tmp_path / "run", tmp_path / "exported")
-    np.testing.assert_allclose(Classifier(tmp_path / "exported").probabilities(texts),
-                               Classifier(tmp_path / "run").probabilities(texts), atol=1e-6)
+    np.testing.assert_allclose(
+        Classifier(tmp_path / "exported").probabilities(texts),
+        Classifier(tmp_path / "run").probabilities(texts),
+        atol=1e-6,
+    )
     save_run(tmp_path / "masked", own_model(True), encoder, ["neg", "pos"], {})
-    said = ("The Keras model (checked against its export) gives no probabilities (NaN) for 2 of the 37 texts, the first "
-            "'': its weights are not numbers (a run that diverged) or its model averages over no tokens (an empty text)")
+    said = (
+        "The Keras model (checked against its export) gives no probabilities (NaN) for 2 of the 37 texts, the first "
+        "'': its weights are not numbers (a run that diverged) or its model averages over no tokens (an empty text)"
+    )
     for write in (export.saved_model, export.tflite):
         with pytest.raises(UserError, match=re.escape(said)):
             write(tmp_path / "masked", tmp_path / write.__name__)

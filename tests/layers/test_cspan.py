@@ -66,7 +66,10 @@ def test_cascaded_matches_eq_4_to_9(lstm_layers):
     layer.build(x.shape)
     set_random_weights(layer, rng, scale=0.5)
     outputs = to_numpy(layer(x, mask=MASK))
-    lstms = [([npy(w) for w in f.weights], [npy(w) for w in b.weights]) for f, b in zip(layer.forward_lstms, layer.backward_lstms)]
+    lstms = [
+        ([npy(w) for w in f.weights], [npy(w) for w in b.weights])
+        for f, b in zip(layer.forward_lstms, layer.backward_lstms)
+    ]
     assert len(lstms) == lstm_layers
     for b in range(3):
         D = x[b][MASK[b]]
@@ -90,7 +93,12 @@ def test_multi_query_matches_eq_10_to_13():
     layer.build(x.shape)
     set_random_weights(layer, rng, scale=0.5)
     outputs, alpha = to_numpy(layer(x, mask=MASK, return_attention_scores=True))
-    W_h, b_h, queries, W_f = npy(layer.hidden.kernel), npy(layer.hidden.bias), npy(layer.queries), npy(layer.fusion.kernel)
+    W_h, b_h, queries, W_f = (
+        npy(layer.hidden.kernel),
+        npy(layer.hidden.bias),
+        npy(layer.queries),
+        npy(layer.fusion.kernel),
+    )
     for b in range(3):
         F = x[b][MASK[b]]
         u = np.tanh(F @ W_h + b_h)  # Eq. 10
@@ -113,7 +121,9 @@ def test_multi_query_matches_eq_10_to_13():
 def test_padding_invariance_and_extremes(layer):
     rng = np.random.default_rng(3)
     check_padding_invariance(
-        layer(), rng.normal(size=(2, 5, 4)).astype("float32"), real_length=5,
+        layer(),
+        rng.normal(size=(2, 5, 4)).astype("float32"),
+        real_length=5,
         call_kwargs={"return_attention_scores": True},
     )
     outputs = check_finite_on_extremes(layer(), features=4)
@@ -127,9 +137,21 @@ def test_padding_invariance_and_extremes(layer):
         (MultiQueryAttention, {"num_queries": 0}, r"num_queries.*num_queries=0"),
         (MultiQueryAttention, {"output_dim": 2.0}, r"output_dim.*output_dim=2.0"),
         # LayerNormalization's epsilon: 0 or less gave NaN on a constant input; a string failed inside Keras at build.
-        (CascadedSemanticPositional, {"epsilon": 0.0}, r"`epsilon` must be a finite number > 0. Received: epsilon=0.0$"),
-        (SemanticSelfAttention, {"epsilon": -1e-6}, r"`epsilon` must be a finite number > 0. Received: epsilon=-1e-06$"),
-        (SemanticSelfAttention, {"epsilon": "1e-6"}, r"`epsilon` must be a finite number > 0. Received: epsilon='1e-6'$"),
+        (
+            CascadedSemanticPositional,
+            {"epsilon": 0.0},
+            r"`epsilon` must be a finite number > 0. Received: epsilon=0.0$",
+        ),
+        (
+            SemanticSelfAttention,
+            {"epsilon": -1e-6},
+            r"`epsilon` must be a finite number > 0. Received: epsilon=-1e-06$",
+        ),
+        (
+            SemanticSelfAttention,
+            {"epsilon": "1e-6"},
+            r"`epsilon` must be a finite number > 0. Received: epsilon='1e-6'$",
+        ),
     ],
 )
 def test_invalid_arguments(layer_cls, kwargs, message):

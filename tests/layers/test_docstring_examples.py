@@ -16,5 +16,6 @@ def test_the_docstring_example_runs(name):
     tests = [test for test in doctest.DocTestFinder(recurse=False).find(layer, name) if test.examples]
     assert len(tests) == 1 and len(tests[0].examples) >= 6
     results = doctest.DocTestRunner().run(
-        tests[0], out=lambda text: pytest.fail(f"the example of {name} does not run as written:\n{text}"))
+        tests[0], out=lambda text: pytest.fail(f"the example of {name} does not run as written:\n{text}")
+    )
     assert results.failed == 0 and results.attempted == len(tests[0].examples)

@@ -109,7 +109,9 @@ def test_feature_axial_matches_reference():
     layer.build(x.shape)
     set_random_weights(layer, rng, scale=0.3)
     kernels = [keras.ops.convert_to_numpy(d.kernel) for d in (layer.query_dense, layer.key_dense, layer.value_dense)]
-    np.testing.assert_allclose(to_numpy(layer(x, mask=MASK)), feature_axial_reference(x, MASK, kernels), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        to_numpy(layer(x, mask=MASK)), feature_axial_reference(x, MASK, kernels), rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("aggregation", ["sum", "mean"])
@@ -121,10 +123,28 @@ def test_dual_axial_matches_reference(aggregation):
     set_random_weights(layer, rng, scale=0.3)
     npy = keras.ops.convert_to_numpy
     text = text_axial_reference(
-        x, MASK, [npy(d.kernel) for d in (layer.text_attention.query_dense, layer.text_attention.key_dense, layer.text_attention.value_dense)]
+        x,
+        MASK,
+        [
+            npy(d.kernel)
+            for d in (
+                layer.text_attention.query_dense,
+                layer.text_attention.key_dense,
+                layer.text_attention.value_dense,
+            )
+        ],
     )
     feature = feature_axial_reference(
-        x, MASK, [npy(d.kernel) for d in (layer.feature_attention.query_dense, layer.feature_attention.key_dense, layer.feature_attention.value_dense)]
+        x,
+        MASK,
+        [
+            npy(d.kernel)
+            for d in (
+                layer.feature_attention.query_dense,
+                layer.feature_attention.key_dense,
+                layer.feature_attention.value_dense,
+            )
+        ],
     )
     W_f, W_t, b = npy(layer.gate_feature.kernel).T, npy(layer.gate_text.kernel).T, npy(layer.gate_text.bias)
     expected = np.zeros((3, 4))
@@ -142,7 +162,10 @@ def test_text_axial_padding_invariance():
     rng = np.random.default_rng(3)
     layer = TextAxialSelfAttention()
     check_padding_invariance(
-        layer, rng.normal(size=(2, 6, 4)).astype("float32"), real_length=6, call_kwargs={"return_attention_scores": True}
+        layer,
+        rng.normal(size=(2, 6, 4)).astype("float32"),
+        real_length=6,
+        call_kwargs={"return_attention_scores": True},
     )
 
 
@@ -158,15 +181,22 @@ def test_static_layers_padding_invariance(layer_cls):
     layer = layer_cls()
     layer.build((None, 10, 4))
     check_padding_invariance(
-        layer, rng.normal(size=(2, 10, 4)).astype("float32"), real_length=4, static_time=True,
+        layer,
+        rng.normal(size=(2, 10, 4)).astype("float32"),
+        real_length=4,
+        static_time=True,
         call_kwargs={"return_attention_scores": True},
     )
 
 
 @pytest.mark.parametrize(
     "layer_cls, kwargs",
-    [(TextAxialSelfAttention, {}), (FeatureAxialSelfAttention, {}), (DualAxialSelfAttention, {}),
-     (DualAxialSelfAttention, {"score_activation": "softmax"})],
+    [
+        (TextAxialSelfAttention, {}),
+        (FeatureAxialSelfAttention, {}),
+        (DualAxialSelfAttention, {}),
+        (DualAxialSelfAttention, {"score_activation": "softmax"}),
+    ],
 )
 def test_finite_on_extremes(layer_cls, kwargs):
     outputs = check_finite_on_extremes(layer_cls(**kwargs), features=4)
@@ -222,7 +252,9 @@ def test_never_materialises_n_n_d():
     layer(x)
     concrete = tf.function(lambda t: layer(t)).get_concrete_function(x)
     biggest = max(
-        int(np.prod(out.shape)) for op in concrete.graph.get_operations() for out in op.outputs
+        int(np.prod(out.shape))
+        for op in concrete.graph.get_operations()
+        for out in op.outputs
         if out.shape.rank is not None and out.shape.is_fully_defined()
     )
     assert biggest < 2 * 16 * 16 * 8, biggest
@@ -237,12 +269,19 @@ def test_never_materialises_n_n_d():
         (DualAxialSelfAttention, {"score_activation": "sigmoid"}, r"score_activation.*sigmoid"),
         (DualAxialSelfAttention, {"aggregation": "max"}, r"aggregation` must be one of \['mean', 'sum'\].*'max'"),
         # A string was read as true: "False" kept what it meant to turn off.
-        (DualAxialSelfAttention, {"use_feature_axis": "False"},
-         r"DualAxialSelfAttention: `use_feature_axis` must be True or False. Received: use_feature_axis='False'$"),
+        (
+            DualAxialSelfAttention,
+            {"use_feature_axis": "False"},
+            r"DualAxialSelfAttention: `use_feature_axis` must be True or False. Received: use_feature_axis='False'$",
+        ),
         (DualAxialSelfAttention, {"use_attenuation": "no"}, r"`use_attenuation` must be True or False.*'no'$"),
         (DualAxialSelfAttention, {"return_sequences": None}, r"`return_sequences` must be True or False.*=None$"),
         (TextAxialSelfAttention, {"use_attenuation": "false"}, r"`use_attenuation` must be True or False.*'false'$"),
-        (FeatureAxialSelfAttention, {"use_bias": 1}, r"FeatureAxialSelfAttention: `use_bias` must be True or False.*=1$"),
+        (
+            FeatureAxialSelfAttention,
+            {"use_bias": 1},
+            r"FeatureAxialSelfAttention: `use_bias` must be True or False.*=1$",
+        ),
     ],
 )
 def test_invalid_arguments(layer_cls, kwargs, message):

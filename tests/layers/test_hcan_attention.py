@@ -123,7 +123,9 @@ def test_dropout_acts_on_attention_weights_in_training_only():
 def test_padding_invariance_and_extremes(layer):
     rng = np.random.default_rng(4)
     check_padding_invariance(
-        layer(), rng.normal(size=(2, 5, 8)).astype("float32"), real_length=5,
+        layer(),
+        rng.normal(size=(2, 5, 8)).astype("float32"),
+        real_length=5,
         call_kwargs={"return_attention_scores": True},
     )
     check_finite_on_extremes(layer(), features=8)
@@ -135,8 +137,16 @@ def test_padding_invariance_and_extremes(layer):
         (ConvMultiheadSelfAttention, {"num_heads": 0}, r"num_heads.*positive integer.*num_heads=0"),
         (ConvMultiheadSelfAttention, {"units": -4}, r"units.*units=-4"),
         (ConvMultiheadTargetAttention, {"dropout": 1.0}, r"dropout.*\[0, 1\)"),
-        (ConvMultiheadSelfAttention, {"dropout": "0.1"}, r"`dropout` must be a number in \[0, 1\). Received: dropout='0.1'$"),
-        (ParallelConvMultiheadSelfAttention, {"dropout": float("nan")}, r"a number in \[0, 1\). Received: dropout=nan$"),
+        (
+            ConvMultiheadSelfAttention,
+            {"dropout": "0.1"},
+            r"`dropout` must be a number in \[0, 1\). Received: dropout='0.1'$",
+        ),
+        (
+            ParallelConvMultiheadSelfAttention,
+            {"dropout": float("nan")},
+            r"a number in \[0, 1\). Received: dropout=nan$",
+        ),
         (ParallelConvMultiheadSelfAttention, {"kernel_size": 0}, r"kernel_size"),
         (ParallelConvMultiheadSelfAttention, {"epsilon": 0}, r"epsilon.*Received: epsilon=0"),
     ],
@@ -146,7 +156,9 @@ def test_invalid_arguments(layer_cls, kwargs, message):
         layer_cls(**kwargs)
 
 
-@pytest.mark.parametrize("layer_cls", [ConvMultiheadSelfAttention, ParallelConvMultiheadSelfAttention, ConvMultiheadTargetAttention])
+@pytest.mark.parametrize(
+    "layer_cls", [ConvMultiheadSelfAttention, ParallelConvMultiheadSelfAttention, ConvMultiheadTargetAttention]
+)
 def test_heads_must_divide_size(layer_cls):
     with pytest.raises(ValueError, match=r"divisible by num_heads.*d=10, num_heads=4"):
         layer_cls(num_heads=4)(keras.Input(shape=(5, 10)))

@@ -128,7 +128,9 @@ def test_padding_invariance_and_extremes():
     rng = np.random.default_rng(4)
     layer = LAMA(num_heads=3)
     check_padding_invariance(
-        layer, rng.normal(size=(2, 5, 4)).astype("float32"), real_length=5,
+        layer,
+        rng.normal(size=(2, 5, 4)).astype("float32"),
+        real_length=5,
         call_kwargs={"return_attention_scores": True},
     )
     S, A = check_finite_on_extremes(LAMA(num_heads=3, regularization="embeddings"), features=4)
@@ -144,9 +146,15 @@ def test_padding_invariance_and_extremes():
         ({"regularization": "l2"}, r"regularization.*'embeddings', 'positions'.*l2"),
         ({"regularization_weight": -0.1}, r"regularization_weight. must be a finite number >= 0.*=-0.1$"),
         # inf trained to NaN weights; a string (`--set regularization_weight=nan`) was a TypeError.
-        ({"regularization_weight": float("inf")}, r"must be a finite number >= 0. Received: regularization_weight=inf$"),
+        (
+            {"regularization_weight": float("inf")},
+            r"must be a finite number >= 0. Received: regularization_weight=inf$",
+        ),
         ({"regularization_weight": "nan"}, r"must be a finite number >= 0. Received: regularization_weight='nan'$"),
-        ({"regularization_weight": float("nan")}, r"must be a finite number >= 0. Received: regularization_weight=nan$"),
+        (
+            {"regularization_weight": float("nan")},
+            r"must be a finite number >= 0. Received: regularization_weight=nan$",
+        ),
         # A string was read as true: "False" and "no" flattened S and normalised it.
         ({"flatten": "False"}, r"LAMA: `flatten` must be True or False. Received: flatten='False'$"),
         ({"l2_normalize": "no"}, r"`l2_normalize` must be True or False. Received: l2_normalize='no'$"),

@@ -38,9 +38,7 @@ def scalable_attention_reference(x, mask, kernels, biases, hidden_activation, at
     [{}, {"hidden_units": (4, 3), "attention_activation": "softmax"}],
 )
 def test_layer_contract(init_kwargs, tmp_path):
-    run_layer_contract(
-        ScalableAttention, init_kwargs, (8,), propagates_mask=False, static_time=True, tmp_path=tmp_path
-    )
+    run_layer_contract(ScalableAttention, init_kwargs, (8,), propagates_mask=False, static_time=True, tmp_path=tmp_path)
 
 
 @pytest.mark.parametrize("hidden_units", [(), (5,)])
@@ -54,9 +52,7 @@ def test_matches_numpy_reference(hidden_units, attention):
     set_random_weights(layer, rng, scale=1.0)
     outputs, alpha = to_numpy(layer(x, mask=mask, return_attention_scores=True))
     weights = layer.get_weights()
-    expected, expected_alpha = scalable_attention_reference(
-        x, mask, weights[0::2], weights[1::2], np.tanh, attention
-    )
+    expected, expected_alpha = scalable_attention_reference(x, mask, weights[0::2], weights[1::2], np.tanh, attention)
     np.testing.assert_allclose(outputs, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-5, atol=1e-5)
 
@@ -77,7 +73,10 @@ def test_padding_invariance():
     layer = ScalableAttention(attention_activation="softmax")
     layer.build((None, 12, 4))
     check_padding_invariance(
-        layer, rng.normal(size=(2, 12, 4)).astype("float32"), real_length=5, static_time=True,
+        layer,
+        rng.normal(size=(2, 12, 4)).astype("float32"),
+        real_length=5,
+        static_time=True,
         call_kwargs={"return_attention_scores": True},
     )
 
@@ -105,8 +104,11 @@ def test_rejects_other_length_than_built():
     [
         ({"hidden_units": (0,)}, "positive integer"),
         ({"hidden_units": (2.5,)}, "positive integer"),
-        ({"hidden_units": 8}, r"`hidden_units` must be a list of positive integers, one per hidden layer \(e.g. \[8\]; "
-                              r"\[\] for none\). Received: hidden_units=8$"),
+        (
+            {"hidden_units": 8},
+            r"`hidden_units` must be a list of positive integers, one per hidden layer \(e.g. \[8\]; "
+            r"\[\] for none\). Received: hidden_units=8$",
+        ),
         ({"hidden_units": "8"}, r"Received: hidden_units='8'$"),
         ({"attention_activation": "relu"}, r"one of \['softmax', 'softplus'\].*relu"),
     ],

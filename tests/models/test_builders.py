@@ -40,15 +40,22 @@ def test_raw_text_model_round_trip(name, tmp_path):
     else:
         assert tuple(model(tf.constant([], tf.string)).shape) == (0, 3)
     model.save(tmp_path / "model.keras")
-    np.testing.assert_allclose(keras.models.load_model(tmp_path / "model.keras")(texts), probabilities, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        keras.models.load_model(tmp_path / "model.keras")(texts), probabilities, rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize(
     "name, kwargs",
     [("dual_axial", {"variant": v}) for v in VARIANTS]
-    + [("lama", {"use_context": True}), ("lama", {"use_rnn": False, "regularization": "embeddings"}),
-       ("cspan", {"configuration": "big", "num_queries": 4}), ("hcan", {"hierarchical": False}),
-       ("hcan", {"parallel": False, "pooling": "max"}), ("scalable_attention", {"attention_activation": "softmax"})],
+    + [
+        ("lama", {"use_context": True}),
+        ("lama", {"use_rnn": False, "regularization": "embeddings"}),
+        ("cspan", {"configuration": "big", "num_queries": 4}),
+        ("hcan", {"hierarchical": False}),
+        ("hcan", {"parallel": False, "pooling": "max"}),
+        ("scalable_attention", {"attention_activation": "softmax"}),
+    ],
 )
 def test_variants_build_and_train_a_step(name, kwargs, tmp_path):
     shape = {"sequence_length": 6, **({"max_sentences": 3} if get_spec(name).is_hierarchical(kwargs) else {})}
@@ -68,7 +75,9 @@ def test_hcan_layer_norm_epsilon_reaches_both_hierarchies(tmp_path):
     from keras_textattn.layers import ParallelConvMultiheadSelfAttention
 
     def epsilons(model):
-        return [layer.layer_norm.epsilon for layer in model.layers if isinstance(layer, ParallelConvMultiheadSelfAttention)]
+        return [
+            layer.layer_norm.epsilon for layer in model.layers if isinstance(layer, ParallelConvMultiheadSelfAttention)
+        ]
 
     shape = {"vocabulary_size": 30, "sequence_length": 6, "max_sentences": 3, **SMALL["hcan"]}
     assert epsilons(build_model("hcan", 2, **shape)) == [1e-6, 1e-6]
@@ -98,12 +107,16 @@ def test_builder_errors():
     with pytest.raises(ValueError, match="fixed sizes"):
         build_model("hcan", 2, vocabulary_size=10, sequence_length=5)
     # A length of 0 built a model of empty inputs; HCAN's 0 sentences failed in its position embedding.
-    with pytest.raises(ValueError, match=r"`sequence_length` must be a positive int or None. Received: sequence_length=0"):
+    with pytest.raises(
+        ValueError, match=r"`sequence_length` must be a positive int or None. Received: sequence_length=0"
+    ):
         build_model("lama", 2, vocabulary_size=10, sequence_length=0)
     with pytest.raises(ValueError, match=r"`max_sentences` must be a positive int or None. Received: max_sentences=0"):
         build_model("hcan", 2, vocabulary_size=10, sequence_length=5, max_sentences=0)
     # A negative bucket count failed in Keras's Embedding, as "input_dim=0", which no argument is called.
-    with pytest.raises(ValueError, match=r"`bigram_buckets` must be an int >= 0 \(0: no bigrams\). Received: bigram_buckets=-1$"):
+    with pytest.raises(
+        ValueError, match=r"`bigram_buckets` must be an int >= 0 \(0: no bigrams\). Received: bigram_buckets=-1$"
+    ):
         build_model("dual_axial", 2, vocabulary_size=10, sequence_length=5, bigram_buckets=-1)
     # A string was read as true: use_context="False" built LAMA+ctx, hierarchical="False" the hierarchy.
     with pytest.raises(ValueError, match=r"`use_context` must be True or False. Received: use_context='False'$"):
@@ -161,9 +174,13 @@ def test_cpu_preset_is_smaller_than_the_papers_sizes(name):
     the builder's defaults (with the paper's best variant: LAMA+ctx)."""
     spec = get_spec(name)
     shape = spec.shape_arguments(_encoder(name))
-    paper, cpu = (spec.build(2, vocabulary_size=500, **shape, **spec.preset_arguments(preset)) for preset in ("paper", "cpu"))
+    paper, cpu = (
+        spec.build(2, vocabulary_size=500, **shape, **spec.preset_arguments(preset)) for preset in ("paper", "cpu")
+    )
     assert paper.count_params() == spec.build(2, vocabulary_size=500, **shape, **spec.best_variant).count_params()
-    assert cpu.count_params() < paper.count_params() if spec.cpu_defaults else cpu.count_params() == paper.count_params()
+    assert (
+        cpu.count_params() < paper.count_params() if spec.cpu_defaults else cpu.count_params() == paper.count_params()
+    )
 
 
 # The transformer baseline's attention is Keras's MultiHeadAttention, which warns as Keras does.
@@ -192,8 +209,16 @@ def test_one_sentence_or_one_token_texts_attend_without_a_warning(name):
 # quantized model predicts like the float one, and its `.keras` file loads back and saves again
 # (our layers keep their quantized sublayers' policies in their configs), except the transformer
 # baseline's: Keras's own MultiHeadAttention rebuilds its quantized projections float on load.
-QUANTIZED_KERAS_FILE_LOADS = {"bigru": True, "cspan": True, "dual_axial": True, "hcan": True, "kim_cnn": True,
-                              "lama": True, "scalable_attention": True, "transformer": False}
+QUANTIZED_KERAS_FILE_LOADS = {
+    "bigru": True,
+    "cspan": True,
+    "dual_axial": True,
+    "hcan": True,
+    "kim_cnn": True,
+    "lama": True,
+    "scalable_attention": True,
+    "transformer": False,
+}
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

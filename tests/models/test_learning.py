@@ -27,8 +27,8 @@ from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import make_batches
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.models import build_model
-from keras_textattn.text import TextEncoder
 from keras_textattn.models import get_spec
+from keras_textattn.text import TextEncoder
 from tests.conftest import ag_news_files
 
 PASS_MARK = 0.80
@@ -54,17 +54,20 @@ def _test_accuracy(name, ag_news, build=None):
         return _ACCURACY[name]
     keras.utils.set_random_seed(0)
     spec = get_spec(name if build is None else "scalable_attention")  # the mean-pooling model reads its ids
-    encoder = TextEncoder(**spec.encoder_options(
-        None, max_tokens=10000, sequence_length=64, bigram_buckets=20000 if spec.bigrams else 0))
+    encoder = TextEncoder(
+        **spec.encoder_options(None, max_tokens=10000, sequence_length=64, bigram_buckets=20000 if spec.bigrams else 0)
+    )
     encoder.adapt(ag_news["train"])
     if build is None:
-        model = build_model(name, 4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder),
-                            **CASES[name])
+        model = build_model(
+            name, 4, vocabulary_size=encoder.vocabulary_size(), **spec.shape_arguments(encoder), **CASES[name]
+        )
     else:
         model = build(encoder.vocabulary_size())
     model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
-    model.fit(make_batches(ag_news["train"], encoder, 32, shuffle=True), epochs=1, verbose=0,
-              shuffle=False)  # make_batches shuffles; Keras cannot shuffle a dataset (and warns)
+    model.fit(
+        make_batches(ag_news["train"], encoder, 32, shuffle=True), epochs=1, verbose=0, shuffle=False
+    )  # make_batches shuffles; Keras cannot shuffle a dataset (and warns)
     _, _ACCURACY[name] = model.evaluate(make_batches(ag_news["test"], encoder, 128), verbose=0)
     return _ACCURACY[name]
 

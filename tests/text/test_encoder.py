@@ -1,5 +1,5 @@
-import gzip
 import csv
+import gzip
 import json
 import re
 import time
@@ -69,8 +69,11 @@ def test_max_tokens_and_min_frequency():
     # for a min_frequency no token reaches too (and a traceback from train).
     with pytest.raises(ValueError, match=r"^TextEncoder.adapt: the texts hold no tokens \(each is empty or blank\)"):
         TextEncoder().adapt(["", "  ", "\n"])
-    with pytest.raises(ValueError, match=r"^TextEncoder.adapt: no token of the texts occurs min_frequency=9 times; "
-                                         r"the most frequent, '\.', occurs 4$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^TextEncoder.adapt: no token of the texts occurs min_frequency=9 times; "
+        r"the most frequent, '\.', occurs 4$",
+    ):
         _adapted(min_frequency=9)
 
 
@@ -80,12 +83,19 @@ def test_adapt_takes_datasets_of_pairs():
     encoder.adapt(dataset)
     assert encoder.get_vocabulary() == _adapted().get_vocabulary()
     # Datasets of something else are one ValueError saying so (they failed inside the traced tokenizer).
-    for dataset, given in ((tf.data.Dataset.from_tensor_slices(([0, 1], ["a", "b"])), "int32 of shape ()"),
-                           (tf.data.Dataset.from_tensor_slices([[CORPUS[0], CORPUS[1]]]).batch(1), "string of shape (None, 2)"),
-                           (tf.data.Dataset.from_tensor_slices({"text": CORPUS}), "{'text': TensorSpec(shape=()")):
-        with pytest.raises(ValueError, match=re.escape("TextEncoder.adapt takes a tf.data.Dataset of strings or of "
-                                                       f"(text, label) pairs, batched or not. Received: a dataset whose "
-                                                       f"texts are {given}")):
+    for dataset, given in (
+        (tf.data.Dataset.from_tensor_slices(([0, 1], ["a", "b"])), "int32 of shape ()"),
+        (tf.data.Dataset.from_tensor_slices([[CORPUS[0], CORPUS[1]]]).batch(1), "string of shape (None, 2)"),
+        (tf.data.Dataset.from_tensor_slices({"text": CORPUS}), "{'text': TensorSpec(shape=()"),
+    ):
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
+                "TextEncoder.adapt takes a tf.data.Dataset of strings or of "
+                f"(text, label) pairs, batched or not. Received: a dataset whose "
+                f"texts are {given}"
+            ),
+        ):
             TextEncoder().adapt(dataset)
 
 
@@ -123,16 +133,21 @@ def test_bigrams_of_the_vocabulary_write_unknown_tokens_as_unk():
         np.testing.assert_array_equal(row[: len(hashed)], hashed)
     assert bigrams[1, 3] == 0
     np.testing.assert_array_equal(bigrams[0, :3], bigrams[1, :3])  # two unknown names: the same bigrams
-    as_written = keras.ops.convert_to_numpy(_adapted(sequence_length=4, bigram_buckets=1000, bigrams_of="tokens")(texts)[1])
+    as_written = keras.ops.convert_to_numpy(
+        _adapted(sequence_length=4, bigram_buckets=1000, bigrams_of="tokens")(texts)[1]
+    )
     assert as_written[0, 1] != as_written[1, 1]  # "bad zebra" and "bad okapi"
-    np.testing.assert_array_equal(as_written[0], tf.strings.to_hash_bucket_fast(
-        ["a bad", "bad zebra", "zebra film", "film here"], 1000).numpy() + 1)
+    np.testing.assert_array_equal(
+        as_written[0],
+        tf.strings.to_hash_bucket_fast(["a bad", "bad zebra", "zebra film", "film here"], 1000).numpy() + 1,
+    )
 
 
 def test_hierarchical_bigrams_pair_the_words_of_a_sentence_row():
     """Reference: FarmHash of each row's pairs built in Python. A sentence cut after `sequence_length`
     words pairs its last kept word with the next; a sentence's last word, and a row that
     `split_long_sentences` cut off, pair with nothing (0); padded rows and words are 0."""
+
     def hashed(pairs):
         return list(tf.strings.to_hash_bucket_fast(pairs, 1000).numpy() + 1)
 
@@ -144,11 +159,23 @@ def test_hierarchical_bigrams_pair_the_words_of_a_sentence_row():
     np.testing.assert_array_equal(bigrams[0, 1], hashed(["great [UNK]"]) + [0, 0, 0])
     np.testing.assert_array_equal(bigrams[0, 2], 0)
     np.testing.assert_array_equal(bigrams[1], 0)
-    split = _adapted(hierarchical=True, max_sentences=3, sequence_length=4, bigram_buckets=1000,
-                     split_long_sentences=True, bigrams_of="tokens")
+    split = _adapted(
+        hierarchical=True,
+        max_sentences=3,
+        sequence_length=4,
+        bigram_buckets=1000,
+        split_long_sentences=True,
+        bigrams_of="tokens",
+    )
     ids, bigrams = (keras.ops.convert_to_numpy(t)[0] for t in split([text]))
-    np.testing.assert_array_equal(bigrams, [hashed(["a bad", "bad zebra", "zebra film"]) + [0],
-                                            hashed(["here today"]) + [0, 0, 0], hashed(["great fun"]) + [0, 0, 0]])
+    np.testing.assert_array_equal(
+        bigrams,
+        [
+            hashed(["a bad", "bad zebra", "zebra film"]) + [0],
+            hashed(["here today"]) + [0, 0, 0],
+            hashed(["great fun"]) + [0, 0, 0],
+        ],
+    )
     assert ((bigrams > 0) <= (ids > 0)).all()
     free = _adapted(hierarchical=True, bigram_buckets=1000)  # sizes of the batch: the shapes still agree
     ids, bigrams = (keras.ops.convert_to_numpy(t) for t in free([text, "one"]))
@@ -175,13 +202,23 @@ def test_rows_left_over_hold_the_rest_of_long_sentences():
     encoder = TextEncoder(hierarchical=True, sequence_length=4, max_sentences=4, split_long_sentences=True)
     encoder.set_vocabulary(words)
     n = {w: encoder.get_vocabulary().index(w) for w in words}
-    texts = [" ".join(words), "w0 w1. w0 w1 w2 w3 w4! w9", "", "w1 " * 100,
-             "w0 w1 w2 w3 w4 w5. w6. w7. w8. w9", "w0 w1 w2 w3 w4 w5 w6 w7 w8. w9. w1"]
+    texts = [
+        " ".join(words),
+        "w0 w1. w0 w1 w2 w3 w4! w9",
+        "",
+        "w1 " * 100,
+        "w0 w1 w2 w3 w4 w5. w6. w7. w8. w9",
+        "w0 w1 w2 w3 w4 w5 w6 w7 w8. w9. w1",
+    ]
     ids = _ids(encoder, texts)
-    rows = {0: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w8", "w9"]],
-            1: [["w0", "w1"], ["w0", "w1", "w2", "w3"], ["w4"], ["w9"]], 2: [], 3: [["w1"] * 4] * 4,
-            4: [["w0", "w1", "w2", "w3"], ["w6"], ["w7"], ["w8"]],  # 5 sentences: no row left over
-            5: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w9"], ["w1"]]}  # one left over: w8 is not read
+    rows = {
+        0: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w8", "w9"]],
+        1: [["w0", "w1"], ["w0", "w1", "w2", "w3"], ["w4"], ["w9"]],
+        2: [],
+        3: [["w1"] * 4] * 4,
+        4: [["w0", "w1", "w2", "w3"], ["w6"], ["w7"], ["w8"]],  # 5 sentences: no row left over
+        5: [["w0", "w1", "w2", "w3"], ["w4", "w5", "w6", "w7"], ["w9"], ["w1"]],
+    }  # one left over: w8 is not read
     for text, expected in rows.items():
         wanted = np.zeros((4, 4), int)
         for r, row in enumerate(expected):
@@ -208,10 +245,12 @@ CJK = ["我喜欢这部电影。剧情很好！Great film", "日本語のテキ�
 
 def test_cjk_ideographs_are_tokens_of_their_own():
     tokens = [[t.decode() for t in row] for row in TextEncoder().tokenize(CJK).to_list()]
-    assert tokens == [["我", "喜", "欢", "这", "部", "电", "影", "。", "剧", "情", "很", "好", "!", "great", "film"],
-                      ["日", "本", "語", "のテキストです", "。", "とても", "良", "い"],  # kana runs stay words
-                      ["한국어", "문장입니다"],  # hangul is written with spaces
-                      ["𠀀", "𠀁", "ok"]]  # extension B, outside the basic plane
+    assert tokens == [
+        ["我", "喜", "欢", "这", "部", "电", "影", "。", "剧", "情", "很", "好", "!", "great", "film"],
+        ["日", "本", "語", "のテキストです", "。", "とても", "良", "い"],  # kana runs stay words
+        ["한국어", "문장입니다"],  # hangul is written with spaces
+        ["𠀀", "𠀁", "ok"],
+    ]  # extension B, outside the basic plane
     whole = [[t.decode() for t in row] for row in TextEncoder(split_cjk=False).tokenize(CJK[:1]).to_list()]
     assert whole == [["我喜欢这部电影", "。", "剧情很好", "!", "great", "film"]]
     hierarchical = TextEncoder(hierarchical=True)
@@ -234,7 +273,10 @@ def test_cjk_text_unseen_in_training_is_mostly_known():
         encoder.adapt(texts[:500])
         ids = _ids(encoder, texts[500:])
         known = (ids > 1).sum() / (ids > 0).sum()
-        assert lowest <= known <= highest, (split, known)  # unsplit: "，" and "。" known, every run of ideographs unknown
+        assert lowest <= known <= highest, (
+            split,
+            known,
+        )  # unsplit: "，" and "。" known, every run of ideographs unknown
 
 
 def test_encoder_files_saved_before_split_cjk_and_bigrams_of_keep_their_ids(tmp_path):
@@ -282,7 +324,9 @@ def test_bad_input_defined_results():
     invalid = tf.constant([b"a \xff\xfe bad", b"\xc3", b""])
     ids = _ids(encoder, invalid)
     assert ids.shape == (3, 8)
-    np.testing.assert_array_equal(ids[0, :4], [encoder.get_vocabulary().index("a"), 1, 1, encoder.get_vocabulary().index("bad")])
+    np.testing.assert_array_equal(
+        ids[0, :4], [encoder.get_vocabulary().index("a"), 1, 1, encoder.get_vocabulary().index("bad")]
+    )
     np.testing.assert_array_equal(ids[2], 0)
     huge = "word " * 200_000 + "a"  # about 1 MB
     start = time.perf_counter()
@@ -297,8 +341,10 @@ def test_ignorable_characters_are_unknown_words_not_padding():
     encoder.adapt(texts)  # raised: the empty token reached the vocabulary as the mask token
     assert "" not in encoder.get_vocabulary()[2:] and "[UNK]" not in encoder.get_vocabulary()[2:]
     vocabulary = encoder.get_vocabulary()
-    np.testing.assert_array_equal(_ids(encoder, texts[:1])[0], [vocabulary.index(w) for w in ("to", "the", "point")]
-                                  + [1, vocabulary.index("."), vocabulary.index("end")])
+    np.testing.assert_array_equal(
+        _ids(encoder, texts[:1])[0],
+        [vocabulary.index(w) for w in ("to", "the", "point")] + [1, vocabulary.index("."), vocabulary.index("end")],
+    )
 
 
 def test_wrong_inputs_raise_value_error():
@@ -311,13 +357,21 @@ def test_wrong_inputs_raise_value_error():
         TextEncoder()(["a"])
     # Python values: what was expected and what was given, not TensorFlow's conversion error or Keras's
     # "Only input tensors may be passed as positional arguments" (for one string).
-    expected = ("takes a batch of texts: a list of strings (str or bytes), a NumPy array of them or a string tensor "
-                "of shape (batch,). Received: ")
-    for value, given in (("one text", "one str; give a list of one"), (b"one", "one bytes; give a list of one"),
-                         (None, "NoneType"), (3, "int"), ([1, 2], "item 0 is 1 (int)"),
-                         (["a", None], "item 1 is None (NoneType)"), ([["a", "b"]], "item 0 is ['a', 'b'] (list)"),
-                         (np.array([1.0]), "a NumPy array of dtype float64"),
-                         (np.array(["a", None], dtype=object), "item 1 is None (NoneType)")):
+    expected = (
+        "takes a batch of texts: a list of strings (str or bytes), a NumPy array of them or a string tensor "
+        "of shape (batch,). Received: "
+    )
+    for value, given in (
+        ("one text", "one str; give a list of one"),
+        (b"one", "one bytes; give a list of one"),
+        (None, "NoneType"),
+        (3, "int"),
+        ([1, 2], "item 0 is 1 (int)"),
+        (["a", None], "item 1 is None (NoneType)"),
+        ([["a", "b"]], "item 0 is ['a', 'b'] (list)"),
+        (np.array([1.0]), "a NumPy array of dtype float64"),
+        (np.array(["a", None], dtype=object), "item 1 is None (NoneType)"),
+    ):
         if not isinstance(value, (str, bytes)):  # one text is encoded (test_one_text_without_a_batch_axis)
             with pytest.raises(ValueError, match=re.escape("TextEncoder.call " + expected + given)):
                 encoder(value)
@@ -328,9 +382,15 @@ def test_wrong_inputs_raise_value_error():
     assert _ids(encoder, np.array([["a"], [b"b"]], dtype=object)).shape[0] == 2  # a column of texts, as before
 
 
-@pytest.mark.parametrize("kwargs", [{"sequence_length": 6}, {"sequence_length": None},
-                                    {"sequence_length": 6, "bigram_buckets": 50},
-                                    {"hierarchical": True, "max_sentences": 2, "sequence_length": 4}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sequence_length": 6},
+        {"sequence_length": None},
+        {"sequence_length": 6, "bigram_buckets": 50},
+        {"hierarchical": True, "max_sentences": 2, "sequence_length": 4},
+    ],
+)
 def test_one_text_without_a_batch_axis(kwargs):
     """One text (a `str`, or a scalar string tensor as a `tf.data` map before batching gives it)
     encodes to its row of the batch, without the batch axis, as Keras's TextVectorization does (it
@@ -366,8 +426,14 @@ def test_invalid_arguments(kwargs, message):
         TextEncoder(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"sequence_length": 6, "bigram_buckets": 20}, {"hierarchical": True},
-                                    {"hierarchical": True, "sequence_length": 3, "bigram_buckets": 20}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sequence_length": 6, "bigram_buckets": 20},
+        {"hierarchical": True},
+        {"hierarchical": True, "sequence_length": 3, "bigram_buckets": 20},
+    ],
+)
 def test_save_and_load_round_trip(kwargs, tmp_path):
     encoder = _adapted(**kwargs)
     texts = tf.constant(CORPUS + ["never seen words here. a bad"])
@@ -426,17 +492,24 @@ def test_a_set_vocabulary_names_tokens_it_can_never_look_up():
     that this encoder reads otherwise are named: they would be unknown in every text, silently.
     A path is not read as a list of its characters."""
     encoder = TextEncoder(sequence_length=4)
-    with pytest.warns(UserWarning, match=re.escape(
+    with pytest.warns(
+        UserWarning,
+        match=re.escape(
             "TextEncoder: 3 of the 4 vocabulary tokens can never be looked up, as this encoder reads them otherwise: "
-            "'Apple' (read as ['apple']), 'new york' (read as ['new', 'york']), \"don't\" (read as ['don', \"'\", 't'])")):
+            "'Apple' (read as ['apple']), 'new york' (read as ['new', 'york']), \"don't\" (read as ['don', \"'\", 't'])"
+        ),
+    ):
         encoder.set_vocabulary(["Apple", "pear", "new york", "don't"])
     assert _ids(encoder, ["Apple pear"])[0].tolist() == [1, 3, 0, 0]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         encoder.set_vocabulary(("apple", "pear"))  # a tuple, tokens it reads as themselves: no warning
     assert _ids(encoder, ["Apple pear"])[0].tolist() == [2, 3, 0, 0]
-    with pytest.raises(ValueError, match=r"set_vocabulary takes a list of tokens; for a file of tokens, one per line, "
-                                         r"use set_vocabulary_file\(path\). Received: 'vocabulary.txt'"):
+    with pytest.raises(
+        ValueError,
+        match=r"set_vocabulary takes a list of tokens; for a file of tokens, one per line, "
+        r"use set_vocabulary_file\(path\). Received: 'vocabulary.txt'",
+    ):
         encoder.set_vocabulary("vocabulary.txt")  # was "repeated terms: ['a', 'r', ...]"
 
 
@@ -445,10 +518,15 @@ def test_a_vocabulary_file_is_checked_before_tensorflow_reads_it(tmp_path):
     ValueError saying what a vocabulary file holds (TensorFlow's InvalidArgumentError said "empty
     line found at position 1" from its table initialiser)."""
     encoder = TextEncoder(sequence_length=4)
-    files = {"run.txt": ("\n[UNK]\napple\n", "lists padding and OOV first, as a run's vocabulary.txt does (line i is "
-                                              "id i); a vocabulary file holds the tokens after them"),
-             "gap.txt": ("apple\n\npear\n", "has an empty line (2); a vocabulary file holds one token per line"),
-             "empty.txt": ("", "is empty; a vocabulary file holds one token per line")}
+    files = {
+        "run.txt": (
+            "\n[UNK]\napple\n",
+            "lists padding and OOV first, as a run's vocabulary.txt does (line i is "
+            "id i); a vocabulary file holds the tokens after them",
+        ),
+        "gap.txt": ("apple\n\npear\n", "has an empty line (2); a vocabulary file holds one token per line"),
+        "empty.txt": ("", "is empty; a vocabulary file holds one token per line"),
+    }
     for name, (content, message) in files.items():
         (tmp_path / name).write_text(content)
         with pytest.raises(ValueError, match=re.escape(f"TextEncoder: {tmp_path / name} {message}")):
@@ -458,8 +536,17 @@ def test_a_vocabulary_file_is_checked_before_tensorflow_reads_it(tmp_path):
     assert encoder.get_vocabulary() == ["", "[UNK]", "apple", "pear"]
 
 
-@pytest.mark.parametrize("path", ["imdb/train.csv.gz", "sst2/train.csv.gz", "trec/train.csv.gz", "r8/train.csv.gz",
-                                  "ag_news/train_sample_5k.csv.gz", "mr/all.csv.gz"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "imdb/train.csv.gz",
+        "sst2/train.csv.gz",
+        "trec/train.csv.gz",
+        "r8/train.csv.gz",
+        "ag_news/train_sample_5k.csv.gz",
+        "mr/all.csv.gz",
+    ],
+)
 def test_the_vocabulary_of_every_shared_dataset_saves_and_loads(shared_data, tmp_path, path):
     """What a run folder of each real dataset holds: the default 20,000-token vocabulary, saved and read back."""
     with gzip.open(shared_data / path, "rt", encoding="utf-8", newline="") as handle:
@@ -545,7 +632,9 @@ def test_extend_vocabulary_gives_ids_to_the_words_it_lacks(tmp_path):
     not OOV; the encoder saves and loads with them; a cut drops them first; adapting again forgets them."""
     encoder = _adapted(sequence_length=4)
     adapted = encoder.get_vocabulary()
-    added = encoder.extend_vocabulary(["movie", "zebra", "don't", "u.s.", "zebra", "", "a\nb", "Kiwi", "kiwi", "éclair"])
+    added = encoder.extend_vocabulary(
+        ["movie", "zebra", "don't", "u.s.", "zebra", "", "a\nb", "Kiwi", "kiwi", "éclair"]
+    )
     assert added == ["zebra", "kiwi", "éclair"]  # "Kiwi" reads as "kiwi"; "movie" it has
     assert encoder.get_vocabulary() == adapted + added and encoder.added_tokens == 3
     assert encoder.counted_vocabulary_size() == len(adapted)

@@ -39,13 +39,16 @@ def test_lengths_cover_95_percent_of_real_texts(shared_data):
     # Only what is left open is chosen; limits hold for tiny and huge texts.
     assert choose_open_lengths({"sequence_length": 12}, train) == {}
     assert choose_open_lengths({"hierarchical": True, "sequence_length": 12, "max_sentences": None}, train) == {
-        "max_sentences": 2}
+        "max_sentences": 2
+    }
     tiny = tf.data.Dataset.from_tensor_slices(["a"] * 10)
     assert choose_lengths(tiny) == {"sequence_length": 8}
     huge = tf.data.Dataset.from_tensor_slices(["word " * 5000 + ". "] * 3)
     assert choose_lengths(huge, hierarchical=True) == {"sequence_length": 64, "max_sentences": 1}
     assert choose_lengths(huge, hierarchical=True, split_long_sentences=True) == {
-        "sequence_length": 64, "max_sentences": 30}  # rows of 64 words
+        "sequence_length": 64,
+        "max_sentences": 30,
+    }  # rows of 64 words
     assert choose_lengths(huge) == {"sequence_length": 256}
     assert choose_lengths(huge, longest=1024) == {"sequence_length": 1024}
 
@@ -78,7 +81,8 @@ def test_each_model_takes_long_texts_up_to_its_longest():
     for name, expected in (("scalable_attention", 600), ("lama", 256), ("transformer", 256)):
         spec = get_spec(name)
         assert choose_open_lengths(spec.encoder_options(), reviews, longest=spec.longest_text) == {
-            "sequence_length": expected}, name
+            "sequence_length": expected
+        }, name
 
 
 @pytest.mark.parametrize("empty", [[], [""]])
@@ -107,26 +111,42 @@ def test_a_run_says_when_its_chosen_length_cuts_many_texts(shared_data, tmp_path
     rows = [(label, text.decode()) for text, label in imdb.shuffle(25000, seed=0).take(200).as_numpy_iterator()]
     path = tmp_path / "reviews.csv"
     path.write_text("label,text\n" + "".join(f'{label},"{text.replace(chr(34), chr(39))}"\n' for label, text in rows))
-    train("lama", str(path), str(tmp_path / "run"), epochs=1, max_tokens=500, verbose=1,
-          model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
+    train(
+        "lama",
+        str(path),
+        str(tmp_path / "run"),
+        epochs=1,
+        max_tokens=500,
+        verbose=1,
+        model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8},
+    )
     printed = {"train": capsys.readouterr().out}
     # A search whose config leaves the length open says the same, naming the config's setting (tune has no flag).
     from keras_textattn.tuning import tune
 
     config = tmp_path / "lama.yaml"
-    config.write_text("model: lama\ntuner: {max_trials: 1, epochs: 1}\nencoder: {max_tokens: 500}\n"
-                      "fixed: {embedding_dim: 8, gru_units: 4, mlp_units: 8}\n"
-                      "hyperparameters:\n  num_heads: {type: int, min: 1, max: 2, default: 2}\n")
+    config.write_text(
+        "model: lama\ntuner: {max_trials: 1, epochs: 1}\nencoder: {max_tokens: 500}\n"
+        "fixed: {embedding_dim: 8, gru_units: 4, mlp_units: 8}\n"
+        "hyperparameters:\n  num_heads: {type: int, min: 1, max: 2, default: 2}\n"
+    )
     tune(config, str(path), tmp_path / "search", verbose=1)
     printed["tune"] = capsys.readouterr().out
-    settings = {"train": ("--sequence-length", "--sequence-length "),
-                "tune": ("encoder.sequence_length in the config", "encoder.sequence_length: ")}
+    settings = {
+        "train": ("--sequence-length", "--sequence-length "),
+        "tune": ("encoder.sequence_length in the config", "encoder.sequence_length: "),
+    }
     for command, lines in printed.items():
         give, set_to = settings[command]
-        assert f"Chosen from the training texts (95th percentile; give {give} to set): sequence_length 256" in lines, \
+        assert f"Chosen from the training texts (95th percentile; give {give} to set): sequence_length 256" in lines, (
             command
-        assert re.search("of the training texts are longer than the 256 tokens lama reads by default and are cut; "
-                         + re.escape(set_to) + r"\d+ (in the config )?reads 95% of them whole", lines), command
+        )
+        assert re.search(
+            "of the training texts are longer than the 256 tokens lama reads by default and are cut; "
+            + re.escape(set_to)
+            + r"\d+ (in the config )?reads 95% of them whole",
+            lines,
+        ), command
 
 
 def test_a_run_says_when_its_given_length_is_far_past_the_texts(tmp_path, capsys):
@@ -138,8 +158,17 @@ def test_a_run_says_when_its_given_length_is_far_past_the_texts(tmp_path, capsys
     path = tmp_path / "short.csv"
     path.write_text("label,text\n" + "".join(f"{i % 2},word{i} and a few more\n" for i in range(40)))
     for length, said in ((4096, True), (64, False)):
-        train("scalable_attention", str(path), str(tmp_path / f"run{length}"), epochs=1, sequence_length=length,
-              verbose=1, model_kwargs={"embedding_dim": 8, "fc_units": 8})
+        train(
+            "scalable_attention",
+            str(path),
+            str(tmp_path / f"run{length}"),
+            epochs=1,
+            sequence_length=length,
+            verbose=1,
+            model_kwargs={"embedding_dim": 8, "fc_units": 8},
+        )
         printed = capsys.readouterr().out
-        assert ("--sequence-length 4096 is over 4x the 8 tokens that read 95% of the training texts whole: every "
-                "text is padded to it" in printed) == said, printed[:500]
+        assert (
+            "--sequence-length 4096 is over 4x the 8 tokens that read 95% of the training texts whole: every "
+            "text is padded to it" in printed
+        ) == said, printed[:500]

@@ -9,7 +9,7 @@ import pytest
 
 from keras_textattn.datasets import LocalFile
 from keras_textattn.datasets import load_dataset
-from keras_textattn.datasets.loading import DataError
+from keras_textattn.datasets.formats import DataError
 from keras_textattn.errors import UserError
 from keras_textattn.text import TextEncoder
 from keras_textattn.text.vectors import PACKAGED_VECTORS
@@ -58,8 +58,10 @@ def test_binary_word2vec_files_are_read_word_by_word(tmp_path, name):
     keyed.add_vectors(words, numbers)
     keyed.save_word2vec_format(str(tmp_path / "gensim.bin"), binary=True)
     google = b"4 3\n" + b"".join(word.encode() + b" " + row.tobytes() + b"\n" for word, row in zip(words, numbers))
-    for path, content in ((tmp_path / f"gensim-{name}", (tmp_path / "gensim.bin").read_bytes()),
-                          (tmp_path / f"google-{name}", google)):
+    for path, content in (
+        (tmp_path / f"gensim-{name}", (tmp_path / "gensim.bin").read_bytes()),
+        (tmp_path / f"google-{name}", google),
+    ):
         path.write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
         vectors, dimension = read_vectors(str(path), VOCABULARY)
         assert dimension == 3 and sorted(vectors) == ["café", "good"], path
@@ -73,8 +75,11 @@ def test_binary_word2vec_files_are_read_word_by_word(tmp_path, name):
     with pytest.raises(VectorsError, match=re.escape("nan.bin, vector 3: the vector of 'café' holds nan")):
         read_vectors(str(tmp_path / "nan.bin"), VOCABULARY)
     (tmp_path / "misnamed.vec").write_bytes(google)
-    with pytest.raises(VectorsError, match=r"misnamed.vec, line 2: expected a word and its numbers; found 1 numbers "
-                                           r"where its header says 3 \(a binary word2vec file\? its name must end in .bin"):
+    with pytest.raises(
+        VectorsError,
+        match=r"misnamed.vec, line 2: expected a word and its numbers; found 1 numbers "
+        r"where its header says 3 \(a binary word2vec file\? its name must end in .bin",
+    ):
         read_vectors(str(tmp_path / "misnamed.vec"), VOCABULARY)
 
 
@@ -177,8 +182,9 @@ def test_glove_from_its_package_for_the_sst2_vocabulary(shared_data, glove_packa
 
 def test_a_packaged_source_without_its_package_says_what_to_install(monkeypatch):
     monkeypatch.setitem(PACKAGED_VECTORS, "glove-6b-50d", ("no_such_module", "no-such-package", "words", "matrix"))
-    with pytest.raises(VectorsError, match=re.escape("package no-such-package, which is not installed: pip install "
-                                                     "no-such-package")):
+    with pytest.raises(
+        VectorsError, match=re.escape("package no-such-package, which is not installed: pip install no-such-package")
+    ):
         read_vectors("glove-6b-50d", VOCABULARY)
 
 
@@ -190,7 +196,7 @@ def _unlabelled_reviews(shared_data, path, rows):
 
     with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8") as handle:
         records = list(csv.DictReader(handle))
-    texts = [r["text"] for r in records[: rows // 2] + records[-rows // 2:]]  # the file is sorted by label
+    texts = [r["text"] for r in records[: rows // 2] + records[-rows // 2 :]]  # the file is sorted by label
     with open(path, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps({"text": text}) + "\n" for text in texts)
     return str(path), texts
@@ -209,11 +215,15 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
     command = ["vectors", "--data", reviews, "--data", dev, "--output", str(output), "--dimension", "32"]
     assert main(command) == 0
     report = capsys.readouterr().out
-    dev_texts = [text.decode() for text, _ in load_dataset({"train": LocalFile(dev)}, ("train",))["train"].as_numpy_iterator()]
+    dev_texts = [
+        text.decode() for text, _ in load_dataset({"train": LocalFile(dev)}, ("train",))["train"].as_numpy_iterator()
+    ]
     rows = TextEncoder().tokenize(review_texts + dev_texts).to_list()
     tokens = sum(b" " not in token for row in rows for token in row)  # as word2vec reads them (next test)
     count, dimension = map(int, output.read_text(encoding="utf-8").split("\n", 1)[0].split())
-    assert re.search(rf"Wrote {count} word vectors of 32 dimensions \(word2vec, \d+ passes over {tokens} tokens\)", report)
+    assert re.search(
+        rf"Wrote {count} word vectors of 32 dimensions \(word2vec, \d+ passes over {tokens} tokens\)", report
+    )
     assert dimension == 32 and "--embeddings" in report and "<br" not in output.read_text(encoding="utf-8")
 
     train = load_dataset({"train": LocalFile(str(shared_data / "sst2" / "train.csv.gz"))}, ("train",))["train"]
@@ -228,19 +238,25 @@ def test_write_word2vec_from_unlabelled_files(shared_data, tmp_path, capsys):
     assert main(command + ["--overwrite"]) == 0 and output.read_bytes() == written  # seeded: the same file
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"data": "missing.csv"}, "no such file"),
-    ({"data": "empty.csv"}, "texts with words"),
-    ({"data": "broken.jsonl"}, r"broken.jsonl, row 601: not valid JSON"),  # the third batch, read as two are tokenised
-    ({"dimension": 0}, "dimension must be a positive int"),
-    ({"min_count": 10 ** 6}, "no word that occurs at least 1000000 times"),
-    # Petabytes, more than any address space, so that no machine starts filling them: it was numpy's
-    # MemoryError with a traceback.
-    ({"dimension": 10 ** 14}, r"word2vec ran out of memory \(Unable to allocate .* shape \(\d+, 100000000000000\)"),
-    ({"output": "no/such/folder/v.vec"}, "does not exist"),
-    ({"output": "texts.csv", "overwrite": True}, "texts.csv is a file this command reads"),  # it replaced the texts
-    ({"seed": 2 ** 32}, "seed must be a whole number from 0 to 4294967295; got 4294967296"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"data": "missing.csv"}, "no such file"),
+        ({"data": "empty.csv"}, "texts with words"),
+        (
+            {"data": "broken.jsonl"},
+            r"broken.jsonl, row 601: not valid JSON",
+        ),  # the third batch, read as two are tokenised
+        ({"dimension": 0}, "dimension must be a positive int"),
+        ({"min_count": 10**6}, "no word that occurs at least 1000000 times"),
+        # Petabytes, more than any address space, so that no machine starts filling them: it was numpy's
+        # MemoryError with a traceback.
+        ({"dimension": 10**14}, r"word2vec ran out of memory \(Unable to allocate .* shape \(\d+, 100000000000000\)"),
+        ({"output": "no/such/folder/v.vec"}, "does not exist"),
+        ({"output": "texts.csv", "overwrite": True}, "texts.csv is a file this command reads"),  # it replaced the texts
+        ({"seed": 2**32}, "seed must be a whole number from 0 to 4294967295; got 4294967296"),
+    ],
+)
 def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
     """Bad input is a one-line `UserError` (a `VectorsError` but for the seed, the output that is
     the input and a file's bad row, the reader's `DataError`) and no file (nor a temporary one) is left."""
@@ -258,8 +274,11 @@ def test_write_word2vec_refuses_bad_input(tmp_path, arguments, message):
 @pytest.mark.parametrize("data", [3, [], [""], ["a.csv", 4]])
 def test_write_word2vec_refuses_data_that_is_no_path(tmp_path, data):
     """An int was a TypeError from `list()`; an empty list trained on no texts."""
-    with pytest.raises(VectorsError, match=rf"^data must be a file, a glob or a folder of shards, or a list of them; "
-                                           rf"got {re.escape(repr(data))}$"):
+    with pytest.raises(
+        VectorsError,
+        match=rf"^data must be a file, a glob or a folder of shards, or a list of them; "
+        rf"got {re.escape(repr(data))}$",
+    ):
         write_word2vec(data, tmp_path / "v.vec", 8)
     assert not list(tmp_path.iterdir())
 

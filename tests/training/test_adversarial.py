@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from keras_textattn.models import build_model
 from keras_textattn.run_folder import load_run
+from keras_textattn.training import compile_classifier
 from keras_textattn.training import train
 from keras_textattn.training import use_adversarial_training
-from keras_textattn.training import compile_classifier
 from keras_textattn.training.adversarial import _adversarial_direction
 from tests.small_models import SMALL
 
@@ -43,8 +43,9 @@ def test_the_perturbation_is_epsilon_times_each_examples_norm_along_its_gradient
     assert np.linalg.norm(got.reshape(3, -1)[1]) > 0
     # A batch of no rows (a multi-worker run's worker whose part has run out) gets none: the tokens
     # per example were left to reshape's -1, which no rows cannot tell.
-    empty = _adversarial_direction(tf.zeros((0, *shape[1:])), tf.zeros((0, *shape[1:])), tf.zeros((0, *ids.shape[1:]),
-                                   tf.int32), 0.1)
+    empty = _adversarial_direction(
+        tf.zeros((0, *shape[1:])), tf.zeros((0, *shape[1:])), tf.zeros((0, *ids.shape[1:]), tf.int32), 0.1
+    )
     assert empty.shape == (0, *shape[1:])
 
 
@@ -86,7 +87,7 @@ def test_one_step_matches_the_equations_in_numpy(trainer):
     """After one SGD step, of `fit` or of the multi-worker loop (`--distribute multi-worker` / `ray`,
     which refused adversarial training before), the weights are those of a NumPy step on
     loss(s) + loss(s + r_adv)."""
-    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.datasets.splits import TextClassificationData
     from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     rng = np.random.default_rng(1)
@@ -100,8 +101,16 @@ def test_one_step_matches_the_equations_in_numpy(trainer):
         model.fit(ids, labels, batch_size=4, epochs=1, shuffle=False, verbose=0)
     else:
         rows = tf.data.Dataset.from_tensor_slices((ids.astype("int32"), labels.astype("int32")))
-        _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
-                          label_names=["a", "b"]), lambda part, size: part.batch(size), 1, 4, 1, adversarial=0.3)
+        _fit_multi_worker(
+            tf.distribute.get_strategy(),
+            model,
+            TextClassificationData(splits={"train": rows}, label_names=["a", "b"]),
+            lambda part, size: part.batch(size),
+            1,
+            4,
+            1,
+            adversarial=0.3,
+        )
     expected = numpy_adversarial_step(*start, ids, labels, epsilon=0.3, rate=0.5)
     for got, want in zip(model.get_weights(), expected):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
@@ -154,8 +163,9 @@ def test_train_records_it_and_refuses_a_bad_epsilon(shared_data, tmp_path):
     metrics = train("scalable_attention", data, str(tmp_path / "adversarial"), adversarial=0.02, **options)
     train("scalable_attention", data, str(tmp_path / "plain"), **options)
     assert metrics["adversarial"] == 0.02 and np.isfinite(metrics["history"]["loss"]).all()
-    adversarial, plain = (load_run(tmp_path / run)[0].get_layer("embedding").get_weights()[0]
-                          for run in ("adversarial", "plain"))
+    adversarial, plain = (
+        load_run(tmp_path / run)[0].get_layer("embedding").get_weights()[0] for run in ("adversarial", "plain")
+    )
     assert np.abs(adversarial - plain).max() > 1e-5
     with pytest.raises(RunError, match=r"adversarial epsilon must be a number in \(0, 1\].*got 2 \(--adversarial\)"):
         train("scalable_attention", data, str(tmp_path / "bad"), adversarial=2, **options)

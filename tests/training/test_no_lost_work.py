@@ -22,7 +22,6 @@ import pytest
 
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
-from keras_textattn_cli import main
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_run
 from keras_textattn.run_folder import save_encoder
@@ -32,6 +31,7 @@ from keras_textattn.training.backup import restore
 from keras_textattn.tuning.config import load_config
 from keras_textattn.tuning.search import _check_same_search
 from keras_textattn.tuning.search import _record_search
+from keras_textattn_cli import main
 
 from .test_train import SMALL_SCALABLE
 from .test_train import TIMEOUT
@@ -46,7 +46,12 @@ pytestmark = pytest.mark.xdist_group("no_lost_work")  # one worker trains the sh
 
 def _data(shared_data):
     """SST-2's 1,821 test sentences to train on: the machinery, not accuracy, is tested here."""
-    return ["--data", str(shared_data / "sst2" / "test.csv.gz"), "--test-data", str(shared_data / "sst2" / "dev.csv.gz")]
+    return [
+        "--data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+        "--test-data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+    ]
 
 
 def _snapshot(folder):
@@ -112,7 +117,10 @@ def test_overwrite_refuses_a_folder_that_is_not_a_run(shared_data, tmp_path, cap
 def test_killed_overwrite_is_rolled_back_by_the_next_command(shared_data, run_copy, tmp_path, capsys):
     before = _snapshot(run_copy)
     aside = tmp_path / ".replaced-run"
-    _kill_when(_train_args(shared_data, run_copy, "--overwrite")[1:], lambda: aside.is_dir() and (run_copy / "run.json").exists())
+    _kill_when(
+        _train_args(shared_data, run_copy, "--overwrite")[1:],
+        lambda: aside.is_dir() and (run_copy / "run.json").exists(),
+    )
     assert aside.is_dir() and not (run_copy / "metrics.json").exists()  # killed halfway
     # The next command on the folder finds the old run back in place (here it refuses to replace it).
     assert main(_train_args(shared_data, run_copy)) == 2
@@ -143,8 +151,18 @@ def test_export_never_writes_over_its_run(run_copy, tmp_path, capsys, where):
 )
 def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, capsys, epochs, sig):
     output = tmp_path / "run"
-    args = [*SMALL_SCALABLE, *_data(shared_data), "--output", str(output), "--epochs", str(epochs),
-            "--checkpoint-every", "1000", "--batch-size", "64"]  # 26 batches an epoch
+    args = [
+        *SMALL_SCALABLE,
+        *_data(shared_data),
+        "--output",
+        str(output),
+        "--epochs",
+        str(epochs),
+        "--checkpoint-every",
+        "1000",
+        "--batch-size",
+        "64",
+    ]  # 26 batches an epoch
     end_of_first_epoch = output / "backup" / "epoch-0001-batch-000000.weights.h5"
     stderr = _kill_when(args, end_of_first_epoch.exists, sig)
     if sig == signal.SIGINT:
@@ -160,8 +178,16 @@ def test_stopped_after_an_epoch_resumes_after_it(shared_data, tmp_path, capsys, 
     assert metrics["resumed_from_epoch"] == 1
     assert metrics["history"]["epoch"] == [float(e) for e in range(epochs)]  # no epoch trained twice
     assert len(metrics["seconds_per_epoch"]) == epochs
-    assert sorted(os.listdir(output)) == ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json",
-                                          "model.keras", "run.json", "vocabulary.txt"]
+    assert sorted(os.listdir(output)) == [
+        "encoder.keras",
+        "history.csv",
+        "labels.json",
+        "logs",
+        "metrics.json",
+        "model.keras",
+        "run.json",
+        "vocabulary.txt",
+    ]
 
 
 def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(shared_data, small_disk, capsys):
@@ -176,7 +202,8 @@ def test_a_full_disk_stops_training_in_one_line_and_the_same_command_resumes(sha
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == (
         f"keras-textattn: error: no space left on the device that holds {output / 'backup'}: free some space there, "
-        "then run the same command again: it resumes from the last checkpoint, if any")
+        "then run the same command again: it resumes from the last checkpoint, if any"
+    )
     assert os.listdir(output / "backup") == ["epoch-0001-batch-000000.weights.h5"]  # no temporary file left
     remount("size=4m")
     status, err = _run_here(args, capsys)
@@ -193,6 +220,7 @@ def test_room_for_a_checkpoint_is_asked_of_the_file_system(allocation, small_dis
     disk, _ = small_disk
     assert hasattr(os, "posix_fallocate")  # the tests run on Linux (CI too)
     if allocation == "refused":
+
         def unsupported(handle, offset, length):
             raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
 
@@ -215,7 +243,8 @@ def test_a_used_up_disk_quota_stops_training_in_one_line(shared_data, tmp_path, 
     assert status == 2
     assert err.strip().splitlines()[-1] == (
         f"keras-textattn: error: your disk quota is used up on the device that holds {output / 'backup'}: free some "
-        "of your space there, then run the same command again: it resumes from the last checkpoint, if any")
+        "of your space there, then run the same command again: it resumes from the last checkpoint, if any"
+    )
     assert os.listdir(output / "backup") == []
 
 
@@ -271,8 +300,13 @@ def test_lock_arguments_and_resume(shared_data, tmp_path, capsys):
     (output / "run.json").write_text(json.dumps({**old, "batch_size": 32, "learning_rate": 0.001, "min_frequency": 1}))
     assert main(["train", *args]) == 2
     line = _one_error_line(capsys)
-    for change in ("batch_size 32 -> None", "optimizer 'adam' -> None", "learning_rate 0.001 -> None",
-                   "weight_decay 0.0 -> None", "min_frequency 1 -> None"):
+    for change in (
+        "batch_size 32 -> None",
+        "optimizer 'adam' -> None",
+        "learning_rate 0.001 -> None",
+        "weight_decay 0.0 -> None",
+        "min_frequency 1 -> None",
+    ):
         assert change in line
     (output / "run.json").write_text(stored)
     assert main(["train", *args]) == 0  # the same arguments resume it
@@ -287,7 +321,9 @@ def test_unreadable_checkpoints_are_named(tmp_path):
     for name in ("epoch-0001-batch-000000.weights.h5", "epoch-0000-batch-000020.weights.h5"):
         (folder / name).write_bytes(b"")
     with pytest.warns(UserWarning, match="skipping the damaged checkpoint"):
-        with pytest.raises(RunError, match=r"epoch-0001-batch-000000.weights.h5, .*epoch-0000-batch-000020.weights.h5 are damaged"):
+        with pytest.raises(
+            RunError, match=r"epoch-0001-batch-000000.weights.h5, .*epoch-0000-batch-000020.weights.h5 are damaged"
+        ):
             restore(model, str(folder))
     model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
     model.save_weights(folder / "epoch-0000-batch-000020.weights.h5")
@@ -300,8 +336,11 @@ def test_unreadable_checkpoints_are_named(tmp_path):
     wider.compile("adam", "mse")
     with pytest.warns(UserWarning, match="Skipping variable loading for optimizer"):  # Keras's, on its way to the error
         with pytest.warns(UserWarning, match="whose weights do not fit this model"):
-            with pytest.raises(RunError, match=r"hold the weights of another model than these arguments build \(Keras: .*"
-                                               r"could not be loaded.*\); was the run started with another version"):
+            with pytest.raises(
+                RunError,
+                match=r"hold the weights of another model than these arguments build \(Keras: .*"
+                r"could not be loaded.*\); was the run started with another version",
+            ):
                 restore(wider, str(folder))
 
 
@@ -327,7 +366,11 @@ def test_tuning_directory_of_another_config_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "damage, file, message",
     [
-        (lambda run: (run / "labels.json").write_text('["only"]'), "labels.json", "names 1 classes, but model.keras has 2"),
+        (
+            lambda run: (run / "labels.json").write_text('["only"]'),
+            "labels.json",
+            "names 1 classes, but model.keras has 2",
+        ),
         (lambda run: (run / "labels.json").write_text("[0, 1]"), "labels.json", "must be a list of class names"),
         (lambda run: (run / "labels.json").write_text('{"a": 1}'), "labels.json", "must be a list of class names"),
         (lambda run: (run / "labels.json").write_text(""), "labels.json", "is not valid JSON"),
@@ -411,7 +454,10 @@ def _bad_files(folder):
         (["--batch-size", "0"], "batch-size must be a positive number; got 0"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number"),
         (["--checkpoint-every", "0"], "checkpoint-every must be a positive number"),
-        (["--validation-fraction", "0.001"], "the validation split has no rows: the validation carve"),  # crashed in Keras
+        (
+            ["--validation-fraction", "0.001"],
+            "the validation split has no rows: the validation carve",
+        ),  # crashed in Keras
     ],
 )
 def test_bad_input_is_one_line_and_changes_nothing(tmp_path, capsys, extra, message):
@@ -436,8 +482,11 @@ def test_byte_order_mark_and_mixed_labels(tmp_path):
     assert [t.decode() for t, _ in data["train"].as_numpy_iterator()] == ["good", "bad", "great"]
     # Labels of one class spelt in two cases were two classes, silently; still two, with a warning.
     path.write_text("label,text\nPos,good\nneg,bad\npos,great\nNEG,awful\nmixed,so so\n")
-    with pytest.warns(UserWarning, match=r"labels that differ only in case are classes of their own: 'NEG' and "
-                                         r"'neg', 'Pos' and 'pos'$"):
+    with pytest.warns(
+        UserWarning,
+        match=r"labels that differ only in case are classes of their own: 'NEG' and "
+        r"'neg', 'Pos' and 'pos'$",
+    ):
         data = load_dataset(LocalFile(str(path)), splits=("train",))
     assert data.label_names == ["NEG", "Pos", "mixed", "neg", "pos"]
     # A header read as a row (--no-header by mistake) was a class of one row, silently.

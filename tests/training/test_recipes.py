@@ -12,13 +12,13 @@ import keras
 import numpy as np
 import pytest
 
-from keras_textattn_cli import main
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import FINISHED_MARKER
 from keras_textattn.run_folder import load_run
 from keras_textattn.training import train
 from keras_textattn.training.schedules import ResumablePlateau
 from keras_textattn.training.schedules import schedule_callbacks
+from keras_textattn_cli import main
 
 SMALL = dict(model_kwargs={"embedding_dim": 8, "fc_units": 8}, sequence_length=24, max_tokens=2000, verbose=0)
 
@@ -38,8 +38,15 @@ def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
     path = tmp_path / "vectors.txt.gz"
     with gzip.open(path, "wt") as handle:
         handle.write("".join(f"{w.upper()} {' '.join(map(str, v))}\n" for w, v in vectors.items()))
-    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "run"), epochs=1, embeddings=str(path),
-                    freeze_embeddings=True, **SMALL)
+    metrics = train(
+        "scalable_attention",
+        sst2_dev,
+        str(tmp_path / "run"),
+        epochs=1,
+        embeddings=str(path),
+        freeze_embeddings=True,
+        **SMALL,
+    )
     model, encoder, _ = load_run(tmp_path / "run")
     table = keras.ops.convert_to_numpy(model.get_layer("embedding").embeddings)
     vocabulary = encoder.get_vocabulary()
@@ -47,19 +54,39 @@ def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
     for word, vector in vectors.items():
         np.testing.assert_allclose(table[vocabulary.index(word)], vector * factor, rtol=1e-5)
     np.testing.assert_array_equal(table[0], 0.0)
-    assert metrics["embeddings"] == {"source": str(path), "dimension": 8, "coverage": 8 / (len(vocabulary) - 2),
-                                     "words_added": 0, "frozen": True}
+    assert metrics["embeddings"] == {
+        "source": str(path),
+        "dimension": 8,
+        "coverage": 8 / (len(vocabulary) - 2),
+        "words_added": 0,
+        "frozen": True,
+    }
     assert not model.get_layer("embedding").trainable
 
 
 def test_a_vectors_file_of_another_size_is_one_line(sst2_dev, tmp_path, capsys):
     path = tmp_path / "glove.txt"
     path.write_text("the 0.1 0.2 0.3\n")
-    code = main(["train", "--model", "lama", "--data", sst2_dev, "--output", str(tmp_path / "run"), "--quiet",
-                 "--embeddings", str(path)])
+    code = main(
+        [
+            "train",
+            "--model",
+            "lama",
+            "--data",
+            sst2_dev,
+            "--output",
+            str(tmp_path / "run"),
+            "--quiet",
+            "--embeddings",
+            str(path),
+        ]
+    )
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(error) == 1
-    assert "has 3-dimensional vectors; the lama embedding has 64 (set its size to match: --set embedding_dim=3)" in error[0]
+    assert (
+        "has 3-dimensional vectors; the lama embedding has 64 (set its size to match: --set embedding_dim=3)"
+        in error[0]
+    )
     assert not os.path.exists(tmp_path / "run")
 
 
@@ -68,9 +95,31 @@ def test_glove_from_its_package_initialises_the_embedding(sst2_dev, glove_packag
     one factor for all (read here from the package's own files), and metrics.json names the source."""
     import pyarrow.parquet
 
-    code = main(["train", "--model", "scalable_attention", "--data", sst2_dev, "--output", str(tmp_path / "run"),
-                 "--quiet", "--epochs", "1", "--sequence-length", "24", "--max-tokens", "2000", "--set",
-                 "embedding_dim=50", "--set", "fc_units=8", "--embeddings", "glove-6b-50d", "--freeze-embeddings"])
+    code = main(
+        [
+            "train",
+            "--model",
+            "scalable_attention",
+            "--data",
+            sst2_dev,
+            "--output",
+            str(tmp_path / "run"),
+            "--quiet",
+            "--epochs",
+            "1",
+            "--sequence-length",
+            "24",
+            "--max-tokens",
+            "2000",
+            "--set",
+            "embedding_dim=50",
+            "--set",
+            "fc_units=8",
+            "--embeddings",
+            "glove-6b-50d",
+            "--freeze-embeddings",
+        ]
+    )
     assert code == 0
     model, encoder, _ = load_run(tmp_path / "run")
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -93,13 +142,30 @@ def test_words_only_the_vectors_know_join_the_vocabulary_with_their_vectors(sst2
     from keras_textattn.text import TextEncoder
 
     run = tmp_path / "run"
-    common = ["train", "--model", "scalable_attention", "--data", sst2_dev, "--quiet", "--epochs", "1",
-              "--validation-data", sst2_dev.replace("dev.csv", "test.csv"),  # all of the dev sentences train
-              "--sequence-length", "24", "--set", "embedding_dim=50", "--set", "fc_units=8", "--vectors-vocabulary", "3000"]
+    common = [
+        "train",
+        "--model",
+        "scalable_attention",
+        "--data",
+        sst2_dev,
+        "--quiet",
+        "--epochs",
+        "1",
+        "--validation-data",
+        sst2_dev.replace("dev.csv", "test.csv"),  # all of the dev sentences train
+        "--sequence-length",
+        "24",
+        "--set",
+        "embedding_dim=50",
+        "--set",
+        "fc_units=8",
+        "--vectors-vocabulary",
+        "3000",
+    ]
     assert main([*common, "--output", str(run), "--embeddings", "glove-6b-50d"]) == 0
     model, encoder, _ = load_run(run)
     metrics = json.loads((run / "metrics.json").read_text())
-    added = encoder.get_vocabulary()[-encoder.added_tokens:]
+    added = encoder.get_vocabulary()[-encoder.added_tokens :]
     assert metrics["embeddings"]["words_added"] == len(added) > 500 and metrics["embeddings"]["coverage"] > 0.95
     with gzip.open(sst2_dev, "rt", encoding="utf-8", newline="") as handle:
         texts = [row["text"] for row in csv.DictReader(handle)]
@@ -111,13 +177,19 @@ def test_words_only_the_vectors_know_join_the_vocabulary_with_their_vectors(sst2
     ids = [encoder.get_vocabulary().index(word) for word in added[::50]]
     ratios = np.stack([table[i] / glove[words.index(word)] for i, word in zip(ids, added[::50])])
     np.testing.assert_allclose(ratios, np.full_like(ratios, ratios[0, 0]), rtol=1e-4)
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(encoder(["The government"]))[0, :3],
-                                  [encoder.get_vocabulary().index("the"), encoder.get_vocabulary().index("government"), 0])
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(encoder(["The government"]))[0, :3],
+        [encoder.get_vocabulary().index("the"), encoder.get_vocabulary().index("government"), 0],
+    )
     capsys.readouterr()
-    for options, message in (([], "adds words of pretrained vectors"),
-                             (["--embeddings", "word2vec"], "adds words of pretrained vectors"),
-                             (["--embeddings", "glove-6b-50d", "--vectors-vocabulary", "0"],
-                              "vectors-vocabulary must be a positive number; got 0")):
+    for options, message in (
+        ([], "adds words of pretrained vectors"),
+        (["--embeddings", "word2vec"], "adds words of pretrained vectors"),
+        (
+            ["--embeddings", "glove-6b-50d", "--vectors-vocabulary", "0"],
+            "vectors-vocabulary must be a positive number; got 0",
+        ),
+    ):
         code = main([*common, "--output", str(tmp_path / "refused"), *options])
         error = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(error) == 1 and message in error[0], error
@@ -128,8 +200,20 @@ def test_a_missing_vectors_package_is_one_line_before_any_data_is_read(sst2_dev,
     from keras_textattn.text import vectors
 
     monkeypatch.setitem(vectors.PACKAGED_VECTORS, "glove-6b-50d", ("no_such_module", "no-such-package", "w", "m"))
-    code = main(["train", "--model", "scalable_attention", "--data", sst2_dev, "--output", str(tmp_path / "run"),
-                 "--quiet", "--embeddings", "glove-6b-50d"])
+    code = main(
+        [
+            "train",
+            "--model",
+            "scalable_attention",
+            "--data",
+            sst2_dev,
+            "--output",
+            str(tmp_path / "run"),
+            "--quiet",
+            "--embeddings",
+            "glove-6b-50d",
+        ]
+    )
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(error) == 1 and "pip install no-such-package" in error[0]
     assert not os.path.exists(tmp_path / "run")
@@ -142,14 +226,22 @@ def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
     keeps only what was given, so repeating the command on an unfinished paper run is accepted
     (it was refused for the recipe's values)."""
     run = tmp_path / "run"
-    arguments = dict(preset="paper", sequence_length=24, verbose=0,
-                     model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8})
+    arguments = dict(
+        preset="paper",
+        sequence_length=24,
+        verbose=0,
+        model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8},
+    )
     metrics = train("lama", sst2_dev, str(run), epochs=1, **arguments)
     assert metrics["embeddings"]["source"] == "word2vec" and metrics["embeddings"]["coverage"] == 1
     assert metrics["encoder"]["min_frequency"] == 5 and 100 < load_run(run)[1].vocabulary_size() < 1000
     assert metrics["early_stopping"] == 5 and metrics["best_epoch"] == 0
     assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"], metrics["batch_size"]) == (
-        "sgd", 0.05, 1e-4, 32)
+        "sgd",
+        0.05,
+        1e-4,
+        32,
+    )
     # LAMA+ctx, the paper's best (the context is the mean embedding: a layer without weights,
     # where LAMA learns a context vector), recorded so that a run started from this one builds it too.
     assert metrics["model_kwargs"]["use_context"] is True
@@ -169,10 +261,23 @@ def test_paper_preset_trains_lama_with_its_recipe(sst2_dev, tmp_path):
 def test_paper_preset_trains_cspan_with_adams_weight_decay(sst2_dev, tmp_path):
     """CSPAN's paper recipe: Adam at 1e-3 with weight decay 1e-4, batches of 64, the rate divided
     by 10 at epochs 20 and 25; a given option wins over it."""
-    metrics = train("cspan", sst2_dev, str(tmp_path / "run"), preset="paper", epochs=1, sequence_length=16,
-                    model_kwargs={"embedding_dim": 8, "num_queries": 2}, lr_schedule="cosine", verbose=0)
+    metrics = train(
+        "cspan",
+        sst2_dev,
+        str(tmp_path / "run"),
+        preset="paper",
+        epochs=1,
+        sequence_length=16,
+        model_kwargs={"embedding_dim": 8, "num_queries": 2},
+        lr_schedule="cosine",
+        verbose=0,
+    )
     assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"], metrics["batch_size"]) == (
-        "adam", 0.001, 1e-4, 64)
+        "adam",
+        0.001,
+        1e-4,
+        64,
+    )
     assert get_spec("cspan").training_defaults("paper")["lr_schedule"] == "step:20,25"
     assert metrics["lr_schedule"] == "cosine"  # given, so the recipe's step schedule is not used
     # At the cpu preset, the schedule held-out data preferred (BENCHMARKS.md); a constant rate where it did not.
@@ -183,11 +288,20 @@ def test_paper_preset_trains_cspan_with_adams_weight_decay(sst2_dev, tmp_path):
 
 
 def test_step_schedule_clipping_and_label_smoothing(sst2_dev, tmp_path):
-    """"step:2,3" trains epoch 1 at the rate, 2 at a tenth, 3 at a hundredth (history.csv logs
+    """ "step:2,3" trains epoch 1 at the rate, 2 at a tenth, 3 at a hundredth (history.csv logs
     them); the saved optimizer clips to the given global norm; the saved model's loss is the
     smoothed cross-entropy of the run (its loss on some texts is that of its predictions)."""
-    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "run"), epochs=3, learning_rate=0.01,
-                    lr_schedule="step:2,3", clip_norm=0.5, label_smoothing=0.2, **SMALL)
+    metrics = train(
+        "scalable_attention",
+        sst2_dev,
+        str(tmp_path / "run"),
+        epochs=3,
+        learning_rate=0.01,
+        lr_schedule="step:2,3",
+        clip_norm=0.5,
+        label_smoothing=0.2,
+        **SMALL,
+    )
     np.testing.assert_allclose(metrics["history"]["learning_rate"], [0.01, 0.001, 0.0001], rtol=1e-6)
     model = keras.models.load_model(tmp_path / "run" / "model.keras")
     assert model.optimizer.global_clipnorm == 0.5 and metrics["clip_norm"] == 0.5
@@ -205,16 +319,19 @@ def test_scalable_attention_trains_with_its_cpu_presets_cosine_schedule(sst2_dev
     """Held-out data preferred the cosine schedule for scalable attention (BENCHMARKS.md): its cpu
     preset trains with it unless a schedule is given, says so, and records it; the paper preset
     keeps a constant rate (the paper names no schedule), as do models without such a default."""
-    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "cosine"), epochs=3,
-                    **{**SMALL, "verbose": 1})
-    assert ("The scalable_attention cpu preset's training (give the option to change it): lr_schedule cosine"
-            in capsys.readouterr().out)
+    metrics = train("scalable_attention", sst2_dev, str(tmp_path / "cosine"), epochs=3, **{**SMALL, "verbose": 1})
+    assert (
+        "The scalable_attention cpu preset's training (give the option to change it): lr_schedule cosine"
+        in capsys.readouterr().out
+    )
     assert metrics["lr_schedule"] == "cosine"
-    np.testing.assert_allclose(metrics["history"]["learning_rate"], 1e-3 * (1 + np.cos(np.pi * np.arange(3) / 3)) / 2,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        metrics["history"]["learning_rate"], 1e-3 * (1 + np.cos(np.pi * np.arange(3) / 3)) / 2, rtol=1e-6
+    )
     assert json.loads((tmp_path / "cosine" / "run.json").read_text())["lr_schedule"] is None  # only what was given
-    constant = train("scalable_attention", sst2_dev, str(tmp_path / "constant"), epochs=2, lr_schedule="constant",
-                     **SMALL)
+    constant = train(
+        "scalable_attention", sst2_dev, str(tmp_path / "constant"), epochs=2, lr_schedule="constant", **SMALL
+    )
     assert constant["lr_schedule"] == "constant" and "learning_rate" not in constant["history"]
     optimizer = keras.models.load_model(tmp_path / "constant" / "model.keras").optimizer
     assert np.isclose(float(optimizer.learning_rate), 1e-3)  # cosine would have left 5e-4 after 2 epochs
@@ -250,12 +367,20 @@ def test_cosine_schedule_lowers_the_rate_every_batch_to_near_zero(tmp_path):
     """Cosine as Keras's `CosineDecay` over all the steps: 4 epochs of 4 batches train at
     0.01 (1 + cos(pi k / 16)) / 2 for step k, the last at 1% of the rate; the history
     records each epoch's first rate, and a run resumed at epoch 2 trains at the same rates."""
+
     def fit(initial_epoch=0):
         model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
         model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy")
         rates = _RatesOfBatches()
-        history = model.fit(np.zeros((16, 2)), np.zeros(16), batch_size=4, epochs=4, initial_epoch=initial_epoch,
-                            verbose=0, callbacks=[*schedule_callbacks("cosine", 0.01, 4, str(tmp_path)), rates])
+        history = model.fit(
+            np.zeros((16, 2)),
+            np.zeros(16),
+            batch_size=4,
+            epochs=4,
+            initial_epoch=initial_epoch,
+            verbose=0,
+            callbacks=[*schedule_callbacks("cosine", 0.01, 4, str(tmp_path)), rates],
+        )
         return rates.rates, history.history["learning_rate"]
 
     expected = 0.01 * (1 + np.cos(np.pi * np.arange(16) / 16)) / 2
@@ -278,8 +403,15 @@ def test_plateau_state_survives_a_restart(tmp_path):
             keras.utils.set_random_seed(0)
             model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
             model.compile(keras.optimizers.Adam(0.5), "sparse_categorical_crossentropy")
-        history = model.fit(x, y, validation_data=(x_val, y_val), epochs=epochs, initial_epoch=initial_epoch,
-                            verbose=0, callbacks=[ResumablePlateau(str(folder), factor=0.5, patience=1, min_lr=0.001)])
+        history = model.fit(
+            x,
+            y,
+            validation_data=(x_val, y_val),
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            verbose=0,
+            callbacks=[ResumablePlateau(str(folder), factor=0.5, patience=1, min_lr=0.001)],
+        )
         return model, history.history["learning_rate"]
 
     _, whole = fit(tmp_path / "whole", 8)
@@ -313,8 +445,13 @@ def test_balanced_class_weights_are_scikit_learns_on_r8(shared_data):
         weigh_classes({"weather": 2}, data["train"], data.label_names)
     # JSON's 1e400 is inf (and 1e39 is in float32): it weighed every other class as nothing.
     for weight in (float("inf"), 1e39, float("nan"), 0, True):
-        with pytest.raises(DataError, match=re.escape("class weights must be positive numbers (finite in float32); got "
-                                                      f"{{{data.label_names[1]!r}: {weight!r}}}")):
+        with pytest.raises(
+            DataError,
+            match=re.escape(
+                "class weights must be positive numbers (finite in float32); got "
+                f"{{{data.label_names[1]!r}: {weight!r}}}"
+            ),
+        ):
             weigh_classes({data.label_names[1]: weight}, data["train"], data.label_names)
 
 
@@ -322,8 +459,9 @@ def test_class_weight_reaches_the_training_loss(sst2_dev, tmp_path):
     """Same seed and data: weighing class "1" three times changes the training loss; metrics.json
     records the weights by class name, and macro F1 per split."""
     plain = train("scalable_attention", sst2_dev, str(tmp_path / "plain"), epochs=1, **SMALL)
-    weighted = train("scalable_attention", sst2_dev, str(tmp_path / "weighted"), epochs=1, class_weight={"1": 3},
-                     **SMALL)
+    weighted = train(
+        "scalable_attention", sst2_dev, str(tmp_path / "weighted"), epochs=1, class_weight={"1": 3}, **SMALL
+    )
     assert weighted["history"]["loss"][0] > 1.3 * plain["history"]["loss"][0]
     assert weighted["class_weight"] == {"0": 1.0, "1": 3.0} and plain["class_weight"] is None
     assert set(weighted["macro_f1"]) == {"train", "validation"} and 0 < weighted["macro_f1"]["validation"] <= 1
@@ -340,8 +478,9 @@ def test_early_stopping_on_accuracy_keeps_the_most_accurate_epoch(tmp_path):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
     model.compile(keras.optimizers.Adam(0.3), "sparse_categorical_crossentropy", metrics=["accuracy"])
     best = BestEpoch(str(tmp_path), patience=2, monitor="accuracy")
-    history = model.fit(x, y, validation_data=(rng.normal(size=(32, 4)), rng.integers(0, 2, 32)), epochs=30,
-                        verbose=0, callbacks=[best]).history
+    history = model.fit(
+        x, y, validation_data=(rng.normal(size=(32, 4)), rng.integers(0, 2, 32)), epochs=30, verbose=0, callbacks=[best]
+    ).history
     accuracy = history["val_accuracy"]
     top = int(np.argmax(accuracy))
     assert best.best["epoch"] == top and best.best["val_accuracy"] == pytest.approx(accuracy[top])
@@ -358,9 +497,33 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
     from keras_textattn.inference import predict
 
     sst2_train = str(shared_data / "sst2" / "train.csv.gz")
-    assert main(["train", "--model", "scalable_attention", "--data", sst2_train, "--output", str(tmp_path / "run"),
-                 "--quiet", "--epochs", "2", "--set", "embedding_dim=8", "--set", "fc_units=8",
-                 "--sequence-length", "24", "--max-tokens", "2000", "--dtype-policy", "mixed_float16"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "scalable_attention",
+                "--data",
+                sst2_train,
+                "--output",
+                str(tmp_path / "run"),
+                "--quiet",
+                "--epochs",
+                "2",
+                "--set",
+                "embedding_dim=8",
+                "--set",
+                "fc_units=8",
+                "--sequence-length",
+                "24",
+                "--max-tokens",
+                "2000",
+                "--dtype-policy",
+                "mixed_float16",
+            ]
+        )
+        == 0
+    )
     assert keras.config.dtype_policy().name == "float32"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["dtype_policy"] == "mixed_float16" and metrics["accuracy"]["validation"] > 0.7
@@ -371,8 +534,10 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
     assert isinstance(reloaded.optimizer, keras.optimizers.LossScaleOptimizer)
     steps = 2 * math.ceil(metrics["rows"]["train"] / metrics["batch_size"])  # two epochs' batches (those that
     assert 0 < int(reloaded.optimizer.iterations) <= steps  # overflowed in float16 are skipped); 0 if not loaded
-    assert [row["label"] for row in predict(tmp_path / "run", ["a masterpiece , moving and funny .",
-                                                                "dull , tedious and badly acted ."])] == ["1", "0"]
+    assert [
+        row["label"]
+        for row in predict(tmp_path / "run", ["a masterpiece , moving and funny .", "dull , tedious and badly acted ."])
+    ] == ["1", "0"]
     assert not [w for w in recwarn if "optimizer" in str(w.message)]
     lite = export.tflite(tmp_path / "run", tmp_path / "tflite")
     assert lite["max_abs_difference"] <= 1e-4 and lite["argmax_agreement"] == 1
@@ -382,6 +547,10 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
 
     with pytest.raises(ValueError, match="dtype_policy .* must be one of float32, mixed_float16, mixed_bfloat16"):
         build_model("lama", 2, dtype_policy="float16", vocabulary_size=10, sequence_length=8)
-    assert build_model("lama", 2, dtype_policy="mixed_bfloat16", vocabulary_size=10,
-                       sequence_length=8).get_layer("attention").compute_dtype == "bfloat16"
+    assert (
+        build_model("lama", 2, dtype_policy="mixed_bfloat16", vocabulary_size=10, sequence_length=8)
+        .get_layer("attention")
+        .compute_dtype
+        == "bfloat16"
+    )
     assert keras.config.dtype_policy().name == "float32"

@@ -1,7 +1,7 @@
 """The training command: bad input, resuming a killed run, tf.distribute (real processes)."""
 
-import dataclasses
 import csv
+import dataclasses
 import gzip
 import importlib.util
 import json
@@ -26,8 +26,19 @@ import keras_textattn
 from keras_textattn_cli import main
 
 # A small, fast configuration: the point here is the machinery, not accuracy.
-SMALL_SCALABLE = ["--model", "scalable_attention", "--set", "embedding_dim=16", "--set", "fc_units=16",
-                  "--sequence-length", "24", "--max-tokens", "3000", "--quiet"]
+SMALL_SCALABLE = [
+    "--model",
+    "scalable_attention",
+    "--set",
+    "embedding_dim=16",
+    "--set",
+    "fc_units=16",
+    "--sequence-length",
+    "24",
+    "--max-tokens",
+    "3000",
+    "--quiet",
+]
 TIMEOUT = 240
 
 
@@ -73,7 +84,12 @@ def _assert_tensorboard_draws_the_history(folder, history=None):
 
 @pytest.fixture
 def sst2(shared_data):
-    return ["--data", str(shared_data / "sst2" / "train.csv.gz"), "--test-data", str(shared_data / "sst2" / "test.csv.gz")]
+    return [
+        "--data",
+        str(shared_data / "sst2" / "train.csv.gz"),
+        "--test-data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+    ]
 
 
 # ------------------------------------------------------------------ bad input
@@ -84,62 +100,105 @@ def sst2(shared_data):
         (["--data", "no/such/file.csv"], "Data file not found: 'no/such/file.csv'"),
         (["--label-column", "sentiment"], "no column 'sentiment'"),
         (["--distribute", "multi-worker"], "--distribute multi-worker needs TF_CONFIG"),
-        (["--set", "num_head=4"], "model_kwargs (--set) num_head: not an argument of the lama builder that a run sets; "
-                                  "it takes: embedding_dim, gru_units, num_heads,"),
+        (
+            ["--set", "num_head=4"],
+            "model_kwargs (--set) num_head: not an argument of the lama builder that a run sets; "
+            "it takes: embedding_dim, gru_units, num_heads,",
+        ),
         # Those the encoder gives the builder (a TypeError "got multiple values for keyword argument", or for bigram
         # buckets a model whose inputs the encoder does not give, failing inside Keras).
-        (["--set", "sequence_length=8"], "model_kwargs (--set) sequence_length: the encoder gives the model its "
-                                         "sequence_length; give sequence_length (--sequence-length) instead"),
-        (["--set", "bigram_buckets=100"], "model_kwargs (--set) bigram_buckets: the encoder gives the model its "
-                                          "bigram_buckets; give bigram_buckets (--bigram-buckets) instead"),
+        (
+            ["--set", "sequence_length=8"],
+            "model_kwargs (--set) sequence_length: the encoder gives the model its "
+            "sequence_length; give sequence_length (--sequence-length) instead",
+        ),
+        (
+            ["--set", "bigram_buckets=100"],
+            "model_kwargs (--set) bigram_buckets: the encoder gives the model its "
+            "bigram_buckets; give bigram_buckets (--bigram-buckets) instead",
+        ),
         (["--set", "vocabulary_size=50"], "give max_tokens (--max-tokens) instead"),
         (["--set", "encoder=1"], "model_kwargs (--set) encoder: not an argument of the lama builder that a run sets"),
         (["--set", "regularization=l2"], "lama cannot be built with {'regularization': 'l2'}"),
         # A string was read as true: "False" trained LAMA+ctx.
         # dual-axial's feature-axial weights are length x length (360 GB here): TensorFlow's OOM traceback before.
-        (["--model", "dual_axial", "--sequence-length", "300000"], "dual_axial ran out of memory (OOM when allocating "
-                                                                    "tensor with shape[300000,300000]"),
-        (["--set", "use_context=False"], "model_kwargs (--set) use_context must be True or False (--set "
-                                         "use_context=true or use_context=false); got 'False'"),
+        (
+            ["--model", "dual_axial", "--sequence-length", "300000"],
+            "dual_axial ran out of memory (OOM when allocating tensor with shape[300000,300000]",
+        ),
+        (
+            ["--set", "use_context=False"],
+            "model_kwargs (--set) use_context must be True or False (--set "
+            "use_context=true or use_context=false); got 'False'",
+        ),
         (["--max-sentences", "3"], "max_sentences (--max-sentences) is for hierarchical models; lama reads flat texts"),
-        (["--split-long-sentences"], "split_long_sentences (--split-long-sentences) is for hierarchical models; lama "
-                                     "reads flat texts"),
+        (
+            ["--split-long-sentences"],
+            "split_long_sentences (--split-long-sentences) is for hierarchical models; lama reads flat texts",
+        ),
         (["--model", "hcan", "--bigram-buckets", "-1"], "bigram-buckets must be a whole number >= 0; got -1"),
         (["--bigrams-of", "tokens"], "bigrams_of (--bigrams-of) is for a run with bigrams; lama has none here"),
-        (["--embeddings", "no/such.vec"], "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors "
-                                          "file; 'no/such.vec' is none of them"),
+        (
+            ["--embeddings", "no/such.vec"],
+            "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors "
+            "file; 'no/such.vec' is none of them",
+        ),
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
         (["--lr-schedule", "step:25,20"], "unknown learning-rate schedule 'step:25,20' (--lr-schedule)"),
         (["--clip-norm", "0"], "clip-norm must be a positive number; got 0"),
-        (["--adversarial", "0"], "adversarial epsilon must be a number in (0, 1] (a length relative to the "
-                                 "embeddings'); got 0.0 (--adversarial)"),
+        (
+            ["--adversarial", "0"],
+            "adversarial epsilon must be a number in (0, 1] (a length relative to the "
+            "embeddings'); got 0.0 (--adversarial)",
+        ),
         (["--weight-decay", "1.5"], "weight-decay must be a number in [0, 1); got 1.5"),
         (["--label-smoothing", "1"], "label_smoothing must be a number in [0, 1); got 1.0 (--label-smoothing)"),
         (["--learning-rate", "-1"], "learning-rate must be a positive number; got -1.0"),
         (["--learning-rate", "nan"], "learning-rate must be a positive number; got nan"),  # it trained a model of nans
         (["--seed", "-1"], "seed must be a whole number from 0 to 4294967295; got -1"),  # was NumPy's traceback
         # TFDS names with a config or a version are names, not missing files.
-        (["--data", "no_such_dataset/config:1.0.0"], "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset"),
-        (["--data", "imdb_reviews", "--validation-data", "dev.csv"], "a validation file (--validation-data) goes with a "
-                                                                     "local training file; 'imdb_reviews' is a TFDS name"),
+        (
+            ["--data", "no_such_dataset/config:1.0.0"],
+            "Unknown dataset 'no_such_dataset/config:1.0.0': not a TFDS dataset",
+        ),
+        (
+            ["--data", "imdb_reviews", "--validation-data", "dev.csv"],
+            "a validation file (--validation-data) goes with a local training file; 'imdb_reviews' is a TFDS name",
+        ),
         (["--distribute", "ray"], "--distribute ray takes --workers N (N >= 1)"),
         (["--workers", "2"], "--workers only goes with it; got distribute 'none', workers 2"),
         (["--skip-bad-rows"], "skip_bad_rows (--skip-bad-rows) is for streamed data"),
         (["--data", "no/such/train-*.csv"], "No data files found at 'no/such/train-*.csv'"),
         (["--adapt-rows", "0"], "adapt-rows must be a positive number; got 0"),
-        (["--data-dir", "tfds"], "`data_dir` (--data-dir) is where TFDS keeps its datasets; the data here are local "
-                                 "files. Received: data_dir='tfds'"),  # ignored before
+        (
+            ["--data-dir", "tfds"],
+            "`data_dir` (--data-dir) is where TFDS keeps its datasets; the data here are local "
+            "files. Received: data_dir='tfds'",
+        ),  # ignored before
         # Ignored before: the run trained without early stopping, or on the validation file alone.
-        (["--early-stopping-monitor", "accuracy"], "early_stopping_monitor (--early-stopping-monitor) is what early "
-                                                   "stopping watches; give its patience too (--early-stopping N)"),
-        (["--validation-data", "dev.csv", "--validation-fraction", "0.3"],
-         "validation_fraction (--validation-fraction) is the share of the training rows held out when there is no "
-         "validation file; got 0.3 with one (--validation-data)"),
+        (
+            ["--early-stopping-monitor", "accuracy"],
+            "early_stopping_monitor (--early-stopping-monitor) is what early "
+            "stopping watches; give its patience too (--early-stopping N)",
+        ),
+        (
+            ["--validation-data", "dev.csv", "--validation-fraction", "0.3"],
+            "validation_fraction (--validation-fraction) is the share of the training rows held out when there is no "
+            "validation file; got 0.3 with one (--validation-data)",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monkeypatch, extra, message):
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    args = ["train", "--model", "lama", "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", str(tmp_path / "run")]
+    args = [
+        "train",
+        "--model",
+        "lama",
+        "--data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--output",
+        str(tmp_path / "run"),
+    ]
     code = main(args + extra)
     error = capsys.readouterr().err.strip().splitlines()
     assert code == 2
@@ -153,24 +212,38 @@ def test_out_of_memory_in_a_traced_step_names_the_allocation():
     from keras_textattn.run_folder import RunError
     from keras_textattn.training.run_state import out_of_memory_said as _out_of_memory_said
 
-    message = ("Graph execution error:\n\nDetected at node StatefulPartitionedCall/hcan_1/word_self_attention_1/"
-               "elu_branch_1/MatMul defined at (most recent call last):\n<stack traces unavailable>\nOOM when "
-               "allocating tensor with shape[81,4,40000,40000] and type float on /job:localhost/replica:0/task:0/"
-               "device:CPU:0 by allocator mklcpu\n\t [[{{node StatefulPartitionedCall/hcan_1/MatMul}}]]\n"
-               " [Op:__inference_multi_step_on_iterator_14140]")
-    with pytest.raises(RunError, match=re.escape("hcan ran out of memory (OOM when allocating tensor with shape"
-                                                 "[81,4,40000,40000] and type float on /job:localhost/replica:0/"
-                                                 "task:0/device:CPU:0 by allocator mklcpu); a shorter sequence "
-                                                 "length (--sequence-length; HCAN: --max-sentences too), a smaller "
-                                                 "--batch-size, or smaller weights (--set embedding_dim=..., "
-                                                 "--max-tokens) need less")):
+    message = (
+        "Graph execution error:\n\nDetected at node StatefulPartitionedCall/hcan_1/word_self_attention_1/"
+        "elu_branch_1/MatMul defined at (most recent call last):\n<stack traces unavailable>\nOOM when "
+        "allocating tensor with shape[81,4,40000,40000] and type float on /job:localhost/replica:0/task:0/"
+        "device:CPU:0 by allocator mklcpu\n\t [[{{node StatefulPartitionedCall/hcan_1/MatMul}}]]\n"
+        " [Op:__inference_multi_step_on_iterator_14140]"
+    )
+    with pytest.raises(
+        RunError,
+        match=re.escape(
+            "hcan ran out of memory (OOM when allocating tensor with shape"
+            "[81,4,40000,40000] and type float on /job:localhost/replica:0/"
+            "task:0/device:CPU:0 by allocator mklcpu); a shorter sequence "
+            "length (--sequence-length; HCAN: --max-sentences too), a smaller "
+            "--batch-size, or smaller weights (--set embedding_dim=..., "
+            "--max-tokens) need less"
+        ),
+    ):
         with _out_of_memory_said("hcan"):
             raise tf.errors.ResourceExhaustedError(None, None, message)
 
 
-@pytest.mark.parametrize("argument, value, wanted", [
-    ("epochs", 1.5, "a whole number"), ("sequence_length", 16.0, "a whole number"), ("early_stopping", 2.0, "a whole number"),
-    ("batch_size", "32", "a positive number"), ("max_tokens", True, "a positive number")])
+@pytest.mark.parametrize(
+    "argument, value, wanted",
+    [
+        ("epochs", 1.5, "a whole number"),
+        ("sequence_length", 16.0, "a whole number"),
+        ("early_stopping", 2.0, "a whole number"),
+        ("batch_size", "32", "a positive number"),
+        ("max_tokens", True, "a positive number"),
+    ],
+)
 def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
     """Each count named as the command line names it, with the value given (the epochs' message
     named the batch size too; a float length reached the encoder's own check)."""
@@ -182,18 +255,26 @@ def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"output": ""}, "output (--output) must be a path to write to; got ''"),  # FileNotFoundError
-    ({"output": None}, "output (--output) must be a path to write to; got None"),
-    ({"model_kwargs": [("num_heads", 4)]}, "model_kwargs (--set) must be a dict of builder argument to value "
-                                           "(e.g. {'num_heads': 4}); got [('num_heads', 4)]"),  # dict() accepted it
-    ({"model_kwargs": "num_heads=4"}, "model_kwargs (--set) must be a dict"),  # a TypeError from dict()
-    ({"init_from": 3}, "init_from (--init-from) must be the path of a run folder; got 3"),  # a TypeError
-    ({"validation_fraction": "0.1"}, "`validation_fraction` must be in (0, 1). Received: '0.1'"),  # a TypeError
-    ({"embeddings": 3}, "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors file; 3 is none "
-                        "of them"),  # a TypeError
-    ({"verbose": "x"}, "verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got 'x'"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"output": ""}, "output (--output) must be a path to write to; got ''"),  # FileNotFoundError
+        ({"output": None}, "output (--output) must be a path to write to; got None"),
+        (
+            {"model_kwargs": [("num_heads", 4)]},
+            "model_kwargs (--set) must be a dict of builder argument to value "
+            "(e.g. {'num_heads': 4}); got [('num_heads', 4)]",
+        ),  # dict() accepted it
+        ({"model_kwargs": "num_heads=4"}, "model_kwargs (--set) must be a dict"),  # a TypeError from dict()
+        ({"init_from": 3}, "init_from (--init-from) must be the path of a run folder; got 3"),  # a TypeError
+        ({"validation_fraction": "0.1"}, "`validation_fraction` must be in (0, 1). Received: '0.1'"),  # a TypeError
+        (
+            {"embeddings": 3},
+            "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors file; 3 is none of them",
+        ),  # a TypeError
+        ({"verbose": "x"}, "verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got 'x'"),
+    ],
+)
 def test_python_output_and_model_kwargs_are_checked(tmp_path, monkeypatch, arguments, message):
     from keras_textattn.errors import UserError
     from keras_textattn.training import train
@@ -209,34 +290,53 @@ def test_help_shows_the_defaults(capsys):
         main(["train", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0
-    for default in ("the most, with early stopping (default: 3)", "global batch size (default: the paper's with "
-                    "--preset paper, else 32)", "else 1e-3 (adam) or 0.01 (sgd)", "(default: cpu)"):
+    for default in (
+        "the most, with early stopping (default: 3)",
+        "global batch size (default: the paper's with --preset paper, else 32)",
+        "else 1e-3 (adam) or 0.01 (sgd)",
+        "(default: cpu)",
+    ):
         assert default in shown, default
 
 
 def test_help_and_argument_errors_answer_without_tensorflow():
     """`--help` and a bad argument answer before TensorFlow is imported (it takes seconds and
     prints C++ log lines); a command that runs prints none of those lines unless --verbose."""
-    probe = ("import sys\nfrom keras_textattn_cli import main\n"
-             "for argv in (['train', '--help'], ['predict', '--top-k', 'x'], ['--version']):\n"
-             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-             "print('imported:', 'tensorflow' in sys.modules, 'keras' in sys.modules)")
+    probe = (
+        "import sys\nfrom keras_textattn_cli import main\n"
+        "for argv in (['train', '--help'], ['predict', '--top-k', 'x'], ['--version']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('imported:', 'tensorflow' in sys.modules, 'keras' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert "imported: False False" in result.stdout and "invalid int value: 'x'" in result.stderr
     # --version from the installed packages' metadata: the versions that import.
-    versions = (f"keras-textattn {keras_textattn.__version__} (keras {keras.__version__}, tensorflow {tf.__version__}, "
-                f"tensorflow-text {tensorflow_text.__version__})")
+    versions = (
+        f"keras-textattn {keras_textattn.__version__} (keras {keras.__version__}, tensorflow {tf.__version__}, "
+        f"tensorflow-text {tensorflow_text.__version__})"
+    )
     assert versions in result.stdout.splitlines(), result.stdout[-2000:]
-    quiet = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
-                           capture_output=True, text=True, timeout=120)
+    quiet = subprocess.run(
+        [sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
-        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"]
+        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"
+    ]
     # A KERAS_BACKEND set for one's own JAX work: the command line says it runs on TensorFlow, and runs.
-    other = subprocess.run([sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
-                           capture_output=True, text=True, timeout=120, env={**os.environ, "KERAS_BACKEND": "jax"})
+    other = subprocess.run(
+        [sys.executable, "-m", "keras_textattn_cli", "predict", "--run", "no/such/run", "text"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
     assert other.returncode == 2 and other.stderr.strip().splitlines() == [
         "keras-textattn: note: the command line runs on TensorFlow; KERAS_BACKEND=jax is not used here",
-        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"]
+        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder",
+    ]
 
 
 def test_an_internal_error_keeps_its_traceback(monkeypatch, tmp_path):
@@ -262,7 +362,10 @@ def test_texts_of_no_words_are_one_line(tmp_path, capsys):
     """Blank texts, or a --min-frequency no word reaches, leave no vocabulary: one line, no run
     folder (it was TextEncoder's ValueError with a traceback)."""
     path = tmp_path / "data.csv"
-    for extra, reason in (([], "the texts hold no tokens"), (["--min-frequency", "1000"], "no token of the texts occurs")):
+    for extra, reason in (
+        ([], "the texts hold no tokens"),
+        (["--min-frequency", "1000"], "no token of the texts occurs"),
+    ):
         path.write_text("label,text\n" + ("pos,  \nneg,\n" if not extra else "pos,good film\nneg,bad film\n") * 20)
         assert main(["train", *SMALL_SCALABLE, "--data", str(path), "--output", str(tmp_path / "run"), *extra]) == 2
         error = capsys.readouterr().err.strip().splitlines()
@@ -272,23 +375,45 @@ def test_texts_of_no_words_are_one_line(tmp_path, capsys):
 
 def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
     output = str(tmp_path / "run")
-    args = ["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", output,
-            "--epochs", "1"]
+    args = [
+        "train",
+        *SMALL_SCALABLE,
+        "--data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--output",
+        output,
+        "--epochs",
+        "1",
+    ]
     assert main(args) == 0
     # The batches have a known length: Keras neither shows "Unknown" steps nor warns that the data ran out.
     assert "ran out of data" not in capsys.readouterr().err
     first = _metrics(output)
     assert sorted(os.listdir(output)) == sorted(
-        ["encoder.keras", "history.csv", "labels.json", "logs", "metrics.json", "model.keras", "run.json", "vocabulary.txt"]
+        [
+            "encoder.keras",
+            "history.csv",
+            "labels.json",
+            "logs",
+            "metrics.json",
+            "model.keras",
+            "run.json",
+            "vocabulary.txt",
+        ]
     )
     assert first["parameters"] > 0 and first["examples_per_second"] > 0 and len(first["seconds_per_epoch"]) == 1
     # What wrote the folder (a bug report, or a resume refused by another version, can say).
-    assert first["versions"] == {"keras_textattn": keras_textattn.__version__, "keras": keras.__version__,
-                                 "tensorflow": tf.__version__}
+    assert first["versions"] == {
+        "keras_textattn": keras_textattn.__version__,
+        "keras": keras.__version__,
+        "tensorflow": tf.__version__,
+    }
     capsys.readouterr()
     assert main(args) == 2
-    assert (f"already holds a finished run; pass overwrite=True (--overwrite) to replace it, or choose another output "
-            f"(with init_from={output!r}, --init-from, to train it further)") in capsys.readouterr().err
+    assert (
+        f"already holds a finished run; pass overwrite=True (--overwrite) to replace it, or choose another output "
+        f"(with init_from={output!r}, --init-from, to train it further)"
+    ) in capsys.readouterr().err
     assert main(args + ["--overwrite", "--seed", "1"]) == 0
     # Seeds make a run reproducible; another seed is another run.
     assert _metrics(output)["history"]["loss"] != first["history"]["loss"]
@@ -304,8 +429,16 @@ def test_finished_run_refused_unless_overwrite(shared_data, tmp_path, capsys):
 
 def test_progress_written_to_a_file_is_one_line_per_epoch(shared_data, tmp_path, capsys):
     """Captured here as in a log file or a pipe (not a terminal): no progress bar redrawn per step."""
-    args = ["train", *[a for a in SMALL_SCALABLE if a != "--quiet"], "--data", str(shared_data / "sst2" / "dev.csv.gz"),
-            "--output", str(tmp_path / "run"), "--epochs", "2"]
+    args = [
+        "train",
+        *[a for a in SMALL_SCALABLE if a != "--quiet"],
+        "--data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--output",
+        str(tmp_path / "run"),
+        "--epochs",
+        "2",
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "━" not in printed and "\r" not in printed
@@ -320,8 +453,18 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     """SST-2's own dev file validates; then every training row trains (none is held out). The
     optimizer options reach the saved model and metrics.json."""
     output = tmp_path / "run"
-    args = ["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
-            "--validation-data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1"]
+    args = [
+        "train",
+        *SMALL_SCALABLE,
+        "--data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+        "--output",
+        str(output),
+        "--validation-data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--epochs",
+        "1",
+    ]
     assert main([*args, "--group-column", "text"]) == 2 and not output.exists()  # no carve to group
     assert main([*args, "--optimizer", "sgd", "--weight-decay", "0.001"]) == 0
     metrics = _metrics(output)
@@ -341,23 +484,65 @@ def test_a_file_of_semicolons_trains_predicts_and_evaluates_with_a_delimiter(sha
         with open(tmp_path / name, "w", encoding="utf-8", newline="") as handle:
             csv.writer(handle, delimiter=";").writerows(rows)  # texts with ; and , quoted as Excel would
     output = tmp_path / "run"
-    args = ["train", *SMALL_SCALABLE, "--data", str(tmp_path / "train.csv"), "--test-data", str(tmp_path / "test.csv"),
-            "--output", str(output), "--epochs", "1"]
+    args = [
+        "train",
+        *SMALL_SCALABLE,
+        "--data",
+        str(tmp_path / "train.csv"),
+        "--test-data",
+        str(tmp_path / "test.csv"),
+        "--output",
+        str(output),
+        "--epochs",
+        "1",
+    ]
     assert main(args) == 2 and "Give --delimiter ';'" in capsys.readouterr().err
     assert main([*args, "--delimiter", ";"]) == 0
     metrics = _metrics(output)
     assert sum(metrics["rows"][split] for split in ("train", "validation")) == metrics["rows"]["test"] == len(rows) - 1
     assert json.loads((output / "run.json").read_text())["delimiter"] == ";"
-    assert main(["predict", "--run", str(output), "--data", str(tmp_path / "test.csv"), "--delimiter", ";",
-                 "--output", str(tmp_path / "p.csv"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                str(output),
+                "--data",
+                str(tmp_path / "test.csv"),
+                "--delimiter",
+                ";",
+                "--output",
+                str(tmp_path / "p.csv"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert len((tmp_path / "p.csv").read_text().splitlines()) == len(rows)
-    assert main(["evaluate", "--run", str(output), "--data", str(tmp_path / "test.csv"), "--delimiter", ";",
-                 "--output", str(tmp_path / "report")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--run",
+                str(output),
+                "--data",
+                str(tmp_path / "test.csv"),
+                "--delimiter",
+                ";",
+                "--output",
+                str(tmp_path / "report"),
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "report" / "metrics.json").read_text())
     assert report["accuracy"] == pytest.approx(metrics["accuracy"]["test"], abs=1e-6)
     with pytest.raises(SystemExit) as exit_:
         main(["predict", "--run", str(output), "x", "--delimiter", ";;"])
-    assert exit_.value.code == 2 and "argument --delimiter: expected one character, or tab; got ';;'" in capsys.readouterr().err
+    assert (
+        exit_.value.code == 2
+        and "argument --delimiter: expected one character, or tab; got ';;'" in capsys.readouterr().err
+    )
 
 
 def test_a_run_on_reviews_holding_line_separators_loads_and_labels(shared_data, tmp_path):
@@ -385,9 +570,23 @@ def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tm
     Killed after an epoch and resumed, it counts on from the state on disk, and so does the
     plateau schedule (the rate halves after each epoch without a lower validation loss)."""
     output = tmp_path / "run"
-    args = [*SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", str(output),
-            "--epochs", "12", "--early-stopping", "2", "--learning-rate", "0.02", "--batch-size", "64",
-            "--lr-schedule", "plateau"]
+    args = [
+        *SMALL_SCALABLE,
+        "--data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+        "--output",
+        str(output),
+        "--epochs",
+        "12",
+        "--early-stopping",
+        "2",
+        "--learning-rate",
+        "0.02",
+        "--batch-size",
+        "64",
+        "--lr-schedule",
+        "plateau",
+    ]
     _kill_when(args, (output / "backup" / "epoch-0002-batch-000000.weights.h5").exists)
     status, err = _run_here(args, capsys)
     assert status == 0, err[-2000:]
@@ -410,8 +609,9 @@ def test_early_stopping_keeps_the_best_epoch_and_survives_a_kill(shared_data, tm
     from keras_textattn.run_folder import load_run
 
     model, encoder, _ = load_run(output)
-    validation = load_dataset({"train": LocalFile(str(shared_data / "sst2" / "test.csv.gz"))},
-                              ("train", "validation"))["validation"]
+    validation = load_dataset({"train": LocalFile(str(shared_data / "sst2" / "test.csv.gz"))}, ("train", "validation"))[
+        "validation"
+    ]
     model.compile(loss="sparse_categorical_crossentropy")
     loss = model.evaluate(make_batches(validation, encoder, 64), verbose=0, return_dict=True)["loss"]
     assert loss == pytest.approx(losses[best], rel=1e-4)
@@ -422,11 +622,24 @@ def test_hcan_defaults_fit_the_data_and_a_cpu(shared_data, tmp_path, capsys):
     width 64, not the paper's 15 sentences x 256 words x 512 (which did not finish an epoch
     in 18 minutes on 2 cores)."""
     output = tmp_path / "run"
-    args = ["train", "--model", "hcan", "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", str(output),
-            "--epochs", "1", "--max-tokens", "3000"]
+    args = [
+        "train",
+        "--model",
+        "hcan",
+        "--data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--output",
+        str(output),
+        "--epochs",
+        "1",
+        "--max-tokens",
+        "3000",
+    ]
     assert main(args) == 0
-    assert ("Chosen from the training texts (95th percentile; give --sequence-length / --max-sentences to set): "
-            "sequence_length 40, max_sentences 2") in capsys.readouterr().out
+    assert (
+        "Chosen from the training texts (95th percentile; give --sequence-length / --max-sentences to set): "
+        "sequence_length 40, max_sentences 2"
+    ) in capsys.readouterr().out
     metrics = _metrics(output)
     assert (metrics["encoder"]["sequence_length"], metrics["encoder"]["max_sentences"]) == (40, 2)
     assert metrics["preset"] == "cpu" and metrics["model_kwargs"] == {"units": 64, "num_heads": 4}
@@ -454,8 +667,27 @@ def test_hcan_splits_long_sentences_and_reads_hashed_bigrams_when_asked(shared_d
 
     data, lines = _first_rows(shared_data, "r8", tmp_path)
     output = tmp_path / "run"
-    assert main(["train", "--model", "hcan", "--data", str(data), "--output", str(output), "--epochs", "1",
-                 "--max-tokens", "2000", "--split-long-sentences", "--bigram-buckets", "5000"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "hcan",
+                "--data",
+                str(data),
+                "--output",
+                str(output),
+                "--epochs",
+                "1",
+                "--max-tokens",
+                "2000",
+                "--split-long-sentences",
+                "--bigram-buckets",
+                "5000",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     metrics = _metrics(output)
     rows = metrics["encoder"]["max_sentences"]
@@ -484,8 +716,21 @@ def test_hcan_splits_long_sentences_and_reads_hashed_bigrams_when_asked(shared_d
 def source_run(shared_data, tmp_path_factory):
     """A small scalable attention run on SST-2's dev sentences (two classes), to start others from."""
     output = tmp_path_factory.mktemp("source") / "run"
-    assert main(["train", *SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--output", str(output),
-                 "--epochs", "1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                *SMALL_SCALABLE,
+                "--data",
+                str(shared_data / "sst2" / "dev.csv.gz"),
+                "--output",
+                str(output),
+                "--epochs",
+                "1",
+            ]
+        )
+        == 0
+    )
     return output
 
 
@@ -500,11 +745,31 @@ def test_fine_tuning_starts_from_every_layer_but_the_output_layer(source_run, sh
     shutil.copytree(source_run, source)
     data, lines = _first_rows(shared_data, "trec", tmp_path)
     output = tmp_path / "run"
-    assert main(["train", "--init-from", str(source), "--data", str(data), "--output", str(output), "--epochs", "1",
-                 "--learning-rate", "1e-12", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--init-from",
+                str(source),
+                "--data",
+                str(data),
+                "--output",
+                str(output),
+                "--epochs",
+                "1",
+                "--learning-rate",
+                "1e-12",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     before, after = _metrics(source), _metrics(output)
-    assert (after["model"], after["preset"], after["model_kwargs"]) == (before["model"], before["preset"],
-                                                                       before["model_kwargs"])
+    assert (after["model"], after["preset"], after["model_kwargs"]) == (
+        before["model"],
+        before["preset"],
+        before["model_kwargs"],
+    )
     assert after["encoder"] == before["encoder"] and len(after["label_names"]) == 6
     assert after["initialised_from"]["run"] == os.path.abspath(source)
     assert json.loads((output / "run.json").read_text())["init_from"] == str(source)
@@ -532,41 +797,105 @@ def test_fine_tuning_from_a_lama_run_of_before_its_presets_chose_lama_ctx(shared
 
     data, _ = _first_rows(shared_data, "trec", tmp_path)
     source = tmp_path / "source"
-    small = ["--set", "embedding_dim=8", "--set", "gru_units=4", "--set", "num_heads=2", "--set", "mlp_units=8",
-             "--sequence-length", "16", "--epochs", "1", "--quiet"]
+    small = [
+        "--set",
+        "embedding_dim=8",
+        "--set",
+        "gru_units=4",
+        "--set",
+        "num_heads=2",
+        "--set",
+        "mlp_units=8",
+        "--sequence-length",
+        "16",
+        "--epochs",
+        "1",
+        "--quiet",
+    ]
     assert main(["train", "--model", "lama", "--data", str(data), "--output", str(tmp_path / "ctx"), *small]) == 0
     assert _metrics(tmp_path / "ctx")["model_kwargs"]["use_context"] is True
     assert "context" in [layer.name for layer in load_run(tmp_path / "ctx")[0].layers]
-    assert main(["train", "--model", "lama", "--data", str(data), "--output", str(source), *small,
-                 "--set", "use_context=false"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "lama",
+                "--data",
+                str(data),
+                "--output",
+                str(source),
+                *small,
+                "--set",
+                "use_context=false",
+            ]
+        )
+        == 0
+    )
     metrics = _metrics(source)
     del metrics["model_kwargs"]["use_context"]  # as a run written before the change records it
     (source / "metrics.json").write_text(json.dumps(metrics))
     output = tmp_path / "run"
-    assert main(["train", "--init-from", str(source), "--data", str(data), "--output", str(output), "--epochs", "1",
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--init-from",
+                str(source),
+                "--data",
+                str(data),
+                "--output",
+                str(output),
+                "--epochs",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     model = load_run(output)[0]
     assert "context" not in [layer.name for layer in model.layers]
     assert _metrics(output)["initialised_from"]["weights"] == sum(
-        int(np.size(w)) for layer in load_run(source)[0].layers if layer.name != "logits" for w in layer.get_weights())
+        int(np.size(w)) for layer in load_run(source)[0].layers if layer.name != "logits" for w in layer.get_weights()
+    )
 
 
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--model", "lama"], "trained scalable_attention, and a run started from it trains the same model; leave "
-                              "out --model or give scalable_attention; got lama"),
+        (
+            ["--model", "lama"],
+            "trained scalable_attention, and a run started from it trains the same model; leave "
+            "out --model or give scalable_attention; got lama",
+        ),
         (["--max-tokens", "5000"], "takes its model's sizes, encoder and weights from"),
         (["--set", "fc_units=8", "--preset", "paper"], "; leave out --preset, --set"),
-        (["--sequence-length", "10", "--bigram-buckets", "100", "--embeddings", "word2vec", "--vectors-vocabulary", "9"],
-         "; leave out --sequence-length, --bigram-buckets, --embeddings, --vectors-vocabulary"),
+        (
+            [
+                "--sequence-length",
+                "10",
+                "--bigram-buckets",
+                "100",
+                "--embeddings",
+                "word2vec",
+                "--vectors-vocabulary",
+                "9",
+            ],
+            "; leave out --sequence-length, --bigram-buckets, --embeddings, --vectors-vocabulary",
+        ),
     ],
 )
-def test_fine_tuning_refuses_what_comes_from_the_source_run(source_run, shared_data, tmp_path, capsys, extra,
-                                                            message):
+def test_fine_tuning_refuses_what_comes_from_the_source_run(source_run, shared_data, tmp_path, capsys, extra, message):
     output = tmp_path / "run"
-    args = ["train", "--init-from", str(source_run), "--data", str(shared_data / "trec" / "test.csv.gz"),
-            "--output", str(output)]
+    args = [
+        "train",
+        "--init-from",
+        str(source_run),
+        "--data",
+        str(shared_data / "trec" / "test.csv.gz"),
+        "--output",
+        str(output),
+    ]
     assert main(args + extra) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0] and not output.exists()
@@ -575,12 +904,17 @@ def test_fine_tuning_refuses_what_comes_from_the_source_run(source_run, shared_d
 def test_fine_tuning_needs_a_finished_run_and_a_model(shared_data, tmp_path, capsys):
     data = ["--data", str(shared_data / "trec" / "test.csv.gz"), "--output", str(tmp_path / "run")]
     assert main(["train", "--init-from", str(tmp_path), *data]) == 2
-    assert f"init_from (--init-from) must be a finished run folder; {tmp_path} has no metrics.json" in capsys.readouterr().err
+    assert (
+        f"init_from (--init-from) must be a finished run folder; {tmp_path} has no metrics.json"
+        in capsys.readouterr().err
+    )
     assert main(["train", *data]) == 2
     assert "train needs --model (or --init-from, a run folder to fine-tune)" in capsys.readouterr().err
     assert main(["train", "--init-from", str(tmp_path / "run"), *data, "--overwrite"]) == 2
-    assert f"init_from (--init-from) is the output folder {tmp_path / 'run'}; write the new run to another" in \
-        capsys.readouterr().err
+    assert (
+        f"init_from (--init-from) is the output folder {tmp_path / 'run'}; write the new run to another"
+        in capsys.readouterr().err
+    )
 
 
 def test_fine_tuning_refuses_a_run_that_diverged(source_run, shared_data, tmp_path, capsys):
@@ -592,9 +926,25 @@ def test_fine_tuning_refuses_a_run_that_diverged(source_run, shared_data, tmp_pa
     model = load_run(diverged)[0]
     model.set_weights([np.full_like(weight, np.nan) for weight in model.get_weights()])
     model.save(diverged / "model.keras")
-    assert main(["train", "--init-from", str(diverged), "--data", str(shared_data / "sst2" / "dev.csv.gz"),
-                 "--output", str(tmp_path / "run"), "--epochs", "1"]) == 2
-    assert f"{diverged} (--init-from) holds weights that are not numbers (a run that diverged)" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "train",
+                "--init-from",
+                str(diverged),
+                "--data",
+                str(shared_data / "sst2" / "dev.csv.gz"),
+                "--output",
+                str(tmp_path / "run"),
+                "--epochs",
+                "1",
+            ]
+        )
+        == 2
+    )
+    assert (
+        f"{diverged} (--init-from) holds weights that are not numbers (a run that diverged)" in capsys.readouterr().err
+    )
     assert not (tmp_path / "run").exists()
 
 
@@ -612,8 +962,13 @@ def test_fine_tuning_from_imdb_reviews_lifts_a_small_sst2_sample(shared_data, tm
     imdb.write_text("".join([header, *reviews[::3]]), encoding="utf-8")  # every third: both labels (sorted by label)
     source = train("scalable_attention", str(imdb), str(tmp_path / "imdb"), sequence_length=64, epochs=1, verbose=0)
     alone = train("scalable_attention", str(sample), str(tmp_path / "alone"), validation_data=dev, verbose=0)
-    tuned = train(data=str(sample), output=str(tmp_path / "tuned"), init_from=str(tmp_path / "imdb"),
-                  validation_data=dev, verbose=0)
+    tuned = train(
+        data=str(sample),
+        output=str(tmp_path / "tuned"),
+        init_from=str(tmp_path / "imdb"),
+        validation_data=dev,
+        verbose=0,
+    )
     assert source["accuracy"]["validation"] > 0.70
     # Measured: 0.706 against 0.612 (the IMDB run alone: 0.731 on its held-out reviews; from half of
     # them: 0.733 against 0.612, and 0.772).
@@ -653,8 +1008,24 @@ def test_killed_run_resumes_from_its_checkpoint(shared_data, tmp_path, capsys):
     output = str(tmp_path / "run")
     # SST-2's test sentences: 103 batches an epoch, a checkpoint every 20: killed after the second
     # epoch's second checkpoint.
-    sst2 = ["--data", str(shared_data / "sst2" / "test.csv.gz"), "--test-data", str(shared_data / "sst2" / "dev.csv.gz")]
-    args = [*SMALL_SCALABLE, *sst2, "--output", output, "--epochs", "2", "--batch-size", "16", "--checkpoint-every", "20"]
+    sst2 = [
+        "--data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+        "--test-data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+    ]
+    args = [
+        *SMALL_SCALABLE,
+        *sst2,
+        "--output",
+        output,
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--checkpoint-every",
+        "20",
+    ]
     _kill_when(args, lambda: "epoch-0001-batch-000040.weights.h5" in _checkpoints(output))
     assert not os.path.exists(os.path.join(output, "metrics.json"))
     # A file damaged on disk is skipped for the checkpoint before it.
@@ -676,8 +1047,17 @@ def test_a_fine_tuning_run_resumes_from_its_checkpoint(source_run, shared_data, 
     source = tmp_path / "source"
     shutil.copytree(source_run, source)
     output = str(tmp_path / "run")
-    args = ["--init-from", str(source), "--data", str(shared_data / "sst2" / "test.csv.gz"), "--output", output,
-            "--epochs", "2", "--quiet"]
+    args = [
+        "--init-from",
+        str(source),
+        "--data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+        "--output",
+        output,
+        "--epochs",
+        "2",
+        "--quiet",
+    ]
     _kill_when(args, lambda: "epoch-0001-batch-000000.weights.h5" in _checkpoints(output), sig=signal.SIGINT)
     shutil.move(source, tmp_path / "elsewhere")
     status, err = _run_here(args, capsys)
@@ -697,8 +1077,19 @@ def test_mirrored_on_two_cpu_devices_matches_one_device(shared_data, tmp_path, c
     # shuffling: a strategy's distributed dataset is shuffled in another order. Adversarial
     # training's step (its own train_step) must sum its two losses' gradients over replicas
     # as Keras's does, and log the loss at one device's scale.
-    common = [*SMALL_SCALABLE, "--data", str(shared_data / "sst2" / "dev.csv.gz"), "--epochs", "1", "--batch-size", "64",
-              "--seed", "3", "--no-shuffle", *adversarial]
+    common = [
+        *SMALL_SCALABLE,
+        "--data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "64",
+        "--seed",
+        "3",
+        "--no-shuffle",
+        *adversarial,
+    ]
     status, err = _run_here([*common, "--output", str(tmp_path / "single")], capsys)
     assert status == 0, err[-2000:]
     mirrored = _run([*common, "--output", str(tmp_path / "mirrored"), "--distribute", "mirrored", "--cpu-devices", "2"])
@@ -720,21 +1111,44 @@ def test_mirrored_batches_that_do_not_split_evenly(shared_data, tmp_path, capsys
         header, *rows = handle.read().splitlines()
     (tmp_path / "small.csv").write_text("\n".join([header, *rows[:100]]) + "\n")
     (tmp_path / "two.csv").write_text("\n".join([header, *rows[100:102]]) + "\n")
-    common = [*SMALL_SCALABLE, "--data", str(tmp_path / "small.csv"), "--epochs", "1", "--distribute", "mirrored",
-              "--cpu-devices", "3"]
+    common = [
+        *SMALL_SCALABLE,
+        "--data",
+        str(tmp_path / "small.csv"),
+        "--epochs",
+        "1",
+        "--distribute",
+        "mirrored",
+        "--cpu-devices",
+        "3",
+    ]
     result = _run([*common, "--output", str(tmp_path / "odd"), "--batch-size", "32"])
     assert result.returncode == 2 and not (tmp_path / "odd").exists()
-    assert ("keras-textattn: error: batch size 32 (--batch-size: the global batch) does not split evenly over the 3 "
-            "replicas of --distribute mirrored; give a multiple of 3, e.g. 30 or 33") in result.stderr
+    assert (
+        "keras-textattn: error: batch size 32 (--batch-size: the global batch) does not split evenly over the 3 "
+        "replicas of --distribute mirrored; give a multiple of 3, e.g. 30 or 33"
+    ) in result.stderr
     result = _run([*common, "--output", str(tmp_path / "run"), "--batch-size", "33"])
     assert result.returncode == 0, result.stderr[-2000:]
     metrics = _metrics(tmp_path / "run")
     assert metrics["replicas"] == 3 and metrics["rows"]["validation"] % 3 and metrics["rows"]["validation"] < 33
     assert len(metrics["history"]["val_loss"]) == 1
-    result = _run([*common, "--output", str(tmp_path / "two"), "--batch-size", "33", "--validation-data",
-                   str(tmp_path / "two.csv")])
-    assert result.returncode == 2 and ("the validation split holds 2 rows, fewer than the 3 replicas of --distribute "
-                                       "mirrored (each needs one)") in result.stderr
+    result = _run(
+        [
+            *common,
+            "--output",
+            str(tmp_path / "two"),
+            "--batch-size",
+            "33",
+            "--validation-data",
+            str(tmp_path / "two.csv"),
+        ]
+    )
+    assert (
+        result.returncode == 2
+        and ("the validation split holds 2 rows, fewer than the 3 replicas of --distribute mirrored (each needs one)")
+        in result.stderr
+    )
     # Refused before TensorFlow sets its devices up, so in this process.
     args = ["train", *SMALL_SCALABLE, "--data", str(tmp_path / "small.csv"), "--output", str(tmp_path / "x")]
     with pytest.raises(SystemExit) as exit_:
@@ -746,9 +1160,11 @@ def test_mirrored_batches_that_do_not_split_evenly(shared_data, tmp_path, capsys
     # A multi-worker run's strategy takes one CPU device per worker: the split did nothing (1 replica).
     for distribute in (["multi-worker"], ["ray", "--workers", "2"]):
         assert main([*args, "--cpu-devices", "2", "--distribute", *distribute]) == 2
-        assert (f"--cpu-devices splits the CPU for --distribute mirrored; a {distribute[0]} run trains on one CPU device "
-                "per worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead"
-                in capsys.readouterr().err)
+        assert (
+            f"--cpu-devices splits the CPU for --distribute mirrored; a {distribute[0]} run trains on one CPU device "
+            "per worker (TensorFlow's MultiWorkerMirroredStrategy): start more workers instead"
+            in capsys.readouterr().err
+        )
 
 
 def _free_ports(count):
@@ -771,8 +1187,17 @@ def sst2_shards(shared_data, tmp_path_factory):
     for index in range(2):
         with gzip.open(folder / f"train-{index}.csv.gz", "wt", encoding="utf-8") as handle:
             handle.write("\n".join([header, *rows[index::2]]) + "\n")
-    args = [*SMALL_SCALABLE, "--data", str(folder / "train-*.csv.gz"), "--test-data",
-            str(shared_data / "sst2" / "test.csv.gz"), "--epochs", "1", "--batch-size", "64"]
+    args = [
+        *SMALL_SCALABLE,
+        "--data",
+        str(folder / "train-*.csv.gz"),
+        "--test-data",
+        str(shared_data / "sst2" / "test.csv.gz"),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "64",
+    ]
     return folder, args
 
 
@@ -795,8 +1220,15 @@ def _start_two_workers(args, worker_args=((), ())):
     workers = []
     for index in range(2):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        workers.append(subprocess.Popen(_command(*args, *worker_args[index], "--distribute", "multi-worker"), env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        workers.append(
+            subprocess.Popen(
+                _command(*args, *worker_args[index], "--distribute", "multi-worker"),
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     return workers
 
 
@@ -824,9 +1256,30 @@ def test_multi_worker_parts_of_different_sizes(shared_data, tmp_path):
     for index, part in enumerate((rows[:240], rows[240:])):
         (tmp_path / f"train-{index}.csv").write_text("\n".join([header, *part]) + "\n", encoding="utf-8")
     output = tmp_path / "run"
-    _two_workers(["--model", "hcan", "--sequence-length", "16", "--max-sentences", "2", "--max-tokens", "2000",
-                  "--data", str(tmp_path / "train-*.csv"), "--batch-size", "8", "--epochs", "1", "--quiet",
-                  "--output", str(output), *VALIDATED, "--class-weight", "balanced"])
+    _two_workers(
+        [
+            "--model",
+            "hcan",
+            "--sequence-length",
+            "16",
+            "--max-sentences",
+            "2",
+            "--max-tokens",
+            "2000",
+            "--data",
+            str(tmp_path / "train-*.csv"),
+            "--batch-size",
+            "8",
+            "--epochs",
+            "1",
+            "--quiet",
+            "--output",
+            str(output),
+            *VALIDATED,
+            "--class-weight",
+            "balanced",
+        ]
+    )
     metrics = _metrics(output)
     assert metrics["replicas"] == 2
     assert metrics["history"]["val_accuracy"][metrics["best_epoch"]] == metrics["accuracy"]["validation"]
@@ -845,8 +1298,21 @@ def test_killed_multi_worker_run_resumes_from_the_chiefs_backup(shared_data, tmp
     for index in range(2):
         (tmp_path / f"train-{index}.csv").write_text("\n".join([header, *rows[index::2]]) + "\n", encoding="utf-8")
     output = tmp_path / "run"
-    args = [*SMALL_SCALABLE, "--data", str(tmp_path / "train-*.csv"), "--batch-size", "64", "--epochs", "3",
-            "--output", str(output), "--lr-schedule", "plateau", "--early-stopping", "2"]
+    args = [
+        *SMALL_SCALABLE,
+        "--data",
+        str(tmp_path / "train-*.csv"),
+        "--batch-size",
+        "64",
+        "--epochs",
+        "3",
+        "--output",
+        str(output),
+        "--lr-schedule",
+        "plateau",
+        "--early-stopping",
+        "2",
+    ]
     own_output = ((), ("--output", str(tmp_path / "worker-1")))
     workers = _start_two_workers(args, own_output)
     try:
@@ -874,13 +1340,16 @@ def test_killed_multi_worker_run_resumes_from_the_chiefs_backup(shared_data, tmp
 def _loop_data(validation_labels=0):
     """Rows for the multi-worker loop: 16 training rows labelled 0, and 8 validation rows of the same
     inputs labelled `validation_labels`."""
-    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.datasets.splits import TextClassificationData
 
     inputs = np.random.default_rng(0).normal(size=(16, 2)).astype("float32")
-    return TextClassificationData(splits={
-        "train": tf.data.Dataset.from_tensor_slices((inputs, np.zeros(16, "int32"))),
-        "validation": tf.data.Dataset.from_tensor_slices((inputs[:8], np.full(8, validation_labels, "int32")))},
-        label_names=["a", "b"])
+    return TextClassificationData(
+        splits={
+            "train": tf.data.Dataset.from_tensor_slices((inputs, np.zeros(16, "int32"))),
+            "validation": tf.data.Dataset.from_tensor_slices((inputs[:8], np.full(8, validation_labels, "int32"))),
+        },
+        label_names=["a", "b"],
+    )
 
 
 def _loop_model(learning_rate):
@@ -897,35 +1366,61 @@ def test_multi_worker_loop_lowers_a_cosine_rate_every_batch(tmp_path, capsys):
     (history.csv, TensorBoard, the checkpoints) and, verbose, a printed line, as it happens (a run on several
     machines showed nothing until it ended, and wrote neither)."""
     from keras_textattn.training.backup import RunBackup
-    from keras_textattn.training.schedules import rate_at
-    from keras_textattn.training.schedules import schedule_callbacks
     from keras_textattn.training.callbacks import EpochRateTensorBoard as _EpochRateTensorBoard
     from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
     from keras_textattn.training.run_state import read_history as _read_history
+    from keras_textattn.training.schedules import rate_at
+    from keras_textattn.training.schedules import schedule_callbacks
 
     model, data = _loop_model(0.01), _loop_data()
-    callbacks = [*schedule_callbacks("cosine", 0.01, 2), keras.callbacks.CSVLogger(str(tmp_path / "history.csv")),
-                 _EpochRateTensorBoard(str(tmp_path / "logs")), RunBackup(str(tmp_path / "backup"), every=3)]
-    history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 2, 4,
-                                4, callbacks, verbose=True, validation_batches_of=lambda part, size: part.batch(size),
-                                validation_batch_size=3)
+    callbacks = [
+        *schedule_callbacks("cosine", 0.01, 2),
+        keras.callbacks.CSVLogger(str(tmp_path / "history.csv")),
+        _EpochRateTensorBoard(str(tmp_path / "logs")),
+        RunBackup(str(tmp_path / "backup"), every=3),
+    ]
+    history = _fit_multi_worker(
+        tf.distribute.get_strategy(),
+        model,
+        data,
+        lambda part, size: part.batch(size),
+        2,
+        4,
+        4,
+        callbacks,
+        verbose=True,
+        validation_batches_of=lambda part, size: part.batch(size),
+        validation_batch_size=3,
+    )
     rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
     assert np.isclose(rate, rate_at("cosine", 0.01, 2)(1.75))
     np.testing.assert_allclose(history["learning_rate"], [0.01, 0.005], rtol=1e-6)
     assert sorted(history) == ["accuracy", "epoch", "learning_rate", "loss", "seconds", "val_accuracy", "val_loss"]
     assert [history["val_loss"][-1], history["val_accuracy"][-1]] == pytest.approx(
-        model.evaluate(data["validation"].batch(3), verbose=0), rel=1e-6)
+        model.evaluate(data["validation"].batch(3), verbose=0), rel=1e-6
+    )
     assert _read_history(tmp_path / "history.csv") == {name: pytest.approx(values) for name, values in history.items()}
     _assert_tensorboard_draws_the_history(tmp_path, history)
     # Checkpoints after every third batch and at each epoch's end, as `fit` has them (the two newest kept).
-    assert sorted(os.listdir(tmp_path / "backup")) == ["epoch-0001-batch-000003.weights.h5",
-                                                       "epoch-0002-batch-000000.weights.h5"]
+    assert sorted(os.listdir(tmp_path / "backup")) == [
+        "epoch-0001-batch-000003.weights.h5",
+        "epoch-0002-batch-000000.weights.h5",
+    ]
     printed = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("worker 0 of 1 reads")]
     assert [line.split(" - ")[:4] for line in printed] == [
-        ["Epoch 1/2", f"loss: {history['loss'][0]:.4g}", f"accuracy: {history['accuracy'][0]:.4g}",
-         "learning_rate: 0.01"],
-        ["Epoch 2/2", f"loss: {history['loss'][1]:.4g}", f"accuracy: {history['accuracy'][1]:.4g}",
-         "learning_rate: 0.005"]], printed
+        [
+            "Epoch 1/2",
+            f"loss: {history['loss'][0]:.4g}",
+            f"accuracy: {history['accuracy'][0]:.4g}",
+            "learning_rate: 0.01",
+        ],
+        [
+            "Epoch 2/2",
+            f"loss: {history['loss'][1]:.4g}",
+            f"accuracy: {history['accuracy'][1]:.4g}",
+            "learning_rate: 0.005",
+        ],
+    ], printed
 
 
 def test_multi_worker_loop_stops_early_and_lowers_the_rate_on_a_plateau(tmp_path):
@@ -935,14 +1430,23 @@ def test_multi_worker_loop_stops_early_and_lowers_the_rate_on_a_plateau(tmp_path
     patience of 2 the run stops after the third of 6 epochs, the plateau halves the rate after the
     second (patience 1), and the first epoch's weights come back."""
     from keras_textattn.training.backup import BestEpoch
-    from keras_textattn.training.schedules import schedule_callbacks
     from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
+    from keras_textattn.training.schedules import schedule_callbacks
 
     model, data = _loop_model(0.05), _loop_data(validation_labels=1)
     best = BestEpoch(str(tmp_path), patience=2)
-    history = _fit_multi_worker(tf.distribute.get_strategy(), model, data, lambda part, size: part.batch(size), 6, 4,
-                                4, [*schedule_callbacks("plateau", 0.05, 6, str(tmp_path)), best],
-                                validation_batches_of=lambda part, size: part.batch(size), validation_batch_size=4)
+    history = _fit_multi_worker(
+        tf.distribute.get_strategy(),
+        model,
+        data,
+        lambda part, size: part.batch(size),
+        6,
+        4,
+        4,
+        [*schedule_callbacks("plateau", 0.05, 6, str(tmp_path)), best],
+        validation_batches_of=lambda part, size: part.batch(size),
+        validation_batch_size=4,
+    )
     assert np.all(np.diff(history["val_loss"]) > 0) and history["epoch"] == [0, 1, 2]
     np.testing.assert_allclose(history["learning_rate"], [0.05, 0.05, 0.025], rtol=1e-6)
     assert (best.best["epoch"], best.stopped) == (0, True)
@@ -954,7 +1458,7 @@ def test_multi_worker_loop_weighs_classes_as_fit_does():
     """Class weights in the multi-worker loop (they were refused there) train as `fit`'s
     `class_weight`: from the same weights, an epoch over the same batches gives the same weights,
     loss and training accuracy."""
-    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.datasets.splits import TextClassificationData
     from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     inputs = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
@@ -965,9 +1469,16 @@ def test_multi_worker_loop_weighs_classes_as_fit_does():
         model.set_weights(by_fit.get_weights())
     weights = {0: 0.5, 1: 3.0}
     fitted = by_fit.fit(rows.batch(4), epochs=1, class_weight=weights, shuffle=False, verbose=0).history
-    looped = _fit_multi_worker(tf.distribute.get_strategy(), by_loop, TextClassificationData(
-        splits={"train": rows}, label_names=["a", "b"]), lambda part, size: part.batch(size), 1, 4, 4,
-        class_weights=weights)
+    looped = _fit_multi_worker(
+        tf.distribute.get_strategy(),
+        by_loop,
+        TextClassificationData(splits={"train": rows}, label_names=["a", "b"]),
+        lambda part, size: part.batch(size),
+        1,
+        4,
+        4,
+        class_weights=weights,
+    )
     for fit_weight, loop_weight in zip(by_fit.get_weights(), by_loop.get_weights(), strict=True):
         np.testing.assert_allclose(loop_weight, fit_weight, rtol=1e-5, atol=1e-6)
     assert looped["loss"] + looped["accuracy"] == pytest.approx(fitted["loss"] + fitted["accuracy"], rel=1e-5)
@@ -980,9 +1491,9 @@ def test_multi_worker_loop_smooths_labels_as_fit_does():
     """`--label-smoothing` in the multi-worker loop trains as `fit` compiled with the run's loss
     does: from the same weights, an epoch over the same batches gives the same weights, loss and
     validation loss (the smoothed one)."""
-    from keras_textattn.datasets.loading import TextClassificationData
-    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
+    from keras_textattn.datasets.splits import TextClassificationData
     from keras_textattn.training import classifier_loss
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     inputs = np.random.default_rng(1).normal(size=(16, 2)).astype("float32")
     labels = (inputs[:, 0] > 0.5).astype("int32")
@@ -993,10 +1504,18 @@ def test_multi_worker_loop_smooths_labels_as_fit_does():
     for model in (by_loop, plain):
         model.set_weights(by_fit.get_weights())
     fitted = by_fit.fit(rows.batch(4), validation_data=rows.batch(8), epochs=1, shuffle=False, verbose=0).history
-    looped = _fit_multi_worker(tf.distribute.get_strategy(), by_loop, TextClassificationData(
-        splits={"train": rows, "validation": rows}, label_names=["a", "b"]), lambda part, size: part.batch(size),
-        1, 4, 4, validation_batches_of=lambda part, size: part.batch(size), validation_batch_size=8,
-        label_smoothing=0.3)
+    looped = _fit_multi_worker(
+        tf.distribute.get_strategy(),
+        by_loop,
+        TextClassificationData(splits={"train": rows, "validation": rows}, label_names=["a", "b"]),
+        lambda part, size: part.batch(size),
+        1,
+        4,
+        4,
+        validation_batches_of=lambda part, size: part.batch(size),
+        validation_batch_size=8,
+        label_smoothing=0.3,
+    )
     for fit_weight, loop_weight in zip(by_fit.get_weights(), by_loop.get_weights(), strict=True):
         np.testing.assert_allclose(loop_weight, fit_weight, rtol=1e-5, atol=1e-6)
     for key in ("loss", "val_loss"):
@@ -1010,27 +1529,44 @@ def test_a_diverged_run_is_an_error_not_a_finished_run(tmp_path, capsys):
     """A loss of NaN (at a learning rate of 1e37) stops the run at that epoch's end with one line
     that says so, before its history row and checkpoint (it was "Finished", and `predict` said
     "nan"); the multi-worker loop checks each epoch too."""
-    from keras_textattn.datasets.loading import TextClassificationData
+    from keras_textattn.datasets.splits import TextClassificationData
     from keras_textattn.run_folder import RunError
     from keras_textattn.training import train
-    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
     from keras_textattn.training.callbacks import check_converging
+    from keras_textattn.training.multi_worker import fit_multi_worker as _fit_multi_worker
 
     data = tmp_path / "rows.csv"
-    data.write_text("label,text\n" + "".join(f"{i % 2},{'good fine' if i % 2 else 'bad dull'} text {i}\n"
-                                             for i in range(300)))
+    data.write_text(
+        "label,text\n" + "".join(f"{i % 2},{'good fine' if i % 2 else 'bad dull'} text {i}\n" for i in range(300))
+    )
     said = "training diverged in epoch 1: its loss is nan; a lower --learning-rate"
     with pytest.raises(RunError, match=re.escape(said)):
-        train("scalable_attention", str(data), str(tmp_path / "run"), epochs=2, learning_rate=1e37, verbose=1,
-              model_kwargs={"embedding_dim": 8, "fc_units": 8})
+        train(
+            "scalable_attention",
+            str(data),
+            str(tmp_path / "run"),
+            epochs=2,
+            learning_rate=1e37,
+            verbose=1,
+            model_kwargs={"embedding_dim": 8, "fc_units": 8},
+        )
     assert capsys.readouterr().out.endswith("\n")  # the progress bar's line ends: the error is a line of its own
     assert not (tmp_path / "run").exists()  # nothing was trained: no folder is left (as for any failure)
     rows = tf.data.Dataset.from_tensor_slices((np.full((8, 2), np.nan, "float32"), np.zeros(8, "int32")))
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="softmax")])
     model.compile(keras.optimizers.Adam(0.01))
-    with pytest.raises(RunError, match=re.escape(said.replace("--learning-rate", "--learning-rate (this run's: 0.01)"))):
-        _fit_multi_worker(tf.distribute.get_strategy(), model, TextClassificationData(splits={"train": rows},
-                          label_names=["a", "b"]), lambda part, size: part.batch(size), 2, 4, 2)
+    with pytest.raises(
+        RunError, match=re.escape(said.replace("--learning-rate", "--learning-rate (this run's: 0.01)"))
+    ):
+        _fit_multi_worker(
+            tf.distribute.get_strategy(),
+            model,
+            TextClassificationData(splits={"train": rows}, label_names=["a", "b"]),
+            lambda part, size: part.batch(size),
+            2,
+            4,
+            2,
+        )
     # Weights that are not numbers under a finite loss (cross-entropy clips the NaN probabilities they give).
     model.set_weights([np.full_like(weight, np.nan) for weight in model.get_weights()])
     with pytest.raises(RunError, match=re.escape("training diverged in epoch 3: its weights are no longer numbers")):
@@ -1047,10 +1583,30 @@ def test_multi_worker_loop_scales_the_loss_under_mixed_float16(sst2_shards, tmp_
     the usual 1e-3 (at 0.01, the schedule ignored, history would say so)."""
     _, args = sst2_shards
     output = tmp_path / "mixed-run"  # not beside the shards: one run folder there is the next test's check
-    env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": [f"localhost:{_free_ports(1)[0]}"]},
-                                                 "task": {"type": "worker", "index": 0}}))
-    result = _run([*args, "--output", str(output), "--distribute", "multi-worker", "--dtype-policy", "mixed_float16",
-                   "--learning-rate", "0.01", "--lr-schedule", "step:1", "--adversarial", "0.05"], env=env)
+    env = dict(
+        os.environ,
+        TF_CONFIG=json.dumps(
+            {"cluster": {"worker": [f"localhost:{_free_ports(1)[0]}"]}, "task": {"type": "worker", "index": 0}}
+        ),
+    )
+    result = _run(
+        [
+            *args,
+            "--output",
+            str(output),
+            "--distribute",
+            "multi-worker",
+            "--dtype-policy",
+            "mixed_float16",
+            "--learning-rate",
+            "0.01",
+            "--lr-schedule",
+            "step:1",
+            "--adversarial",
+            "0.05",
+        ],
+        env=env,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     metrics = _metrics(output)
     assert metrics["dtype_policy"] == "mixed_float16" and metrics["accuracy"]["test"] > 0.68
@@ -1064,8 +1620,12 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
     output, outputs = multi_worker_run
     for index in range(2):
         assert f"worker {index} of 2 reads 1 of 2 shards: train-{index}.csv.gz" in outputs[index]
-    models = [os.path.join(root, name) for root, _, names in os.walk(sst2_shards[0]) for name in names
-              if name == "model.keras"]
+    models = [
+        os.path.join(root, name)
+        for root, _, names in os.walk(sst2_shards[0])
+        for name in names
+        if name == "model.keras"
+    ]
     assert models == [os.path.join(output, "model.keras")]
     metrics = _metrics(output)
     assert metrics["replicas"] == 2
@@ -1078,7 +1638,8 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
     from keras_textattn.training.run_state import read_history as _read_history
 
     assert _read_history(os.path.join(output, "history.csv")) == {
-        column: pytest.approx(values) for column, values in _metrics(output)["history"].items()}
+        column: pytest.approx(values) for column, values in _metrics(output)["history"].items()
+    }
     _assert_tensorboard_draws_the_history(output)
     # Saved with the run's optimizer (Adam, not `compile`'s default RMSprop) and its trained state, as a
     # one-device run's model is, for whoever loads it to train it further (without Keras's warning that
@@ -1090,8 +1651,9 @@ def test_multi_worker_on_localhost_writes_one_model(multi_worker_run, sst2_shard
 
 
 @pytest.mark.xdist_group("multi_worker")
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)'
+)
 def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp_path):
     """`--distribute ray --workers 2` on a local Ray cluster: the same losses as the workers started by hand."""
     folder, args = sst2_shards
@@ -1100,8 +1662,11 @@ def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp
     # workers they got almost no CPU, and this run took up to 8 minutes under `-n 3` on 2 cores
     # (1 to 3 alone; 2 in the suite at niceness 0, where they take their share). The timeout
     # guards against a hang.
-    result = _run([*args, *VALIDATED, "--output", str(output), "--distribute", "ray", "--workers", "2"], timeout=600,
-                  env=dict(os.environ, RAY_worker_niceness="0"))
+    result = _run(
+        [*args, *VALIDATED, "--output", str(output), "--distribute", "ray", "--workers", "2"],
+        timeout=600,
+        env=dict(os.environ, RAY_worker_niceness="0"),
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     by_hand, by_ray = _metrics(multi_worker_run[0]), _metrics(output)
     assert by_ray["replicas"] == 2 and by_ray["distribute"] == "multi-worker"
@@ -1110,8 +1675,9 @@ def test_ray_starts_the_same_multi_worker_run(multi_worker_run, sst2_shards, tmp
     assert "Finished scalable_attention" in result.stdout
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)'
+)
 def test_ray_reserves_the_workers_cpus_and_no_more():
     """N workers of one CPU need N CPUs, under Ray Train V1 and V2 alike. V1 (Ray 2.40, or
     `RAY_TRAIN_V2_ENABLED=0`) reserves a CPU for its coordinator by default: 2 workers on a 2-CPU
@@ -1132,10 +1698,12 @@ def test_ray_reserves_the_workers_cpus_and_no_more():
 
 
 @pytest.mark.xdist_group("multi_worker")
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)')
-def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(multi_worker_run, sst2_shards, tmp_path,
-                                                                            monkeypatch):
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason='Ray is an optional extra: pip install -e ".[ray]" (CI installs it)'
+)
+def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(
+    multi_worker_run, sst2_shards, tmp_path, monkeypatch
+):
     """What the driver can tell is refused before Ray starts (half a minute; and at an address where
     no cluster answers `ray.init` retried without end), and `--ray-address` without Ray too (it was
     ignored). The workers' working folder is Ray's: every local path reaches them absolute (a
@@ -1148,27 +1716,41 @@ def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(mult
     from keras_textattn.training.ray_launcher import worker_arguments
 
     folder, _ = sst2_shards
-    options = dict(model="scalable_attention", data=str(folder / "train-*.csv.gz"), workers=2, distribute="ray",
-                   verbose=0)
+    options = dict(
+        model="scalable_attention", data=str(folder / "train-*.csv.gz"), workers=2, distribute="ray", verbose=0
+    )
     with pytest.raises(RunError, match="already holds a finished run"):
         train(output=multi_worker_run[0], **options)
     (port,) = _free_ports(1)
-    with pytest.raises(RunError, match=rf"no Ray cluster answers at 127\.0\.0\.1:{port} \(--ray-address, else "
-                                       r"RAY_ADDRESS\): .*; start one there \(ray start --head\), or give neither"):
+    with pytest.raises(
+        RunError,
+        match=rf"no Ray cluster answers at 127\.0\.0\.1:{port} \(--ray-address, else "
+        r"RAY_ADDRESS\): .*; start one there \(ray start --head\), or give neither",
+    ):
         train(output=str(tmp_path / "run"), ray_address=f"127.0.0.1:{port}", **options)
     assert not ray.is_initialized() and not (tmp_path / "run").exists()
     with pytest.raises(RunError, match="--ray-address names the Ray cluster of --distribute ray; got distribute None"):
-        train("scalable_attention", str(folder / "train-*.csv.gz"), str(tmp_path / "run"), ray_address="auto", verbose=0)
+        train(
+            "scalable_attention", str(folder / "train-*.csv.gz"), str(tmp_path / "run"), ray_address="auto", verbose=0
+        )
 
     monkeypatch.chdir(tmp_path)
     for name in ("texts.csv", "vectors.txt", "word2vec"):  # a file named as word2vec is still the name
         (tmp_path / name).write_text("")
     (tmp_path / "source").mkdir()
-    config = TrainConfig(test_data="ag_news", init_from="source", embeddings="vectors.txt", distribute="ray",
-                         workers=2, verbose=0)
+    config = TrainConfig(
+        test_data="ag_news", init_from="source", embeddings="vectors.txt", distribute="ray", workers=2, verbose=0
+    )
     assert worker_arguments("texts.csv", "out", config) == (
-        str(tmp_path / "texts.csv"), str(tmp_path / "out"),
-        dataclasses.replace(config, distribute="multi-worker", workers=None, init_from=str(tmp_path / "source"),
-                            embeddings=str(tmp_path / "vectors.txt")))
+        str(tmp_path / "texts.csv"),
+        str(tmp_path / "out"),
+        dataclasses.replace(
+            config,
+            distribute="multi-worker",
+            workers=None,
+            init_from=str(tmp_path / "source"),
+            embeddings=str(tmp_path / "vectors.txt"),
+        ),
+    )
     for name in ("word2vec", "glove-6b-50d"):
         assert worker_arguments("texts.csv", "out", dataclasses.replace(config, embeddings=name))[2].embeddings == name
