@@ -58,9 +58,7 @@ class Classifier:
             LiteRT interpreter, one text per call, on the ids of `export.ClientTokenizer`,
             as a device runs it (to measure what quantisation costs on your own data).
             A list of them is an ensemble: the mean of their probabilities (soft voting),
-            for runs trained on the same classes (any model, vocabulary or length each; on
-            IMDB two paper models averaged are level with TF-IDF + LR where each alone is
-            not: BENCHMARKS.md, "Two paper models averaged").
+            for runs trained on the same classes (any model, vocabulary or length each).
 
     Attributes:
         label_names: class names, index = label id (an ensemble's: its first member's order).

@@ -55,7 +55,7 @@ class LocalFile:
             messages of one author): a validation split carved from this file holds out
             whole groups (about `validation_fraction` of them, chosen by a seeded hash of the
             value), so that no group is on both sides and the held-out score is not inflated
-            by what the model learns of a group it also trains on (BENCHMARKS.md, IMDB). A row
+            by what the model learns of a group it also trains on. A row
             with an empty value is a group of its own. Files read into memory only.
     """
 

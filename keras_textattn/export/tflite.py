@@ -40,7 +40,8 @@ CALIBRATION_TEXTS = 200
 CALIBRATION_ROWS_READ = 20_000
 # An int8 export whose labels agree with the float model's on fewer of those others is warned of.
 INT8_AGREEMENT_WARNED = 0.98
-# A layer normalisation whose epsilon is below this is named in that warning (HCAN's 1e-6: BENCHMARKS.md).
+# A layer normalisation whose epsilon is below this is named in that warning (int8 cannot resolve
+# the tiny variances such an epsilon amplifies).
 SMALL_EPSILON = 1e-4
 # What an export writes: `overwrite` replaces a folder holding these alone (`check_output`).
 TFLITE_ENTRIES = frozenset({"model.tflite", "encoder.json", "labels.json", "vocabulary.txt", "verification.json"})
@@ -74,7 +75,7 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
     token-id inputs stay int32 and the output float32 probabilities, so clients are
     unchanged. Its labels are not the float model's for every text: the report gives
     how often they agree on as many other texts of `calibration_texts`
-    (`held_out_argmax_agreement`; BENCHMARKS.md has the paper models' figures), and a
+    (`held_out_argmax_agreement`; the docs' results page has the paper models'), and a
     warning says so where that is below `INT8_AGREEMENT_WARNED`.
     Models with recurrent layers (LAMA's BiGRU, CSPAN's BiLSTM) are refused (`RecurrentInt8Error`): TensorFlow's
     calibrator crashes the process on them (tensorflow/tensorflow#87468, #41305);

@@ -111,8 +111,8 @@ def logits_model(model):
     The classifiers output probabilities (the papers' softmax); TensorFlow's cross-entropy
     reads the logits behind a softmax, the other backends' clip the probabilities, so a
     prediction that saturates (probability 1.0 in float32) has a zero gradient there and
-    the model stops learning for good: measured on IMDB at 1,024 tokens, CSPAN at the paper's
-    sizes on JAX stayed at chance for 2 of 3 seeds (BENCHMARKS.md). Training the logits
+    the model stops learning for good (CSPAN at the paper's sizes on long texts, on JAX, could
+    stay at chance). Training the logits
     model updates `model`, which keeps serving probabilities.
     """
     return keras.Model(

@@ -98,8 +98,8 @@ def build_kim_cnn_classifier(
     return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
-# cpu presets: on 2 cores the Transformer encoder trains 14x, Kim's CNN 4.5x and BiGRU 1.4x as fast as
-# at the papers' sizes (benchmarks/presets.py).
+# cpu presets: sizes that train on 2 cores in minutes, faster than the papers' (the Transformer encoder
+# most, the BiGRU least).
 SPECS = (
     ModelSpec(
         "transformer",

@@ -47,11 +47,10 @@ def build_cspan_classifier(
 
 # Sec. 3.2: Adam at 1e-3 with weight decay 1e-4, mini-batches of 64, the learning rate divided by 10 at
 # epochs 20 and 25 of 30 (GloVe 6B 300-d embeddings need the file: --embeddings glove.6B.300d.txt; the 50-d
-# ones come from a pip package, --embeddings glove-6b-50d --set embedding_dim=50: +2.9 points on AG News,
-# BENCHMARKS.md, "GloVe 6B from a pip package"; not a default, as the package is optional).
-# cpu preset: embedding 64 (4x the training speed of the paper's 300 on 2 cores: benchmarks/presets.py),
-# and the cosine schedule: `train()`'s held-out tenth preferred it to a constant rate on TREC, SST-2 and
-# AG News (+0.5, +2.9, +1.0 points; R8 -0.6, inside its spread; BENCHMARKS.md, "The cosine schedule").
+# ones come from a pip package, --embeddings glove-6b-50d --set embedding_dim=50; not a default, as the
+# package is optional).
+# cpu preset: embedding 64 (several times faster than the paper's 300 on 2 cores), and the cosine
+# schedule, which `train()`'s held-out tenth preferred to a constant rate on most datasets.
 SPEC = ModelSpec(
     "cspan",
     build_cspan_classifier,

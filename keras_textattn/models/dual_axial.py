@@ -54,7 +54,7 @@ def build_dual_axial_classifier(
     return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 
-# cpu preset: embedding 32, FC 64 (3x the paper's sizes' training speed on 2 cores: benchmarks/presets.py).
+# cpu preset: embedding 32, FC 64 (several times the paper's sizes' training speed on 2 cores).
 SPEC = ModelSpec(
     "dual_axial", build_dual_axial_classifier, bigrams=True, cpu_defaults={"embedding_dim": 32, "fc_units": 64}
 )

@@ -72,8 +72,7 @@ def build_hcan_classifier(
     the bigram ids have the token ids' shape and pair words of the same sentence row.
     `layer_norm_epsilon`: of the parallel self-attentions' layer normalisation (Eq. 4; the paper
     gives none). 1e-3 instead of 1e-6 is for full-integer (int8) export: the normalised rows'
-    variance is about 2e-6, which the small epsilon amplifies past what int8 resolves
-    (BENCHMARKS.md, "End to end").
+    variance is tiny, and the small epsilon amplifies it past what int8 resolves.
     """
     check_bool("build_hcan_classifier", "hierarchical", hierarchical)
     check_bool("build_hcan_classifier", "parallel", parallel)
@@ -128,8 +127,8 @@ def build_hcan_classifier(
 # Sec. 4: word embeddings from word2vec trained on the dataset "using a minimum word frequency of 5": rarer
 # words have no vector, and we leave them out of the vocabulary (min_frequency 5; our reading). Not taken
 # from sec. 4.3: Adam at 2e-5 with one document per step (no batching); at our batches of 32 that rate
-# barely moves. cpu preset: 64 wide, 4 heads (16x the training speed of the paper's 512 and 8 on 2 cores:
-# benchmarks/presets.py).
+# barely moves. cpu preset: 64 wide, 4 heads (an order of magnitude faster than the paper's 512 and 8 on
+# 2 cores).
 SPEC = ModelSpec(
     "hcan",
     build_hcan_classifier,

@@ -72,8 +72,8 @@ def build_lama_classifier(
 # "minibatch stochastic gradient descent with momentum and weight decay" (momentum 0.9, weight decay 1e-4,
 # learning rate 0.05, batch 32; Eq. 18's regularisation is an option, `regularization`, off as in LAMA+ctx).
 # cpu preset: embedding 64, BiGRU 32, 4 heads, MLP 64: about as fast as the paper's sizes on 2 cores (the
-# BiGRU's steps dominate; benchmarks/presets.py), kept so a default run has the sizes BENCHMARKS.md reports.
-# Both presets build LAMA+ctx, Table 4's best on every dataset and what BENCHMARKS.md measures (the
+# BiGRU's steps dominate), kept so a default run has the sizes the results page reports.
+# Both presets build LAMA+ctx, Table 4's best on every dataset and what the results page measures (the
 # builder's default, LAMA, learns its context vector; `--set use_context=false` for it).
 SPEC = ModelSpec(
     "lama",

@@ -46,13 +46,11 @@ def build_scalable_attention_classifier(
 
 # No paper recipe: its Adam is train()'s default, and its mini-batches of 1,000 (sec. 3.4, for
 # 120k-3.6M-row datasets) would give a few steps an epoch on ours. cpu preset: embedding 64, FC 64.
-# The paper's sizes train about as fast on 2 cores (benchmarks/presets.py); these are kept so that a
-# default run has the sizes BENCHMARKS.md reports.
-# Texts up to 1,024 tokens: its cost is linear in length (IMDB at 768 tokens instead of 256:
-# test accuracy 0.864 instead of 0.845 over 3 seeds, 1.3x the training time; BENCHMARKS.md).
-# The cosine schedule: `train()`'s held-out tenth preferred it to a constant rate on TREC, SST-2,
-# AG News and IMDB (+0.3, +2.0, +0.7, +0.4 points; R8 -0.2), and IMDB's film-disjoint carves did
-# too (BENCHMARKS.md, "The cosine schedule"). Dual-axial's held-out rows did not: not a global default.
+# The paper's sizes train about as fast on 2 cores; these are kept so that a default run has the
+# sizes the results page reports.
+# Texts up to 1,024 tokens: its cost is linear in length, and long reviews gain from being read whole.
+# The cosine schedule: `train()`'s held-out tenth preferred it to a constant rate on most datasets;
+# dual-axial's held-out rows did not, so it is this model's default, not a global one.
 SPEC = ModelSpec(
     "scalable_attention",
     build_scalable_attention_classifier,

@@ -52,7 +52,7 @@ class ModelSpec:
             preset for those a user leaves unset.
         cpu_training: `train()` arguments of the "cpu" preset for those a user leaves
             unset, where held-out data preferred them to `train()`'s own defaults
-            (scalable attention: the cosine schedule; BENCHMARKS.md).
+            (scalable attention: the cosine schedule).
     """
 
     name: str

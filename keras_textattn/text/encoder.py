@@ -67,10 +67,9 @@ class TextEncoder(keras.layers.Layer):
     vocabulary to adapt and store, unseen bigrams still get an id, and the memory is
     fixed by the number of buckets. `bigrams_of="vocabulary"` (the default) pairs the
     tokens as the vocabulary sees them: a token outside it is `[UNK]` in its bigrams, so
-    a small vocabulary also keeps rare names out of the bigrams (IMDB, whose test films are
-    new ones, 2,000 tokens, 200,000 buckets: 0.875 held out on whole films, against 0.868
-    pairing the tokens as written and 0.862 without bigrams; BENCHMARKS.md); `"tokens"`
-    pairs the tokens as written.
+    a small vocabulary also keeps rare names out of the bigrams, which helps where test
+    texts name new things (reviews of films not trained on); `"tokens"` pairs the tokens
+    as written.
 
     Hierarchical mode (`hierarchical=True`, for HCAN): texts are split into
     sentences on `.`, `!` and `?` (the paper's rule; with `split_cjk` also on `。`
@@ -81,10 +80,9 @@ class TextEncoder(keras.layers.Layer):
     than `max_sentences` hold the rest of its long sentences, in order
     (`vocabulary.sentence_rows`; no sentence is dropped for the tail of another). Text
     without sentence ends (R8's, lower-cased without punctuation; transcripts) is one long
-    "sentence", read whole that way (HCAN at 24 words a row: R8 +2.1 points, AG News +1.3,
-    SST-2 +1.6); at the lengths `train` chooses, held-out data gains on AG News and SST-2 and
-    loses on R8, TREC and IMDB, so it is not the default (`train(split_long_sentences=True)`,
-    `--split-long-sentences`; BENCHMARKS.md, "HCAN and long sentences").
+    "sentence", read whole that way. Held-out data gained on some datasets and lost on
+    others, so it is not the default (`train(split_long_sentences=True)`,
+    `--split-long-sentences`; the docs' "What we tried").
 
     Chinese and Japanese (`split_cjk=True`, the default): these scripts put no spaces
     between words, so a sentence would be one "word" that no other text repeats. Each
@@ -318,8 +316,8 @@ class TextEncoder(keras.layers.Layer):
             tokens, _, frequency = tf.unique_with_counts(self.tokenize(texts).flat_values)
             return tokens, frequency
 
-        # Batches are tokenised and counted on parallel calls, then summed here (IMDB's 25,000
-        # reviews on 2 cores: 11 s; 27 s one batch after another; BENCHMARKS.md).
+        # Batches are tokenised and counted on parallel calls, then summed here: several
+        # times faster than one batch after another.
         counts = collections.Counter()
         for tokens, frequency in data.map(batch_counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE):
             counts.update(dict(zip(tokens.numpy().tolist(), frequency.numpy().tolist())))

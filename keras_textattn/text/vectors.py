@@ -250,8 +250,8 @@ def _write_tokenized(encoder, batches, path):
 
     join = tf.function(join, input_signature=[tf.TensorSpec([None], tf.string)])
     # Batches are read here, in order, and tokenised on threads, one per CPU this process may use
-    # (TensorFlow's ops release the GIL): IMDB's 25,000 reviews on 2 cores, 15.5 s one batch after
-    # another, 6.4-7.4 s so. A batch that cannot be read raises here, as itself.
+    # (TensorFlow's ops release the GIL): about twice as fast on 2 cores as one batch after
+    # another. A batch that cannot be read raises here, as itself.
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     count, pending = 0, collections.deque()
     with open(path, "wb") as handle, concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -325,9 +325,8 @@ def train_word2vec(encoder, texts, dimension, seed=0, min_count=5, epochs=None, 
 
     `epochs=None` (our choice; the papers do not say): gensim's 5 passes, more for a small
     corpus, so that every run makes about 10 million token updates (at most 50 passes).
-    Measured on SST-2's 6,920 training sentences (140,000 tokens), 5 passes leave every
-    pair of words at cosine ~0.96 (one shared direction, no meaning); 50 give "great" as
-    the nearest word of "good".
+    On a corpus of a few thousand sentences, 5 passes leave every pair of words pointing
+    one shared way (no meaning); many more give sensible neighbours ("great" for "good").
 
     Args:
         encoder: an adapted `TextEncoder`.
@@ -363,8 +362,8 @@ def write_word2vec(
     `train(embeddings=output)` (`--embeddings`).
 
     For a model trained on few labelled texts, vectors learned from many unlabelled texts of
-    the same kind carry what the labelled ones are too few to teach (BENCHMARKS.md: SST-2's
-    6,920 movie-review sentences with vectors from IMDB's 25,000 training reviews). Never
+    the same kind carry what the labelled ones are too few to teach (the docs' results page
+    measures it: short movie-review sentences with vectors from many longer reviews). Never
     give it the texts a model will be tested on. Tokens are a default `TextEncoder`'s, the
     words `read_vectors` looks up; the settings are `train_word2vec`'s (CBOW, `min_count`,
     seeded, `epochs=None`: about 10 million token updates).
@@ -457,10 +456,10 @@ def embedding_matrix(vocabulary, vectors, dimension, seed=0, scale=0.05):
 
     The vectors are rescaled, directions kept, to a standard deviation of `scale` (0.05, the
     scale of Keras's default embedding initialiser), and the random rows get that scale too.
-    Our choice, measured: at their raw scale (word2vec on SST-2: std 0.63, norm 4.3) the
-    layers after the embedding start saturated, and the scalable attention model's SST-2
-    test accuracy fell from 0.797 (random init) to 0.625; rescaled to 0.05 it is 0.809
-    (to 0.2: 0.750; 3 epochs, seed 0).
+    Our choice, measured: at their raw scale (word2vec's are an order of magnitude larger)
+    the layers after the embedding start saturated, and a model started from them did worse
+    than one from random rows; rescaled to Keras's scale it did better (the docs' "What we
+    tried").
 
     Returns:
         `(matrix (len(vocabulary), dimension) float32, covered (len(vocabulary),) bool)`:

@@ -14,11 +14,9 @@ normalised (a model could grow them until a fixed length means nothing), so epsi
 relative to the norm of the example's own embeddings. Dropout draws other masks in the
 two passes. It costs a second forward and a second backward pass through the layers
 after the embeddings (the lookup is shared, and one backward pass gives both `g` and the
-clean loss's gradients): a training step takes 1.3x a plain one (scalable attention) to
-2.2x (LAMA+ctx; `benchmarks/adversarial_cost.py`). On IMDB's film-disjoint carves
-epsilon 0.02 and 0.05 raised scalable attention's held-out accuracy by 0.7 points; 0.1
-left one carve of three at chance from its first epoch. On R8, LAMA+ctx's held-out
-figures did not rise (BENCHMARKS.md, "Adversarial training").
+clean loss's gradients; `benchmarks/adversarial_cost.py` measures the cost per model).
+Small epsilons (a few hundredths) are the useful range; large ones can keep a model at
+chance (the docs' "What we tried" has the measurements).
 """
 
 import keras
