@@ -50,6 +50,7 @@ class Option:
     (default `--` and the name with dashes). parse: argparse's `add_argument` keywords
     (`type`, `choices`, `metavar`, `action`; a `default` of the flag's own). from_flag: the parsed value to the field's
     (default: as parsed). resumed: whether a resume must repeat it (run.json holds it).
+    excludes: fields that cannot be given with this one.
     """
 
     help: str
@@ -59,6 +60,7 @@ class Option:
     parse: dict = dataclasses.field(default_factory=dict)
     from_flag: Callable | None = None
     resumed: bool = True
+    excludes: tuple = ()
 
 
 def _option(group, default, help, **option):
@@ -384,6 +386,13 @@ class TrainConfig:
     clip_norm: float | None = _optimisation(
         None, "clip the gradients to this global norm", check=check_positive, parse={"type": float}
     )
+    clip_value: float | None = _optimisation(
+        None,
+        "clip each gradient element to [-VALUE, VALUE] (the optimizer's clipvalue; not with --clip-norm)",
+        check=check_positive,
+        parse={"type": float, "metavar": "VALUE"},
+        excludes=("clip_norm",),  # Keras's optimizers take one way of clipping
+    )
     adversarial: float | None = _optimisation(
         None,
         "adversarial training on the embeddings (Miyato et al., 2017): "
@@ -468,6 +477,12 @@ class TrainConfig:
             check = option_of(field).check
             if check is not None:
                 check(field.name, getattr(self, field.name))
+        for field in dataclasses.fields(self):
+            given = [name for name in option_of(field).excludes if getattr(self, name) is not None]
+            if getattr(self, field.name) is not None and given:
+                other = {f.name: f for f in dataclasses.fields(self)}[given[0]]
+                raise RunError(f"{field.name} ({flag_of(field)}) and {other.name} ({flag_of(other)}) cannot go "
+                               "together; give one")
 
     @classmethod
     def of(cls, config=None, **overrides):

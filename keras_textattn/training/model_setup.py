@@ -37,7 +37,10 @@ def with_fallbacks(config):
 def make_optimizer(config):
     """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping."""
     options = dict(
-        learning_rate=config.learning_rate, weight_decay=config.weight_decay or None, global_clipnorm=config.clip_norm
+        learning_rate=config.learning_rate,
+        weight_decay=config.weight_decay or None,
+        global_clipnorm=config.clip_norm,
+        clipvalue=config.clip_value,
     )
     if config.optimizer == "sgd":
         return keras.optimizers.SGD(momentum=0.9, **options)

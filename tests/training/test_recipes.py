@@ -315,6 +315,49 @@ def test_step_schedule_clipping_and_label_smoothing(sst2_dev, tmp_path):
     assert model.evaluate(ids, labels, verbose=0)[0] == pytest.approx(smoothed, rel=1e-4)
 
 
+def test_gradients_clipped_by_value_from_the_command_line_to_the_saved_optimizer(sst2_dev, tmp_path, capsys):
+    """--clip-value reaches the run's optimizer (saved with the model, so that training it further
+    clips too), run.json records it, and a resume with another value is refused by name; it is
+    refused beside --clip-norm, which Keras's optimizers cannot take with it."""
+
+    def command(value, *extra):
+        return [
+            "train",
+            "--model",
+            "scalable_attention",
+            "--data",
+            str(sst2_dev),
+            "--output",
+            str(tmp_path / "run"),
+            "--epochs",
+            "1",
+            "--clip-value",
+            value,
+            "--max-tokens",
+            "2000",
+            "--sequence-length",
+            "16",
+            "--set",
+            "embedding_dim=16",
+            "--set",
+            "fc_units=16",
+            "--quiet",
+            *extra,
+        ]
+
+    assert main(command("0.01")) == 0
+    assert keras.models.load_model(tmp_path / "run" / "model.keras").optimizer.clipvalue == 0.01
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["clip_value"] == 0.01
+    (tmp_path / "run" / "metrics.json").unlink()  # an unfinished run, to resume
+    capsys.readouterr()
+    assert main(command("0.02")) == 2
+    assert "started with other arguments (clip_value 0.01 -> 0.02)" in capsys.readouterr().err
+    assert main(command("0.01", "--clip-norm", "1")) == 2
+    assert capsys.readouterr().err.strip() == (
+        "keras-textattn: error: clip_value (--clip-value) and clip_norm (--clip-norm) cannot go together; give one"
+    )
+
+
 def test_scalable_attention_trains_with_its_cpu_presets_cosine_schedule(sst2_dev, tmp_path, capsys):
     """Held-out data preferred the cosine schedule for scalable attention (BENCHMARKS.md): its cpu
     preset trains with it unless a schedule is given, says so, and records it; the paper preset
