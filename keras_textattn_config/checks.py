@@ -1,4 +1,6 @@
-"""The exception types for a user's mistakes, and the argument checks that raise them.
+"""The exception types for a user's mistakes, and every argument check: those of training's
+options (a `RunError` naming the option as the command line does) and those of the layers and
+builders (a `ValueError` in Keras's form: `LAMA: num_heads must be ... Received: num_heads=...`).
 
 They import no TensorFlow (nor Keras), so that the command line checks its arguments before
 the seconds TensorFlow's import takes. `keras_textattn.errors` re-exports them.
@@ -57,7 +59,7 @@ def check_count(name, value):
         raise RunError(f"{name.replace('_', '-')} must be a whole number; got {value!r}")
 
 
-def check_choice(name, value, choices, flag=None):
+def check_one_of(name, value, choices, flag=None):
     """`value` is None or one of `choices`, else a `RunError` naming the option and the choices."""
     if value is not None and value not in choices:
         where = f" ({flag})" if flag else ""
@@ -95,3 +97,43 @@ def valid_unicode(text):
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     except UnicodeEncodeError:
         return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
+# The layers' and builders' arguments, in Keras's form.
+
+
+def check_positive_int(layer_name, arg_name, value, allow_none=False):
+    """Raise a `ValueError` unless `value` is a positive int (or None if allowed)."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        expected = "a positive integer" + (" or None" if allow_none else "")
+        raise ValueError(f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}")
+
+
+def check_number(layer_name, arg_name, value, low, high=math.inf, low_included=True):
+    """Raise a `ValueError` unless `value` is a real number (not a bool) in [low, high) ((low, high)
+    without `low_included`): never NaN, and never inf, even where `high` is unbounded."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (number and (low <= value if low_included else low < value) and value < high):
+        if high == math.inf:
+            expected = f"a finite number {'>=' if low_included else '>'} {low}"
+        else:
+            expected = f"a number in {'[' if low_included else '('}{low}, {high})"
+        raise ValueError(f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}")
+
+
+def check_bool(layer_name, arg_name, value):
+    """Raise a `ValueError` unless `value` is True or False (a NumPy bool too): a string such as
+    "False" or "no" would otherwise be read as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{layer_name}: `{arg_name}` must be True or False. Received: {arg_name}={value!r}")
+
+
+def check_choice(layer_name, arg_name, value, choices):
+    """Raise a `ValueError` unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(
+            f"{layer_name}: `{arg_name}` must be one of {sorted(c for c in choices if c is not None)}"
+            f"{' or None' if None in choices else ''}. Received: {arg_name}={value!r}"
+        )

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from keras_textattn_config import flags
 from keras_textattn_config.checks import RunError
-from keras_textattn_config.checks import check_choice
 from keras_textattn_config.checks import check_count
 from keras_textattn_config.checks import check_flag
+from keras_textattn_config.checks import check_one_of
 from keras_textattn_config.checks import check_positive
 from keras_textattn_config.checks import check_seed
 from keras_textattn_config.checks import check_verbose
@@ -93,7 +93,7 @@ def _run(default, help, **option):
 
 
 def _choice(choices, flag=None):
-    return lambda name, value: check_choice(name, value, choices, flag)
+    return lambda name, value: check_one_of(name, value, choices, flag)
 
 
 def _path_or_none(name, value):
@@ -481,8 +481,9 @@ class TrainConfig:
             given = [name for name in option_of(field).excludes if getattr(self, name) is not None]
             if getattr(self, field.name) is not None and given:
                 other = {f.name: f for f in dataclasses.fields(self)}[given[0]]
-                raise RunError(f"{field.name} ({flag_of(field)}) and {other.name} ({flag_of(other)}) cannot go "
-                               "together; give one")
+                raise RunError(
+                    f"{field.name} ({flag_of(field)}) and {other.name} ({flag_of(other)}) cannot go together; give one"
+                )
 
     @classmethod
     def of(cls, config=None, **overrides):

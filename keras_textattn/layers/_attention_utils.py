@@ -1,4 +1,4 @@
-"""Helpers shared by the attention layers: argument checks, masks, stable softmax, and the
+"""Helpers shared by the attention layers: shape checks, masks, stable softmax, and the
 dtype policies of their sublayers (kept through Keras's quantization and `.keras` files).
 
 Everything here uses `keras.ops` only, so the layers run on any Keras 3 backend.
@@ -7,53 +7,17 @@ Scores are normalised in float32 whatever the layer's compute dtype, so that
 ordering of close scores; callers cast the result back to the compute dtype.
 """
 
-import math
-import numbers
-
 import keras
-import numpy as np
 from keras import ops
+
+from keras_textattn_config.checks import check_bool  # noqa: F401 (the layers' argument checks)
+from keras_textattn_config.checks import check_choice  # noqa: F401
+from keras_textattn_config.checks import check_number  # noqa: F401
+from keras_textattn_config.checks import check_positive_int  # noqa: F401
 
 # Added to the scores of masked keys before a softmax. Finite (unlike -inf),
 # so a row whose keys are all masked gives no NaN; those rows are then zeroed.
 _MASKED_SCORE = -1e9
-
-
-def check_positive_int(layer_name, arg_name, value, allow_none=False):
-    """Raise a `ValueError` unless `value` is a positive int (or None if allowed)."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        expected = "a positive integer" + (" or None" if allow_none else "")
-        raise ValueError(f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}")
-
-
-def check_number(layer_name, arg_name, value, low, high=math.inf, low_included=True):
-    """Raise a `ValueError` unless `value` is a real number (not a bool) in [low, high) ((low, high)
-    without `low_included`): never NaN, and never inf, even where `high` is unbounded."""
-    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not (number and (low <= value if low_included else low < value) and value < high):
-        if high == math.inf:
-            expected = f"a finite number {'>=' if low_included else '>'} {low}"
-        else:
-            expected = f"a number in {'[' if low_included else '('}{low}, {high})"
-        raise ValueError(f"{layer_name}: `{arg_name}` must be {expected}. Received: {arg_name}={value!r}")
-
-
-def check_bool(layer_name, arg_name, value):
-    """Raise a `ValueError` unless `value` is True or False (a NumPy bool too): a string such as
-    "False" or "no" would otherwise be read as true."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{layer_name}: `{arg_name}` must be True or False. Received: {arg_name}={value!r}")
-
-
-def check_choice(layer_name, arg_name, value, choices):
-    """Raise a `ValueError` unless `value` is one of `choices`."""
-    if value not in choices:
-        raise ValueError(
-            f"{layer_name}: `{arg_name}` must be one of {sorted(c for c in choices if c is not None)}"
-            f"{' or None' if None in choices else ''}. Received: {arg_name}={value!r}"
-        )
 
 
 def check_sequence_shape(layer_name, input_shape, static_time=False):
