@@ -64,7 +64,7 @@ def parse_args(description, default_output):
         choices=["none", "mirrored", "multi-worker", "ray"],
         default="none",
         help="the tf.distribute strategy of the training, or ray: --workers processes started by "
-        "Ray Train (see README)",
+        "Ray Train (the docs' guide Distributed training)",
     )
     parser.add_argument("--workers", type=int, help="with --distribute ray: the number of worker processes")
     parser.add_argument(

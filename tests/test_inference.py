@@ -178,7 +178,7 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
         timeout=120,
     )
     assert shown.returncode == 0 and shown.stderr == "" and shown.stdout.startswith("Business "), shown
-    # An ensemble as a device runs one (README, "On devices"): a TFLite folder beside a run whose
+    # An ensemble as a device runs one (the docs' guide "Export and serving"): a TFLite folder beside a run whose
     # classes are named in reverse; lined up by name through labels.json, the mean is this.
     reversed_run = relabelled_copy(lama_run, tmp_path / "reversed", classifier.label_names[::-1])
     ensemble = inference.Classifier([tmp_path / "tflite-None", reversed_run])

@@ -193,7 +193,9 @@ def read_labelled_texts(file):
             stacklevel=2,
         )
     replaced = sum("\ufffd" in text for text in texts)
-    if replaced:  # read on (README: invalid UTF-8 becomes U+FFFD), but not silently: a whole file may be Latin-1
+    if (
+        replaced
+    ):  # read on (invalid UTF-8 becomes U+FFFD, as the encoder reads it), but not silently: a whole file may be Latin-1
         warnings.warn(
             f"{table.path}: {replaced} of {len(texts)} texts hold U+FFFD, as which bytes that are not UTF-8 "
             "are read (a Latin-1 or Windows-1252 file? convert it: iconv -f cp1252 -t utf-8)",

@@ -157,7 +157,7 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         if len(model_or_run) != 1:
             raise UserError(
                 f"explain reads one run; {len(model_or_run)} given would be an ensemble, which predict, "
-                'evaluate and export --format saved_model take (README, "Ensembles")'
+                'evaluate and export --format saved_model take (the guide "Predict and evaluate")'
             )
         (model_or_run,) = model_or_run
     if isinstance(model_or_run, (str, os.PathLike)):

@@ -175,7 +175,7 @@ def int8_agreement_warning(model, report):
     return (
         f"the int8 model's label is not the float model's for {1 - agreement:.0%} of "
         f"{report['held_out_texts']} texts of the calibration data it was not calibrated on; "
-        "quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")" + retrain
+        "quantization 'dynamic' (float activations) keeps nearly all (the guide \"Export and serving\")" + retrain
     )
 
 

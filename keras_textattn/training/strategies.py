@@ -30,7 +30,7 @@ def make_strategy(distribute):
         if not os.environ.get("TF_CONFIG"):
             raise RunError(
                 "--distribute multi-worker needs TF_CONFIG (the cluster and this worker's task); "
-                "see README, 'Training on several machines'"
+                "see the docs' guide 'Distributed training'"
             )
         return tf.distribute.MultiWorkerMirroredStrategy()
     raise RunError(f"unknown distribute {distribute!r} (--distribute); use none, mirrored or multi-worker")

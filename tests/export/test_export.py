@@ -37,7 +37,7 @@ from tests.conftest import ag_news_files
 # One xdist worker runs every test that shares the trained runs of tests/conftest.py.
 
 
-README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+SERVING_GUIDE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "guides", "export-serving.md")
 
 
 def ag_news_test_texts(limit=None):
@@ -204,9 +204,9 @@ def test_token_id_signature_and_saved_model_cli(lama_run, lama_saved_model):
 
 
 def test_readme_rest_example_matches_the_signature(lama_run, lama_saved_model):
-    """The README's TF Serving request and response use the signature's names and types."""
-    readme = open(README, encoding="utf-8").read()
-    section = readme.split("## Serving with TF Serving")[1].split("\n## ")[0]
+    """The serving guide's TF Serving request and response use the signature's names and types."""
+    guide = open(SERVING_GUIDE, encoding="utf-8").read()
+    section = guide.split("## Serving with TF Serving")[1].split("\n## ")[0]
     request, response = (json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S))
     serve = tf.saved_model.load(str(lama_saved_model)).signatures["serving_default"]
     (input_name,) = serve.structured_input_signature[1]
@@ -501,7 +501,8 @@ def test_int8_export_of_hcan_agrees_on_ag_news_test_texts(hcan_run, shared_data,
     # (pytest.warns records every warning: Python 3.13 warns of autograph's syntax trees, DeprecationWarnings.)
     assert [str(warning.message) for warning in warned if issubclass(warning.category, UserWarning)] == [
         f"the int8 model's label is not the float model's for {changed:.0%} of 200 texts of the calibration data it "
-        "was not calibrated on; quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\"); "
+        "was not calibrated on; quantization 'dynamic' (float activations) keeps nearly all "
+        '(the guide "Export and serving"); '
         "its layer normalisation's epsilon 1e-06 amplifies rows of small variance past what int8 resolves: a model "
         "trained with a larger one (HCAN: layer_norm_epsilon=1e-3) keeps more"
     ]
@@ -538,7 +539,8 @@ def test_int8_agreement_warning_names_a_small_epsilon_only_where_there_is_one():
     low = {"held_out_argmax_agreement": 0.9, "held_out_texts": 200}
     plain = (
         "the int8 model's label is not the float model's for 10% of 200 texts of the calibration data it was "
-        "not calibrated on; quantization 'dynamic' (float activations) keeps nearly all (README, \"On devices\")"
+        "not calibrated on; quantization 'dynamic' (float activations) keeps nearly all "
+        '(the guide "Export and serving")'
     )
     assert int8_agreement_warning(model(1e-3, 1e-6), {**low, "held_out_argmax_agreement": 0.98}) is None
     assert int8_agreement_warning(model(1e-3, 1e-6), {}) is None  # float exports hold no agreement

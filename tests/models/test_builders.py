@@ -205,7 +205,7 @@ def test_one_sentence_or_one_token_texts_attend_without_a_warning(name):
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
 
 
-# Keras's `model.quantize("int8")` on the builders' models (README, "On devices"): the
+# Keras's `model.quantize("int8")` on the builders' models (the docs' guide "Export and serving"): the
 # quantized model predicts like the float one, and its `.keras` file loads back and saves again
 # (our layers keep their quantized sublayers' policies in their configs), except the transformer
 # baseline's: Keras's own MultiHeadAttention rebuilds its quantized projections float on load.

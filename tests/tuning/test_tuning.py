@@ -420,7 +420,7 @@ def test_a_config_file_wins_over_the_shipped_config_of_its_name(tiny_config, tmp
 def test_the_wheel_ships_the_configs(tmp_path):
     """Installed from a wheel (no checkout), the package holds the configs and reads them by name."""
     root, source = CONFIGS.parent, tmp_path / "source"
-    for package in ("keras_textattn", "keras_textattn_cli"):
+    for package in ("keras_textattn", "keras_textattn_cli", "keras_textattn_config"):
         shutil.copytree(root / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "setup.cfg", "README.md"):
         shutil.copy(root / name, source / name)
