@@ -3,6 +3,7 @@
 import contextlib
 import errno
 import fcntl
+import glob
 import os
 import shutil
 import tempfile
@@ -18,13 +19,29 @@ class FolderInUseError(UserError):
     """Another process holds the lock of a folder (see `locked`)."""
 
 
+def check_parents(path):
+    """A `UserError` naming the first of `path`'s folders that is a file: `os.makedirs` says only
+    "[Errno 17] File exists" of `predict --output data/small.csv/p.csv`."""
+    parent = os.path.dirname(os.fspath(path))
+    while parent and not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if parent and os.path.exists(parent) and not os.path.isdir(parent):
+        raise UserError(f"{parent} is a file, not a folder; give a path whose folders are folders")
+
+
+def make_folders(folder):
+    """`os.makedirs(folder, exist_ok=True)`, with `check_parents`'s line where a part of it is a file."""
+    check_parents(os.path.join(os.fspath(folder), "x"))
+    os.makedirs(folder, exist_ok=True)
+
+
 def write_atomically(path, write):
     """Call `write(temporary_path)`, then move the finished file to `path` in one step (its
     folder is made if missing); a `UserError` if `path` is a folder."""
     if os.path.isdir(path):
         raise UserError(f"{os.path.abspath(path)} is a folder; give the path of a file to write")
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
+    make_folders(folder)
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     os.close(handle)
     try:
@@ -56,6 +73,7 @@ def locked(folder):
     process ends, however it ends. A second process gets a `FolderInUseError` naming
     the process that holds it.
     """
+    check_parents(folder)
     parent, name = os.path.split(os.path.abspath(folder))
     os.makedirs(parent, exist_ok=True)
     path = os.path.join(parent, f".{name}.lock")
@@ -171,6 +189,7 @@ def check_output_file(path, overwrite, folder=False):
     """Before the slow work that writes `path` (a file, or with `folder` a folder): a `UserError`
     if it is a folder (a file), and `FileExistsError` if it exists and `overwrite` is False."""
     check_path(path)
+    check_parents(path)
     wanted, found = ("folder", "file") if folder else ("file", "folder")
     if os.path.exists(path) and os.path.isdir(path) != folder:
         raise UserError(f"{os.path.abspath(path)} is a {found}; give the path of a {wanted} to write")
@@ -218,6 +237,8 @@ def write_folder_atomically(path, write, entries, overwrite=False):
 
 def _write_and_swap(path, write):
     parent, name = os.path.split(path)
+    for stale in glob.glob(os.path.join(glob.escape(parent), f".tmp-{glob.escape(name)}-*")):
+        shutil.rmtree(stale, ignore_errors=True)  # a killed write's (the lock says none is running)
     temporary = tempfile.mkdtemp(dir=parent, prefix=f".tmp-{name}-")
     try:
         write(temporary)

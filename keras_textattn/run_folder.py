@@ -147,6 +147,11 @@ def _load_keras_file(path):
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise RunError(f"{path} could not be loaded: {first}") from None
+    except TypeError:  # safe mode's refusal of a class or function it does not know, deep in Keras
+        raise RunError(
+            f"{path} is unsafe or damaged: it names classes or functions that are neither Keras's nor "
+            "keras-textattn's, so it was not loaded (nothing in it ran); use the run folder as train wrote it"
+        ) from None
 
 
 def load_encoder(path):

@@ -113,36 +113,44 @@ def main(argv=None):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         prepared = command.prepare(args) if hasattr(command, "prepare") else {}  # checks that need no TensorFlow
-    except UserError as error:
-        print(f"keras-textattn: error: {_error_line(error, args)}", file=sys.stderr)
-        return 2
-    with contextlib.nullcontext() if args.tf_logs else _without_native_logs():
-        import keras_textattn  # noqa: F401 (imports Keras and TensorFlow, and registers the layers)
-
-        if getattr(args, "cpu_devices", None) is not None:
-            from keras_textattn.training import configure_cpu_devices
-
-            configure_cpu_devices(args.cpu_devices)  # a positive count (`_count`)
-        if getattr(args, "distribute", None) != "multi-worker":  # its strategy must set the devices up itself
-            import tensorflow as tf
-
-            tf.config.list_logical_devices()  # initialises the devices: cuInit and its kind log here
-    try:
+        _start_tensorflow(args)
         return command.run(args, **prepared)
-    except KeyboardInterrupt:
-        after = {
-            "train": "; run the same command to resume from the last checkpoint (a replaced run was kept)",
-            "tune": "; run the same command to resume the search",
-            "export": "; nothing was written",
-            "vectors": "; nothing was written",
-        }.get(args.command, "")
-        print(f"keras-textattn: interrupted{after}", file=sys.stderr)
+    except KeyboardInterrupt:  # at any moment, TensorFlow's import included: one line
+        print(f"keras-textattn: interrupted{_after_interrupt(args)}", file=sys.stderr)
         return 130
     except (UserError, OSError) as error:
         # A user's mistake (see keras_textattn.errors), or a file system's refusal (a missing or
         # existing path, no permission, a full disk): one line. Anything else is a bug: its traceback shows.
         print(f"keras-textattn: error: {_error_line(error, args)}", file=sys.stderr)
         return 2
+
+
+def _start_tensorflow(args):
+    """Import TensorFlow (and register the layers) with its C++ log lines hidden unless `--verbose`,
+    and set up its devices."""
+    with contextlib.nullcontext() if args.tf_logs else _without_native_logs():
+        import keras_textattn  # noqa: F401 (imports Keras and TensorFlow, and registers the layers)
+
+        if getattr(args, "cpu_devices", None) is not None:
+            from keras_textattn.training import configure_cpu_devices
+
+            configure_cpu_devices(args.cpu_devices)  # a positive count (`flags.count`)
+        if getattr(args, "distribute", None) != "multi-worker":  # its strategy must set the devices up itself
+            import tensorflow as tf
+
+            tf.config.list_logical_devices()  # initialises the devices: cuInit and its kind log here
+
+
+def _after_interrupt(args):
+    """What the line of an interrupted command adds: how to go on, and what was kept."""
+    if args.command == "train":
+        kept = " (a replaced run was kept)" if args.overwrite else ""
+        return f"; run the same command to resume from the last checkpoint{kept}"
+    return {
+        "tune": "; run the same command to resume the search",
+        "export": "; nothing was written",
+        "vectors": "; nothing was written",
+    }.get(args.command, "")
 
 
 # After a full disk: what to do once there is space again.

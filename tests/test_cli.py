@@ -1,6 +1,10 @@
 """The command line itself: what it does to arguments before a command runs, and the line it prints for a failure."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -151,3 +155,39 @@ def test_a_read_only_disk_is_one_line_naming_the_folder(tmp_path, small_disk, ca
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"keras-textattn: error: {disk} is on a read-only file system: write the output somewhere else"
     )
+
+
+@pytest.mark.parametrize("command", ["train", "export", "predict"])
+def test_ctrl_c_while_tensorflow_imports_is_one_line(command, tmp_path):
+    """Ctrl-C in the first seconds, while TensorFlow imports, is one line and exit status 130, as it
+    is later (it was an 83-line KeyboardInterrupt traceback)."""
+    argv = {
+        "train": ["train", "--model", "lama", "--data", "d.csv", "--output", "run"],
+        "export": ["export", "--run", "run", "--format", "tflite", "--output", "out"],
+        "predict": ["predict", "--run", "run", "a text"],
+    }[command]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_textattn_cli", *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)  # past the start of Python and of the command line, inside TensorFlow's import
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-2000:]
+    assert stderr.strip().splitlines()[-1].startswith("keras-textattn: interrupted") and "Traceback" not in stderr
+    assert "(a replaced run was kept)" not in stderr
+
+
+def test_an_output_inside_a_file_names_the_file(tmp_path, monkeypatch, capsys):
+    """`--output texts.csv/v.vec`, a folder that is a file: one line naming it (was `[Errno 17] File
+    exists: ...`), before any work, and the file untouched."""
+    _texts(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["vectors", "--data", "texts.csv", "--output", "texts.csv/sub/v.vec", "--dimension", "4"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "keras-textattn: error: texts.csv is a file, not a folder; give a path whose folders are folders"
+    )
+    assert (tmp_path / "texts.csv").read_text(encoding="utf-8").startswith("text\n")

@@ -173,12 +173,14 @@ def read_labelled_texts(file):
         label_index = table.index(file.label_column)
         check_label_apart(table.path, text_index, label_index, file.label_column)
         group_index = None if file.group_column is None else table.index(file.group_column)
-        texts, labels, row_numbers, groups = [], [], [], []
+        texts, labels, row_numbers, groups, spaced = [], [], [], [], []
         for line, record in table.rows:
             try:
                 label = checked_label(record[label_index], file.label_column, file.label_offset)
             except ValueError as problem:
                 raise DataError(f"{table.path}, row {line}: {problem}") from None  # as a streamed file says
+            if record[label_index] != record[label_index].strip():
+                spaced.append((line, record[label_index]))
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
             row_numbers.append(line)
@@ -186,6 +188,13 @@ def read_labelled_texts(file):
     if not texts:
         raise DataError(f"{table.path}: no data rows")
     _warn_of_merged_rows(table, label_index, file, labels)
+    if spaced:  # "pos " is read as "pos": right, but said, once
+        line, raw = spaced[0]
+        warnings.warn(
+            f"{table.path}: {len(spaced)} of {len(labels)} labels had spaces around them, read without "
+            f"(row {line}: {raw!r} as {raw.strip()!r})",
+            stacklevel=2,
+        )
     if not file.header and row_numbers[0] == 1 and labels.count(labels[0]) == 1 and len(set(labels)) > 2:
         warnings.warn(
             f"{table.path}: row 1's label {labels[0]!r} is on no other row; is row 1 a header? Without a "
@@ -193,9 +202,9 @@ def read_labelled_texts(file):
             stacklevel=2,
         )
     replaced = sum("\ufffd" in text for text in texts)
-    if (
-        replaced
-    ):  # read on (invalid UTF-8 becomes U+FFFD, as the encoder reads it), but not silently: a whole file may be Latin-1
+    # Read on (invalid UTF-8 becomes U+FFFD, as the encoder reads it), but not silently: a whole
+    # file may be Latin-1.
+    if replaced:
         warnings.warn(
             f"{table.path}: {replaced} of {len(texts)} texts hold U+FFFD, as which bytes that are not UTF-8 "
             "are read (a Latin-1 or Windows-1252 file? convert it: iconv -f cp1252 -t utf-8)",

@@ -427,6 +427,19 @@ def test_label_names_are_distinct_names_of_the_labels(tmp_path, stream):
     assert data.label_names == ["a", "b", "c", "other"]
 
 
+def test_labels_with_spaces_around_them_are_read_without_and_said_once(tmp_path):
+    """ "pos " is the class "pos" (a spreadsheet's trailing space), as before; now a warning says how
+    many labels were so, once for the file, with the first."""
+    _write(tmp_path / "train.csv", "label,text\n" + "pos ,a good film\nneg,a dull plot\n pos,fine\n" * 4)
+    with pytest.warns(UserWarning) as warned:
+        data = load_dataset(str(tmp_path / "train.csv"), splits=("train",))
+    spaced = [str(w.message) for w in warned if "spaces around them" in str(w.message)]
+    assert spaced == [
+        f"{tmp_path / 'train.csv'}: 8 of 12 labels had spaces around them, read without (row 2: 'pos ' as 'pos')"
+    ]
+    assert data.label_names == ["neg", "pos"]
+
+
 def test_a_test_or_validation_file_that_is_the_training_file_warns(tmp_path, monkeypatch):
     """`--test-data` (or `--validation-data`) naming the training file, by another path too: the
     scores are not held out, and the run says so (it was silent)."""

@@ -651,6 +651,11 @@ def test_existing_target_refused_and_interrupted_export_leaves_nothing(lama_run,
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not fresh.exists()
+    # The kill's hidden folder is left (nothing ran to remove it); the next export there removes it.
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".tmp-fresh-")]
+    export.tflite(lama_run, fresh)
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".tmp-fresh-")]
+    assert sorted(os.listdir(fresh)) == sorted(TFLITE_ENTRIES)
 
     # --overwrite replaces an earlier export, never a folder of other files (nor a file).
     for run_export in (export.tflite, export.saved_model):
