@@ -55,6 +55,7 @@ sample of N training rows, drawn with each seed (rows "<model>@n<N>"):
 import argparse
 import contextlib
 import dataclasses
+import datetime
 import json
 import os
 import pathlib
@@ -1174,6 +1175,7 @@ def main(argv=None):
                 f"{result['train_seconds']:.0f} s, {result['parameters']:,} parameters",
                 flush=True,
             )
+            result["date"] = datetime.date.today().isoformat()  # the results page dates each table by it
             with open(args.results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(result) + "\n")
     print(report(read_results(args.results), args.hide_test))

@@ -101,7 +101,7 @@ def vocabulary_overlap(source, sizes=(2500, 5000, 10000, 20000)):
     return {rows: len(vocabulary(rows) & whole) / len(whole) for rows in sizes}
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument(
@@ -110,7 +110,7 @@ def main():
     parser.add_argument("--output-dir", type=pathlib.Path, default=HERE / "results")
     parser.add_argument("--quick", action="store_true", help="every 12th review (2,084) instead of all 25,000")
     parser.add_argument("--one", nargs=3, metavar=("LOADER", "DATA", "OUTPUT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.one:
         return measure(*args.one, args.quick)
 

@@ -62,6 +62,16 @@ RECIPES = {
     "r8": {"lama": "lama+paper_adam_min5_cosine_ls0.2"},
 }
 MACHINE = "2 CPU cores (x86_64), 24 GiB, no accelerator: this project's CI machine"
+# The dates of results recorded before their rows carried one (accuracy.py writes "date" since
+# 2026-12-02), and of the throughput and memory files, which hold none.
+UNDATED_ACCURACY = ("2026-11-21", "2026-12-01")
+MEASURED = {
+    "throughput_layers.json": "2026-11-22",
+    "throughput_end_to_end.json": "2026-11-29",
+    "memory.json": "2026-11-23",
+}
+# The plot under a dataset's table.
+PLOTS = {"imdb": ("Test accuracy against training seconds on IMDB", "imdb_time_to_accuracy.png")}
 
 
 def read_accuracy():
@@ -92,6 +102,46 @@ def _parameters(results):
     return f"{results[0]['parameters']:,}" if results[0].get("parameters") else ""
 
 
+def command(dataset, row):
+    """The `accuracy.py` command that measures `row` on `dataset`: the options its name's
+    `@` parts stand for (`accuracy.row_suffix`), e.g. `@768@v2000@b200000@cosine`."""
+    model, *parts = row.split("@")
+    if "epoch_cosine" in parts:  # measured when the cosine schedule set its rate once an epoch
+        return "(the per-epoch cosine schedule of then; the per-batch one replaced it)"
+    options = []
+    for part in parts:
+        for prefix, flag in (
+            ("v", "--max-tokens"),
+            ("e", "--epochs"),
+            ("b", "--bigram-buckets"),
+            ("n", "--train-rows"),
+            ("adv", "--adversarial"),
+        ):
+            if part.startswith(prefix) and part[len(prefix) :].replace(".", "", 1).isdigit():
+                options.append(f"{flag} {part[len(prefix) :]}")
+                break
+        else:
+            options.append(
+                {"dev": "--official-validation", "split_long_sentences": "--split-long-sentences"}.get(
+                    part, f"--length {part}" if part.isdigit() else f"--lr-schedule {part}"
+                )
+            )
+    return " ".join(["python benchmarks/accuracy.py --datasets", dataset, "--models", model, *options, "--seeds 0 1 2"])
+
+
+def _code(text):
+    return f"`{text}`" if text.startswith("python ") else text
+
+
+def _dates(results):
+    """`2026-11-21 to 2026-12-01`: the dates of a table's results."""
+    dates = {row["date"] for rows in results for row in rows if "date" in row}
+    if any("date" not in row for rows in results for row in rows):
+        dates |= set(UNDATED_ACCURACY)
+    first, last = min(dates), max(dates)
+    return first if first == last else f"{first} to {last}"
+
+
 def dataset_rows(results, dataset):
     """`(model, setting, row name, results)` of a dataset's table, in order."""
     rows = []
@@ -112,7 +162,7 @@ def accuracy_section(results):
         "Test accuracy, mean ± sd over seeds (their number in brackets), read once per seed after the "
         "recipe was chosen on training data. `defaults`: `keras-textattn train --model M --data FILE` "
         "with nothing else; `chosen recipe`: the settings held-out data chose for that model and dataset "
-        "(`accuracy.py`'s row name says them; the guides' \"Which model\" gives the flags). Train seconds "
+        '(the command beside each row measures it; the guides\' "Which model" gives the `train` flags). Train seconds '
         "include fitting the encoder.",
         "",
     ]
@@ -120,20 +170,24 @@ def accuracy_section(results):
         lines += [
             f"### {title}",
             "",
-            "| model | setting | test accuracy | train s | parameters | row |",
+            "| model | setting | test accuracy | train s | parameters | command |",
             "| --- | --- | ---: | ---: | ---: | --- |",
         ]
         for model, setting, name, rows in dataset_rows(results, dataset):
             lines.append(
-                f"| {model} | {setting} | {_figure(rows)} | {_seconds(rows)} | {_parameters(rows)} | `{name}` |"
+                f"| {model} | {setting} | {_figure(rows)} | {_seconds(rows)} | {_parameters(rows)} | "
+                f"{_code(command(dataset, name))} |"
             )
-        names = " ".join(name for _, _, name, _ in dataset_rows(results, dataset))
-        lines += [
-            "",
-            f"Command: `python benchmarks/accuracy.py --datasets {dataset} --models {names} --seeds 0 1 2`. "
-            f"Machine: {MACHINE}.",
-            "",
-        ]
+        shown = dataset_rows(results, dataset)
+        lines += ["", f"Machine: {MACHINE}. Measured {_dates([rows for *_, rows in shown])}.", ""]
+        if dataset in PLOTS:
+            title, image = PLOTS[dataset]
+            lines += [
+                f"![{title}](benchmarks/results/{image})",
+                "",
+                f"Command: `python benchmarks/accuracy.py --datasets {dataset} --plot benchmarks/results/{image}`.",
+                "",
+            ]
     return lines
 
 
@@ -150,7 +204,8 @@ def throughput_section():
         "",
         table.strip(),
         "",
-        "Command: `python benchmarks/throughput.py`. Machine: " + MACHINE + ".",
+        f"Command: `python benchmarks/throughput.py`. Machine: {MACHINE}. Measured "
+        f"{MEASURED['throughput_layers.json']} (layers) and {MEASURED['throughput_end_to_end.json']} (models).",
         "",
         "![Layer throughput](benchmarks/results/throughput_layers.png)",
         "",
@@ -167,7 +222,7 @@ def memory_section():
         "",
         memory.table(measured["results"]).strip(),
         "",
-        f"Command: `{measured['command']}`. Machine: {measured['machine']}.",
+        f"Command: `{measured['command']}`. Machine: {measured['machine']}. Measured {MEASURED['memory.json']}.",
         "",
     ]
 
