@@ -22,7 +22,7 @@ RESULTS = "benchmarks/results/"
 
 def on_files(files, config):
     benchmarks = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    files.append(File.generated(config, "benchmarks.md", content=benchmarks.replace(RESULTS, "results/")))
+    files.append(File.generated(config, "benchmarks.md", content=benchmarks.replace(f"]({RESULTS}", "](results/")))
     for image in sorted((ROOT / RESULTS).glob("*.png")):
         files.append(File.generated(config, f"results/{image.name}", abs_src_path=str(image)))
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
