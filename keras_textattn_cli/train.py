@@ -7,7 +7,9 @@ from keras_textattn_cli.common import config_overrides
 from keras_textattn_config import flags
 from keras_textattn_config.checks import UserError
 from keras_textattn_config.train_config import GROUPS
+from keras_textattn_config.train_config import MODELS
 from keras_textattn_config.train_config import TrainConfig
+from keras_textattn_config.train_config import check_model
 from keras_textattn_config.train_config import cpu_devices_refusal
 from keras_textattn_config.train_config import fields_of
 
@@ -16,11 +18,7 @@ CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(TrainConfig))
 
 def add_parser(subcommand):
     train = subcommand("train", help="train a model and write a run folder")
-    train.add_argument(
-        "--model",
-        help="scalable_attention, dual_axial, hcan, lama, cspan, transformer, bigru, kim_cnn "
-        "(required, but with --init-from: that run's model)",
-    )
+    train.add_argument("--model", help=f"{', '.join(MODELS)} (required, but with --init-from: that run's model)")
     train.add_argument(
         "--data",
         type=flags.path_argument,
@@ -44,6 +42,8 @@ def prepare(args):
     """`run`'s config from `train`'s flags: its values are checked here, before TensorFlow is imported."""
     if args.model is None and args.init_from is None:
         raise UserError("train needs --model (or --init-from, a run folder to fine-tune)")
+    if args.model is not None:
+        check_model(args.model)
     refusal = cpu_devices_refusal(args.cpu_devices, args.distribute)
     if refusal:
         raise UserError(refusal)

@@ -24,6 +24,10 @@ from keras_textattn_config.checks import check_seed
 from keras_textattn_config.checks import check_verbose
 from keras_textattn_config.schedules import parse_schedule
 
+# The models `train` builds, by name: the five papers' and the baselines. Each has a `ModelSpec`
+# in `keras_textattn.models`, registered under its name here (a name without a spec fails there at
+# import); they are here so that a mistyped --model is said before TensorFlow is imported.
+MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan", "transformer", "bigru", "kim_cnn")
 PRESETS = ("cpu", "paper")
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one
@@ -99,6 +103,12 @@ def _choice(choices, flag=None):
 def _path_or_none(name, value):
     if value is not None and (isinstance(value, bool) or not isinstance(value, (str, os.PathLike))):
         raise RunError(f"{name} (--{name.replace('_', '-')}) must be the path of a run folder; got {value!r}")
+
+
+def check_model(model):
+    """`model` is one of `MODELS`, else a `RunError` listing them."""
+    if model not in MODELS:
+        raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(MODELS))}")
 
 
 def check_preset(preset):

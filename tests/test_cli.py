@@ -191,3 +191,19 @@ def test_an_output_inside_a_file_names_the_file(tmp_path, monkeypatch, capsys):
         "keras-textattn: error: texts.csv is a file, not a folder; give a path whose folders are folders"
     )
     assert (tmp_path / "texts.csv").read_text(encoding="utf-8").startswith("text\n")
+
+
+def test_a_mistyped_model_is_said_before_tensorflow_is_imported():
+    """`train --model lamma` answered after seconds, TensorFlow imported first: the name (as the
+    other values of the command line) is checked before it, in one line."""
+    probe = (
+        "import sys\nfrom keras_textattn_cli import main\n"
+        "code = main(['train', '--model', 'lamma', '--data', 'd.csv', '--output', 'run'])\n"
+        "print('exit', code, 'imported', sorted({'tensorflow', 'keras'} & set(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == "exit 2 imported []"
+    assert result.stderr.strip().splitlines() == [
+        "keras-textattn: error: unknown model 'lamma' (--model); choose one of bigru, cspan, dual_axial, hcan, "
+        "kim_cnn, lama, scalable_attention, transformer"
+    ]

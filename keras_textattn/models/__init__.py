@@ -27,12 +27,14 @@ from keras_textattn.models.lama import build_lama_classifier
 from keras_textattn.models.scalable_attention import build_scalable_attention_classifier
 from keras_textattn.models.spec import ModelSpec
 from keras_textattn_config.train_config import DTYPE_POLICIES
+from keras_textattn_config.train_config import MODELS
 from keras_textattn_config.train_config import PRESETS
 
-SPECS = {
+_BY_NAME = {
     spec.name: spec
     for spec in (scalable_attention.SPEC, dual_axial.SPEC, hcan.SPEC, lama.SPEC, cspan.SPEC, *baselines.SPECS)
 }
+SPECS = {name: _BY_NAME[name] for name in MODELS}  # the command line knows them by these names
 BUILDERS = {name: spec.build for name, spec in SPECS.items()}
 
 

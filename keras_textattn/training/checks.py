@@ -15,14 +15,14 @@ from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.training.adversarial import check_epsilon
 from keras_textattn.training.model_setup import classifier_loss
 from keras_textattn_config.checks import check_count
+from keras_textattn_config.train_config import check_model
 from keras_textattn_config.train_config import check_preset  # noqa: F401 (tuning's)
 
 
 def check_run_options(model, config):
     """The `ModelSpec` of `model` (a name), after the checks of `config` against it and of its
     options against each other; a `RunError` naming the option otherwise."""
-    if model not in SPECS:
-        raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(SPECS))}")
+    check_model(model)
     spec = SPECS[model]
     _check_model_kwargs(spec, config.model_kwargs)
     hierarchical = spec.is_hierarchical(config.model_kwargs)
