@@ -7,6 +7,7 @@ import glob
 import os
 import shutil
 import tempfile
+import time
 
 from keras_textattn.errors import UserError
 
@@ -101,6 +102,26 @@ def locked(folder):
     finally:
         os.remove(path)
         handle.close()
+
+
+def lock_holder(folder):
+    """`(process id, start time)` of the process that holds `folder`'s lock (`locked`) while it
+    runs, else None: no lock file, or one a killed process left."""
+    parent, name = os.path.split(os.path.abspath(folder))
+    path = os.path.join(parent, f".{name}.lock")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            pid = int(handle.read().strip())
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(path)))
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)  # signal 0: is it alive?
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's
+    return pid, started
 
 
 def refuse_overlap(source, target):

@@ -29,6 +29,7 @@ import tensorflow as tf
 import keras_textattn.text  # TextEncoder (importing it registers the class encoder.keras holds)
 from keras_textattn import __version__
 from keras_textattn import _backend
+from keras_textattn._files import lock_holder
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.datasets.splits import checked_label_names
@@ -91,6 +92,21 @@ def recover_replacement(folder):
         shutil.rmtree(folder)
     os.replace(aside, folder)
     return "rolled back"
+
+
+def _replacement_said(folder, aside):
+    """Why the run at `folder` cannot be read while `replace_aside` has its previous run at `aside`."""
+    holder = lock_holder(folder)
+    if holder:
+        pid, started = holder
+        return (
+            f"{folder} is being replaced by process {pid} (train --overwrite, started {started}); the previous "
+            f"run is kept in {aside} until it finishes: give --run {aside} to use it meanwhile"
+        )
+    return (
+        f"{folder} holds a replacement that was interrupted (killed); the previous run is kept in {aside}: "
+        f"give --run {aside} to use it, or run the train command again, which puts it back first"
+    )
 
 
 @contextlib.contextmanager
@@ -249,6 +265,9 @@ def load_run(folder):
                 else ""
             )
         )
+    aside = _aside_path(folder)
+    if os.path.isdir(aside) and not is_finished(folder):
+        raise RunError(_replacement_said(folder, aside))
     missing = [name for name, path in paths.items() if not os.path.exists(path)]
     exported = {"saved_model.pb": "SavedModel", "model.tflite": "TFLite model"}
     for name, kind in exported.items():

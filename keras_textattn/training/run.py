@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import shutil
+import warnings
 
 import keras
 import numpy as np
@@ -142,8 +143,12 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     dataset, source = _load_data(data, config)  # bad data fails here, before anything on disk changes
     chief = is_chief(strategy)
     with locked(output) if chief else contextlib.nullcontext(), out_of_memory_said(model):
-        if chief:
-            recover_replacement(output)
+        if chief and recover_replacement(output) == "rolled back":  # said in --quiet too: not progress
+            warnings.warn(
+                f"{output}: a replacement of this run was interrupted (killed); its previous run was put back"
+                + (", and --overwrite replaces it again, from epoch 1" if config.overwrite else ""),
+                stacklevel=2,
+            )
         state = run_state(output, config.overwrite, run_json)
         keras.utils.set_random_seed(config.seed)
         run = _Run(

@@ -122,10 +122,47 @@ def test_killed_overwrite_is_rolled_back_by_the_next_command(shared_data, run_co
         lambda: aside.is_dir() and (run_copy / "run.json").exists(),
     )
     assert aside.is_dir() and not (run_copy / "metrics.json").exists()  # killed halfway
-    # The next command on the folder finds the old run back in place (here it refuses to replace it).
-    assert main(_train_args(shared_data, run_copy)) == 2
-    assert "already holds a finished run" in _one_error_line(capsys)
+    # Meanwhile predict names the kept previous run (it said "not a finished run folder"), and reads it.
+    capsys.readouterr()
+    assert main(["predict", "--run", str(run_copy), "a good film"]) == 2
+    assert _one_error_line(capsys) == (
+        f"keras-textattn: error: {run_copy} holds a replacement that was interrupted (killed); the previous run is "
+        f"kept in {aside}: give --run {aside} to use it, or run the train command again, which puts it back first"
+    )
+    assert main(["predict", "--run", str(aside), "a good film"]) == 0
+    capsys.readouterr()
+    # The next command on the folder finds the old run back in place, and says so (here it then refuses
+    # to replace it; with --overwrite it would replace it again, from epoch 1, and say that).
+    said = f"{run_copy}: a replacement of this run was interrupted (killed); its previous run was put back"
+    with pytest.warns(UserWarning, match=f"^{re.escape(said)}$"):
+        assert main(_train_args(shared_data, run_copy)) == 2
+    assert _one_error_line(capsys) == (
+        f"keras-textattn: error: {run_copy} already holds a finished run; pass overwrite=True (--overwrite) to "
+        f"replace it, or choose another output (with init_from={str(run_copy)!r}, --init-from, to train it further)"
+    )
     assert _snapshot(run_copy) == before and not aside.exists()
+
+
+def test_predict_during_a_replacement_names_the_process_and_the_kept_run(finished, tmp_path, capsys):
+    """`predict` on a run that `train --overwrite` is replacing said "encoder.keras is damaged ... was
+    its writing interrupted?" or "not a finished run folder": it names the process replacing it and
+    the previous run kept meanwhile, which it reads when given."""
+    from keras_textattn._files import locked
+
+    run, aside = tmp_path / "run", tmp_path / ".replaced-run"
+    shutil.copytree(finished, aside)
+    run.mkdir()
+    (run / "run.json").write_text("{}")  # the new run, half-written
+    with locked(run):  # as the replacing train holds it: this process is the one named
+        assert main(["predict", "--run", str(run), "a good film"]) == 2
+        line = _one_error_line(capsys)
+        assert line.startswith(
+            f"keras-textattn: error: {run} is being replaced by process {os.getpid()} (train --overwrite, started "
+        )
+        assert line.endswith(
+            f"); the previous run is kept in {aside} until it finishes: give --run {aside} to use it meanwhile"
+        )
+        assert main(["predict", "--run", str(aside), "a good film"]) == 0
 
 
 # -------------------------------------------------------- export targets (2)
