@@ -17,6 +17,7 @@ the training code.
 """
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -92,6 +93,30 @@ def recover_replacement(folder):
         shutil.rmtree(folder)
     os.replace(aside, folder)
     return "rolled back"
+
+
+def _check_vocabulary(folder, paths, encoder):
+    """A `RunError` where encoder.keras's vocabulary is not the one the run trained with: another
+    digest than metrics.json's (runs saved before it was recorded: no check), or another list than
+    vocabulary.txt's (two tokens swapped changed most predictions, silently)."""
+    recorded = read_json(paths["metrics.json"]).get("vocabulary_sha256")
+    vocabulary = encoder.get_vocabulary()
+    listed_path = os.path.join(folder, "vocabulary.txt")
+    listed = None
+    if os.path.isfile(listed_path):
+        with open(listed_path, encoding="utf-8", newline="\n") as handle:
+            listed = handle.read().split("\n")[: len(vocabulary)]
+    if recorded not in (None, vocabulary_digest(encoder)) or listed not in (None, vocabulary):
+        where = next((i for i, (a, b) in enumerate(zip(vocabulary, listed or [])) if a != b), None)
+        differs = (
+            f"; id {where} is {vocabulary[where]!r} there, {listed[where]!r} in vocabulary.txt"
+            if where is not None
+            else ""
+        )
+        raise RunError(
+            f"{paths['encoder.keras']} holds another vocabulary than the one this run trained with (metrics.json's "
+            f"digest, vocabulary.txt){differs}: a file of the run was changed; use the run folder as train wrote it"
+        )
 
 
 def _replacement_said(folder, aside):
@@ -188,9 +213,14 @@ def save_run(folder, model, encoder, label_names, metrics):
     write_atomically(os.path.join(folder, "model.keras"), model.save)
     write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
     write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
-    write_text(
-        os.path.join(folder, "metrics.json"), json.dumps({**metrics, "versions": versions}, indent=2, sort_keys=True)
-    )
+    metrics = {**metrics, "versions": versions, "vocabulary_sha256": vocabulary_digest(encoder)}
+    write_text(os.path.join(folder, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
+
+
+def vocabulary_digest(encoder):
+    """The SHA-256 of an encoder's vocabulary in id order: metrics.json records it, and `load_run`
+    checks encoder.keras against it."""
+    return hashlib.sha256("\n".join(encoder.get_vocabulary()).encode("utf-8")).hexdigest()
 
 
 def _check_run_parts(model, encoder, label_names, metrics):
@@ -298,6 +328,7 @@ def load_run(folder):
         raise RunError(
             f"{paths['labels.json']} names {len(label_names)} classes, but model.keras has {classes} outputs"
         )
+    _check_vocabulary(folder, paths, encoder)
     if embedded not in (None, encoder.vocabulary_size()):
         raise RunError(
             f"{paths['encoder.keras']} has a vocabulary of {encoder.vocabulary_size()} tokens, but "

@@ -102,3 +102,31 @@ def test_a_tampered_model_file_is_one_line_and_never_runs(lama_run, tmp_path, ca
         "are neither Keras's nor keras-textattn's, so it was not loaded (nothing in it ran); use the run folder as "
         "train wrote it"
     ]
+
+
+@pytest.mark.real_data
+def test_an_encoder_whose_vocabulary_was_changed_is_refused(lama_run, tmp_path, capsys):
+    """Two entries of encoder.keras's vocabulary swapped (the same size: it loaded, and most
+    predictions changed without a word): refused against metrics.json's digest and vocabulary.txt,
+    naming the first id that differs; the untouched run still predicts."""
+    from keras_textattn_cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(lama_run, run)
+    asset = "assets/layers/text_encoder/lookup/vocabulary.txt"
+    with zipfile.ZipFile(lama_run / "encoder.keras") as original, zipfile.ZipFile(run / "encoder.keras", "w") as copy:
+        for item in original.infolist():
+            data = original.read(item.filename)
+            if item.filename == asset:
+                tokens = data.decode("utf-8").split("\n")
+                tokens[10], tokens[11] = tokens[11], tokens[10]
+                data = "\n".join(tokens).encode("utf-8")
+            copy.writestr(item, data)
+    listed = (lama_run / "vocabulary.txt").read_text(encoding="utf-8").split("\n")
+    assert main(["predict", "--run", str(run), "a good film"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"keras-textattn: error: {run / 'encoder.keras'} holds another vocabulary than the one this run trained with "
+        f"(metrics.json's digest, vocabulary.txt); id 10 is {listed[11]!r} there, {listed[10]!r} in vocabulary.txt: a "
+        "file of the run was changed; use the run folder as train wrote it"
+    ]
+    assert main(["predict", "--run", str(lama_run), "a good film"]) == 0
