@@ -1,6 +1,7 @@
 """The checks of a run's options that need more than one value: the model's spec, another
 option, the vectors on disk. Each value alone is checked by `TrainConfig`."""
 
+import inspect
 import os
 
 import numpy as np
@@ -9,6 +10,7 @@ from keras_textattn.datasets import check_class_weight
 from keras_textattn.models import SPECS
 from keras_textattn.models.spec import GIVEN_BY_TRAINING
 from keras_textattn.run_folder import RunError
+from keras_textattn.text.lengths import TOKENS
 from keras_textattn.text.vectors import PACKAGED_VECTORS
 from keras_textattn.text.vectors import is_vectors_source
 from keras_textattn.text.vectors import vectors_dimension
@@ -51,6 +53,42 @@ def check_run_options(model, config):
     check_class_weight(config.class_weight)
     _check_distribution(config)
     return spec
+
+
+def check_sizes_fit(spec, config):
+    """A `RunError` where a size given (`config`, after the preset's recipe) makes a tensor that every
+    model holds larger than this machine's memory: a batch of token ids, its embedded tokens, the
+    embedding table with Adam's two slots. Such a run segfaulted inside `fit` (a length of 10^9)
+    instead of failing; the line says the largest that fits. Model-specific tensors (attention
+    over length x length) are left to TensorFlow's out-of-memory error, said in one line too."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    model_kwargs = {**spec.preset_arguments(config.preset), **config.model_kwargs}
+    argument = spec.embedding_size_argument
+    width = model_kwargs.get(argument, inspect.signature(spec.build).parameters[argument].default)
+    rows = config.batch_size * (config.max_sentences or 1)
+    length = config.sequence_length or TOKENS[0]  # a length chosen from the data is at least this
+    per_token = 4 * width + 8 * 2  # float32 embeddings; int64 ids, and as many bigram ids at most
+    if rows * length * per_token > memory:
+        longest = max(memory // (rows * per_token), 0)
+        given = "--sequence-length" if config.sequence_length else "--batch-size"
+        raise RunError(
+            f"{given}: a batch of {rows:,} rows of {length:,} tokens embedded in {width} dimensions needs "
+            f"{_gigabytes(rows * length * per_token)}, more than this machine's {_gigabytes(memory)} of memory; "
+            f"at --batch-size {config.batch_size} at most {longest:,} tokens fit (a smaller --batch-size, or "
+            f"--set {argument}=..., fits more)"
+        )
+    table = (config.max_tokens + (config.vectors_vocabulary or 0) + (config.bigram_buckets or 0)) * width * 4 * 3
+    if table > memory:
+        raise RunError(
+            f"an embedding table of {config.max_tokens + (config.vectors_vocabulary or 0):,} tokens and "
+            f"{config.bigram_buckets or 0:,} bigram buckets in {width} dimensions, with Adam's two slots, needs "
+            f"{_gigabytes(table)}, more than this machine's {_gigabytes(memory)} of memory; at {width} dimensions "
+            f"at most {memory // (width * 12):,} rows fit (--max-tokens, --bigram-buckets, --set {argument}=...)"
+        )
+
+
+def _gigabytes(count):
+    return f"{count / 2**30:,.1f} GiB"
 
 
 def _check_model_kwargs(spec, model_kwargs):

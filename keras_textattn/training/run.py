@@ -48,6 +48,7 @@ from keras_textattn.training.callbacks import StopOnDivergence
 from keras_textattn.training.callbacks import diverged_run
 from keras_textattn.training.callbacks import weights_are_numbers
 from keras_textattn.training.checks import check_run_options
+from keras_textattn.training.checks import check_sizes_fit
 from keras_textattn.training.model_setup import build_classifier
 from keras_textattn.training.model_setup import choose_lengths_saying_so
 from keras_textattn.training.model_setup import compile_classifier
@@ -126,6 +127,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
             f"patience too (--early-stopping N); got monitor {config.early_stopping_monitor!r} without it"
         )
+    check_sizes_fit(spec, used)  # before the data is read and anything written
     if config.distribute == "ray":
         return _train_on_ray(model, data, output, config, run_json)
     if recipe and config.verbose:

@@ -205,6 +205,45 @@ def test_bad_arguments_exit_2_with_one_line(shared_data, tmp_path, capsys, monke
     assert len(error) == 1 and error[0].startswith("keras-textattn: error:") and message in error[0]
 
 
+@pytest.mark.parametrize(
+    "extra, refused, per_unit",
+    [
+        # The issue's command: it segfaulted inside fit (rc 139) and left run.json, a lock and a folder
+        # that refused the corrected command.
+        (["--sequence-length", "1000000000"], "--sequence-length: a batch of 32 rows of 1,000,000,000 tokens", 32 * 80),
+        (["--batch-size", "1000000000000"], "--batch-size: a batch of 1,000,000,000,000 rows of 8 tokens", None),
+        (["--max-tokens", "1000000000000"], "an embedding table of 1,000,000,000,000 tokens", 16 * 12),
+    ],
+    ids=["length", "batch", "vocabulary"],
+)
+def test_sizes_that_cannot_fit_in_memory_are_refused_before_anything_is_written(
+    shared_data, tmp_path, capsys, extra, refused, per_unit
+):
+    """One line saying the largest that fits, before the data is read or the folder made."""
+    args = [
+        "train",
+        "--model",
+        "lama",
+        "--epochs",
+        "1",
+        "--set",
+        "embedding_dim=16",
+        "--data",
+        str(shared_data / "sst2" / "dev.csv.gz"),
+        "--output",
+        str(tmp_path / "runs" / "a"),
+        *extra,
+    ]
+    assert main(args) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"keras-textattn: error: {refused}") and "more than this machine's" in line
+    assert not (tmp_path / "runs").exists()
+    if per_unit:  # the largest said fits, and one more does not
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        largest = int(re.search(r"at most ([\d,]+) (?:tokens|rows) fit", line)[1].replace(",", ""))
+        assert largest * per_unit <= memory < (largest + 1) * per_unit
+
+
 def test_out_of_memory_in_a_traced_step_names_the_allocation():
     """Inside a traced training step TensorFlow's message starts "Graph execution error:" and names the
     allocation lines later (this one is HCAN's at 40,000 words a sentence, which takes 52 s and 12 GB
