@@ -1,6 +1,7 @@
 """The command line itself: what it does to arguments before a command runs, and the line it prints for a failure."""
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -173,7 +174,10 @@ def test_ctrl_c_while_tensorflow_imports_is_one_line(command, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.0)  # past the start of Python and of the command line, inside TensorFlow's import
+    # Once TensorFlow's library is mapped, the command line has started and TensorFlow is importing.
+    deadline = time.monotonic() + 60
+    while "libtensorflow" not in pathlib.Path(f"/proc/{process.pid}/maps").read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr[-2000:]
