@@ -328,10 +328,10 @@ def load_run(folder):
         raise RunError(
             f"{paths['labels.json']} names {len(label_names)} classes, but model.keras has {classes} outputs"
         )
-    _check_vocabulary(folder, paths, encoder)
     if embedded not in (None, encoder.vocabulary_size()):
         raise RunError(
             f"{paths['encoder.keras']} has a vocabulary of {encoder.vocabulary_size()} tokens, but "
             f"model.keras embeds {embedded}: the files do not belong together"
         )
+    _check_vocabulary(folder, paths, encoder)  # of the right size, but the same tokens?
     return model, encoder, label_names
