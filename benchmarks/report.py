@@ -173,12 +173,12 @@ def accuracy_section(results):
             "| model | setting | test accuracy | train s | parameters | command |",
             "| --- | --- | ---: | ---: | ---: | --- |",
         ]
-        for model, setting, name, rows in dataset_rows(results, dataset):
+        shown = dataset_rows(results, dataset)
+        for model, setting, name, rows in shown:
             lines.append(
                 f"| {model} | {setting} | {_figure(rows)} | {_seconds(rows)} | {_parameters(rows)} | "
                 f"{_code(command(dataset, name))} |"
             )
-        shown = dataset_rows(results, dataset)
         lines += ["", f"Machine: {MACHINE}. Measured {_dates([rows for *_, rows in shown])}.", ""]
         if dataset in PLOTS:
             title, image = PLOTS[dataset]
@@ -189,6 +189,32 @@ def accuracy_section(results):
                 "",
             ]
     return lines
+
+
+def recheck_section(results):
+    """Rows of accuracy.jsonl measured again after the code changed (`recheck.jsonl`, those with a
+    `note`): the figure recorded beside the one measured, and what the change was."""
+    lines = [
+        "## Do the figures still hold?",
+        "",
+        "Rows measured again after a change to the models, layers or training (`accuracy.py --results "
+        "benchmarks/results/recheck.jsonl`), against the figure the table holds.",
+        "",
+        "| dataset | row | seed | recorded | measured again | on | what changed |",
+        "| --- | --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for line in (RESULTS / "recheck.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if "note" not in row:
+            continue
+        recorded = next(
+            (r["accuracy"] for r in results.get((row["dataset"], row["model"]), []) if r["seed"] == row["seed"]), None
+        )
+        lines.append(
+            f"| {row['dataset']} | `{row['model']}` | {row['seed']} | "
+            f"{'' if recorded is None else recorded} | {row['accuracy']} | {row['date']} | {row['note']} |"
+        )
+    return [*lines, ""]
 
 
 def throughput_section():
@@ -236,7 +262,8 @@ def page():
         'What was tried on the way to these recipes, and what did not help: the docs\' "What we tried".',
         "",
     ]
-    lines += accuracy_section(read_accuracy()) + throughput_section() + memory_section()
+    results = read_accuracy()
+    lines += accuracy_section(results) + recheck_section(results) + throughput_section() + memory_section()
     return "\n".join(lines).rstrip() + "\n"
 
 
