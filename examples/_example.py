@@ -18,11 +18,10 @@ import sys
 from keras_textattn_config.flags import path_argument
 from keras_textattn_config.flags import progress_verbosity
 from keras_textattn_config.train_config import DTYPE_POLICIES
+from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
 from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import cpu_devices_refusal
 
-# `tune()`'s data arguments, taken from what an example passes `train()`.
-TUNE_DATA_ARGUMENTS = ("test_data", "text_column", "label_column", "header", "label_offset", "label_names", "data_dir")
 # The encoder lengths an example passes `train()`: its search reads the texts at the same lengths.
 ENCODER_LENGTHS = ("sequence_length", "max_sentences")
 
@@ -173,7 +172,7 @@ def _search(args, model, data, train_kwargs):
         raise UserError(f"{args.tune} tunes {config.model}; this example trains {model}")
     config.encoder.update({name: train_kwargs[name] for name in ENCODER_LENGTHS if name in train_kwargs})
     directory = args.output.rstrip("/") + "-search"
-    options = {name: value for name, value in train_kwargs.items() if name in TUNE_DATA_ARGUMENTS}
+    options = {name: value for name, value in train_kwargs.items() if name in SEARCH_DATA_OPTIONS}
     rows = tune(
         config,
         data,

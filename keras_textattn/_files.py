@@ -74,9 +74,8 @@ def locked(folder):
     process ends, however it ends. A second process gets a `FolderInUseError` naming
     the process that holds it.
     """
-    check_parents(folder)
     parent, name = os.path.split(os.path.abspath(folder))
-    os.makedirs(parent, exist_ok=True)
+    make_folders(os.path.dirname(os.fspath(folder)) or ".")
     path = os.path.join(parent, f".{name}.lock")
     while True:
         handle = open(path, "a+", encoding="utf-8")

@@ -106,7 +106,7 @@ def _check_vocabulary(folder, paths, encoder):
     if os.path.isfile(listed_path):
         with open(listed_path, encoding="utf-8", newline="\n") as handle:
             listed = handle.read().split("\n")[: len(vocabulary)]
-    if recorded not in (None, vocabulary_digest(encoder)) or listed not in (None, vocabulary):
+    if recorded not in (None, vocabulary_digest(vocabulary)) or listed not in (None, vocabulary):
         where = next((i for i, (a, b) in enumerate(zip(vocabulary, listed or [])) if a != b), None)
         differs = (
             f"; id {where} is {vocabulary[where]!r} there, {listed[where]!r} in vocabulary.txt"
@@ -211,16 +211,17 @@ def save_run(folder, model, encoder, label_names, metrics):
     os.makedirs(folder, exist_ok=True)
     save_encoder(os.path.join(folder, "encoder.keras"), encoder)
     write_atomically(os.path.join(folder, "model.keras"), model.save)
-    write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(encoder.get_vocabulary()) + "\n")
+    vocabulary = encoder.get_vocabulary()
+    write_text(os.path.join(folder, "vocabulary.txt"), "\n".join(vocabulary) + "\n")
     write_text(os.path.join(folder, "labels.json"), json.dumps(list(label_names), indent=2))
-    metrics = {**metrics, "versions": versions, "vocabulary_sha256": vocabulary_digest(encoder)}
+    metrics = {**metrics, "versions": versions, "vocabulary_sha256": vocabulary_digest(vocabulary)}
     write_text(os.path.join(folder, "metrics.json"), json.dumps(metrics, indent=2, sort_keys=True))
 
 
-def vocabulary_digest(encoder):
-    """The SHA-256 of an encoder's vocabulary in id order: metrics.json records it, and `load_run`
+def vocabulary_digest(vocabulary):
+    """The SHA-256 of a vocabulary (its tokens in id order): metrics.json records it, and `load_run`
     checks encoder.keras against it."""
-    return hashlib.sha256("\n".join(encoder.get_vocabulary()).encode("utf-8")).hexdigest()
+    return hashlib.sha256("\n".join(vocabulary).encode("utf-8")).hexdigest()
 
 
 def _check_run_parts(model, encoder, label_names, metrics):

@@ -5,13 +5,12 @@ Nothing here imports TensorFlow: `--help` and argument errors answer before it i
 """
 
 import argparse
-import dataclasses
 import sys
 
 from keras_textattn_config import flags
 from keras_textattn_config.checks import UserError
 from keras_textattn_config.checks import valid_unicode
-from keras_textattn_config.train_config import TrainConfig
+from keras_textattn_config.train_config import FIELDS
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import flag_of
 from keras_textattn_config.train_config import option_of
@@ -52,9 +51,6 @@ class TextsAreArguments(argparse.Action):
         )
 
 
-FIELDS = {field.name: field for field in dataclasses.fields(TrainConfig)}
-
-
 def add_config_flags(group, names, help=None):
     """Add the flags of `TrainConfig`'s fields `names` to `group` (a parser or an argument group);
     `help` replaces a field's help by name."""
@@ -86,21 +82,6 @@ def config_overrides(args, names):
 
 # How a CSV/TSV file is read: the same flags for every subcommand that reads one.
 FILE_FORMAT = ("text_column", "header", "delimiter")
-# The data options of `train` and `tune`.
-DATA_FIELDS = (
-    "test_data",
-    "validation_data",
-    "text_column",
-    "label_column",
-    "header",
-    "delimiter",
-    "label_offset",
-    "group_column",
-    "label_names",
-    "data_dir",
-    "stream",
-    "skip_bad_rows",
-)
 
 
 def add_file_format_flags(parser, labels):

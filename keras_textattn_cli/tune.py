@@ -1,20 +1,11 @@
 """`keras-textattn tune`: a keras-tuner search from a tuner config."""
 
-from keras_textattn_cli.common import DATA_FIELDS
 from keras_textattn_cli.common import add_config_flags
 from keras_textattn_cli.common import config_overrides
 from keras_textattn_config import flags
+from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
+from keras_textattn_config.train_config import SEARCH_TRIAL_OPTIONS
 
-# `train`'s options that a search takes, given to every trial.
-TRIAL_FIELDS = (
-    "validation_fraction",
-    "class_weight",
-    "dtype_policy",
-    "embeddings",
-    "freeze_embeddings",
-    "vectors_vocabulary",
-    "verbose",
-)
 AS_FOR_TRAIN = {
     "embeddings": "every trial's initial word vectors, as for train; the file's dimension must be the embedding size "
     "the config fixes",
@@ -54,8 +45,8 @@ def add_parser(subcommand):
         "--max-trials", type=int, help="default: the config's (random and bayesian; hyperband's follow from --epochs)"
     )
     tune.add_argument("--epochs", type=int, help="per trial (hyperband: the most); default: the config's")
-    add_config_flags(tune, TRIAL_FIELDS, help=AS_FOR_TRAIN)
-    add_config_flags(tune.add_argument_group("local files"), DATA_FIELDS)
+    add_config_flags(tune, SEARCH_TRIAL_OPTIONS, help=AS_FOR_TRAIN)
+    add_config_flags(tune.add_argument_group("local files"), SEARCH_DATA_OPTIONS)
 
 
 def run(args):
@@ -69,7 +60,7 @@ def run(args):
         preset=args.preset,
         max_trials=args.max_trials,
         epochs=args.epochs,
-        **config_overrides(args, TRIAL_FIELDS + DATA_FIELDS),
+        **config_overrides(args, SEARCH_TRIAL_OPTIONS + SEARCH_DATA_OPTIONS),
     )
     if rows:
         print(

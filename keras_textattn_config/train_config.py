@@ -11,6 +11,7 @@ are `keras_textattn.training.checks`.
 """
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable
 
@@ -72,28 +73,12 @@ def _option(group, default, help, **option):
     return dataclasses.field(**factory, metadata={"option": Option(help, group, **option)})
 
 
-def _data(default, help, **option):
-    return _option("data", default, help, **option)
-
-
-def _encoder(default, help, **option):
-    return _option("encoder", default, help, **option)
-
-
-def _model(default, help, **option):
-    return _option("model", default, help, **option)
-
-
-def _optimisation(default, help, **option):
-    return _option("optimisation", default, help, **option)
-
-
-def _distribution(default, help, **option):
-    return _option("distribution", default, help, **option)
-
-
-def _run(default, help, **option):
-    return _option("run", default, help, **option)
+_data = functools.partial(_option, "data")
+_encoder = functools.partial(_option, "encoder")
+_model = functools.partial(_option, "model")
+_optimisation = functools.partial(_option, "optimisation")
+_distribution = functools.partial(_option, "distribution")
+_run = functools.partial(_option, "run")
 
 
 def _choice(choices, flag=None):
@@ -490,7 +475,7 @@ class TrainConfig:
         for field in dataclasses.fields(self):
             given = [name for name in option_of(field).excludes if getattr(self, name) is not None]
             if getattr(self, field.name) is not None and given:
-                other = {f.name: f for f in dataclasses.fields(self)}[given[0]]
+                other = FIELDS[given[0]]
                 raise RunError(
                     f"{field.name} ({flag_of(field)}) and {other.name} ({flag_of(other)}) cannot go together; give one"
                 )
@@ -499,13 +484,12 @@ class TrainConfig:
     def of(cls, config=None, **overrides):
         """`config` (a `TrainConfig`, a dict of its fields, or None: the defaults) with `overrides`;
         a `RunError` naming an unknown option."""
-        names = {field.name for field in dataclasses.fields(cls)}
         given = dict(config) if isinstance(config, dict) else {}
-        unknown = sorted(set(given) - names | set(overrides) - names)
+        unknown = sorted(set(given) - FIELDS.keys() | set(overrides) - FIELDS.keys())
         if unknown:
             raise RunError(
                 f"unknown training option{'s' * (len(unknown) > 1)} {', '.join(unknown)}; "
-                f"the options are TrainConfig's fields: {', '.join(sorted(names))}"
+                f"the options are TrainConfig's fields: {', '.join(sorted(FIELDS))}"
             )
         if config is not None and not isinstance(config, (cls, dict)):
             raise RunError(f"config must be a TrainConfig or a dict of its fields; got {type(config).__name__}")
@@ -558,6 +542,20 @@ def jsonable(value):
     return value
 
 
+# Each field by name.
+FIELDS = {field.name: field for field in dataclasses.fields(TrainConfig)}
+# The options a keras-tuner search (`keras_textattn.tuning.tune`) takes: how the data is read (the
+# data group: `load_labelled_data`'s keywords) and what every trial trains with; the rest of a
+# trial's training is its tuner config's.
+SEARCH_DATA_OPTIONS = tuple(field.name for field in fields_of("data"))
+SEARCH_TRIAL_OPTIONS = (
+    "class_weight",
+    "dtype_policy",
+    "embeddings",
+    "freeze_embeddings",
+    "vectors_vocabulary",
+    "verbose",
+)
 # What a resume must repeat (`epochs` may grow; where and how it runs may change).
 RESUMED = tuple(field.name for field in dataclasses.fields(TrainConfig) if option_of(field).resumed)
 # What a run started from another (`init_from`) takes from it: the model's sizes, the encoder and

@@ -125,6 +125,11 @@ class ModelSpec:
             shape["bigram_buckets"] = encoder.bigram_buckets
         return shape
 
+    def embedding_size(self, arguments):
+        """The token embedding's size for the builder `arguments`: theirs, else the builder's default."""
+        name = self.embedding_size_argument
+        return arguments.get(name, inspect.signature(self.build).parameters[name].default)
+
     def preset_arguments(self, preset):
         """Builder arguments of a preset: "cpu" or "paper"."""
         return {**self.best_variant, **(self.cpu_defaults if _checked(preset) == "cpu" else {})}

@@ -1,7 +1,6 @@
 """The checks of a run's options that need more than one value: the model's spec, another
 option, the vectors on disk. Each value alone is checked by `TrainConfig`."""
 
-import inspect
 import os
 
 import numpy as np
@@ -63,8 +62,7 @@ def check_sizes_fit(spec, config):
     over length x length) are left to TensorFlow's out-of-memory error, said in one line too."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     model_kwargs = {**spec.preset_arguments(config.preset), **config.model_kwargs}
-    argument = spec.embedding_size_argument
-    width = model_kwargs.get(argument, inspect.signature(spec.build).parameters[argument].default)
+    argument, width = spec.embedding_size_argument, spec.embedding_size(model_kwargs)
     rows = config.batch_size * (config.max_sentences or 1)
     length = config.sequence_length or TOKENS[0]  # a length chosen from the data is at least this
     per_token = 4 * width + 8 * 2  # float32 embeddings; int64 ids, and as many bigram ids at most

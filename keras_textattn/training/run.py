@@ -69,6 +69,7 @@ from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn.training.strategies import even_first_batch
 from keras_textattn.training.strategies import is_chief
 from keras_textattn.training.strategies import make_strategy
+from keras_textattn_config.train_config import FIELDS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
@@ -197,8 +198,7 @@ def _check_init_from(model, output, config):
     if os.path.abspath(config.init_from) == os.path.abspath(output):
         raise RunError(f"init_from (--init-from) is the output folder {output}; write the new run to another --output")
     source_run = source_run_metrics(config.init_from, model)
-    fields = {field.name: field for field in dataclasses.fields(config)}
-    taken = [name for name in FROM_SOURCE_RUN if (getattr(config, name) or None) != (default_of(fields[name]) or None)]
+    taken = [name for name in FROM_SOURCE_RUN if (getattr(config, name) or None) != (default_of(FIELDS[name]) or None)]
     if taken:
         flags = ["--set" if name == "model_kwargs" else "--" + name.replace("_", "-") for name in taken]
         raise RunError(

@@ -4,7 +4,6 @@ import csv
 import dataclasses
 import functools
 import glob
-import inspect
 import json
 import os
 import shutil
@@ -55,6 +54,8 @@ from keras_textattn.tuning.config import TuningConfig
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn_config.train_config import ADAPT_ROWS
+from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
+from keras_textattn_config.train_config import SEARCH_TRIAL_OPTIONS
 from keras_textattn_config.train_config import TrainConfig
 
 
@@ -390,8 +391,8 @@ def make_tuner(kind, hypermodel, config, directory, max_trials):
 
 # The options of a `TrainConfig` that a search takes: how the data is read, and what every trial
 # trains with (the rest of a trial's training is the tuner config's).
-DATA_OPTIONS = tuple(sorted(set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"}))
-TRIAL_OPTIONS = ("class_weight", "dtype_policy", "embeddings", "freeze_embeddings", "vectors_vocabulary", "verbose")
+DATA_OPTIONS = tuple(sorted(SEARCH_DATA_OPTIONS))
+TRIAL_OPTIONS = SEARCH_TRIAL_OPTIONS
 
 
 def tune(
@@ -672,8 +673,7 @@ def _embedding_size(config):
     argument = get_spec(config.model).embedding_size_argument
     if argument in config.hyperparameters:
         return argument, config.hyperparameters[argument]["default"]
-    given = _preset_arguments(config)
-    return argument, given.get(argument, inspect.signature(get_spec(config.model).build).parameters[argument].default)
+    return argument, get_spec(config.model).embedding_size(_preset_arguments(config))
 
 
 def _embeddings_setting(config, embeddings, freeze_embeddings, vectors_vocabulary=None):

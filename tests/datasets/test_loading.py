@@ -627,3 +627,13 @@ def test_data_of_a_type_not_read_is_one_line(tmp_path):
         assert str(refused.value) == message
     dataset, _ = load_labelled_data(file, validation_fraction=0.5)  # a pathlib.Path is a file
     assert dataset.label_names == ["neg", "pos"]
+
+
+def test_the_data_options_are_what_the_loader_takes():
+    """TrainConfig's data group is `load_labelled_data`'s keywords (but the seed, which trains too):
+    `train` and `tune` pass them through, and the CLI's data flags are generated from them."""
+    import inspect
+
+    from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
+
+    assert set(SEARCH_DATA_OPTIONS) == set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"}
