@@ -360,6 +360,15 @@ class TrainConfig:
         check=_optimizer,
         parse={"choices": list(OPTIMIZERS)},
     )
+    sparse_updates: bool = _optimisation(
+        True,
+        "update every row of the embedding tables at each step, as Keras's Adam and SGD do "
+        "(default: only the rows the batch used, which is many times faster for large tables)",
+        check=check_flag,
+        flag="--dense-updates",
+        parse=SWITCH,
+        from_flag=_not,
+    )
     learning_rate: float | None = _optimisation(
         None,
         "default: the paper's with --preset paper, else 1e-3 (adam) or 0.01 (sgd)",

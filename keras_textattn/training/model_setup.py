@@ -10,6 +10,8 @@ from keras_textattn._scores import macro_f1
 from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
+from keras_textattn.optimizers import LazyAdam
+from keras_textattn.optimizers import LazySGD
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 from keras_textattn.text import choose_open_lengths
@@ -35,7 +37,9 @@ def with_fallbacks(config):
 
 
 def make_optimizer(config):
-    """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping."""
+    """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping; their lazy
+    versions (`keras_textattn.optimizers`: embedding rows a batch did not use are left as they are)
+    with `config.sparse_updates`."""
     options = dict(
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay or None,
@@ -43,8 +47,8 @@ def make_optimizer(config):
         clipvalue=config.clip_value,
     )
     if config.optimizer == "sgd":
-        return keras.optimizers.SGD(momentum=0.9, **options)
-    return keras.optimizers.Adam(**options)
+        return (LazySGD if config.sparse_updates else keras.optimizers.SGD)(momentum=0.9, **options)
+    return (LazyAdam if config.sparse_updates else keras.optimizers.Adam)(**options)
 
 
 def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):

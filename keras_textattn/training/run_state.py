@@ -15,14 +15,15 @@ from keras_textattn.run_folder import is_finished
 from keras_textattn.run_folder import read_json
 from keras_textattn_config.train_config import RESUMED
 
-# run.json written before these options: those runs trained with Adam, no weight decay, sentences cut;
-# and a Python call's model_kwargs=None was kept as given.
+# run.json written before these options: those runs trained with Adam updating every embedding row, no
+# weight decay, sentences cut; and a Python call's model_kwargs=None was kept as given.
 LEGACY_RUN_JSON = {
     "optimizer": "adam",
     "weight_decay": 0.0,
     "split_long_sentences": False,
     "init_from": None,
     "delimiter": None,
+    "sparse_updates": False,
 }
 
 

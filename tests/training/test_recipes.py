@@ -597,3 +597,26 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
         == "bfloat16"
     )
     assert keras.config.dtype_policy().name == "float32"
+
+
+def test_embedding_rows_are_updated_lazily_unless_dense_updates_are_asked_for(sst2_dev, tmp_path):
+    """By default a run trains with `LazyAdam`: an embedding row moves only in the steps whose batch
+    used it, so rows no training text uses stay as initialised, as with Keras's Adam (whose
+    moments of them stay zero), and the rows used end elsewhere than Keras's Adam leaves them.
+    `sparse_updates=False` (--dense-updates) trains with Keras's Adam, and run.json says which."""
+    runs = {}
+    for sparse in (True, False):
+        output = tmp_path / f"sparse_{sparse}"
+        train("scalable_attention", sst2_dev, str(output), epochs=1, sparse_updates=sparse, **SMALL)
+        model, encoder, _ = load_run(str(output))
+        runs[sparse] = model
+        assert json.loads((output / "run.json").read_text())["sparse_updates"] is sparse
+    assert type(runs[True].optimizer).__name__ == "LazyAdam" and type(runs[False].optimizer) is keras.optimizers.Adam
+    with gzip.open(sst2_dev, "rt", encoding="utf-8") as handle:
+        texts = [row["text"] for row in csv.DictReader(handle)]
+    used = np.unique(np.asarray(encoder(texts)))
+    unused = np.setdiff1d(np.arange(encoder.vocabulary_size()), used)
+    assert len(unused) > 0
+    lazy, dense = (runs[sparse].get_layer("embedding").get_weights()[0] for sparse in (True, False))
+    np.testing.assert_array_equal(lazy[unused], dense[unused])
+    assert np.abs(lazy[used] - dense[used]).max() > 1e-3
