@@ -2,6 +2,7 @@
 
 import math
 import numbers
+import os
 
 import numpy as np
 import tensorflow as tf
@@ -52,7 +53,9 @@ def make_batches(
             that many (a file sorted by label, as IMDB's is, needs a buffer as long as its
             runs of one label; the buffer is the only memory that grows with the data, up to
             its cap). Without `rows`, a buffer of 10,000; `shuffle_buffer` sets it.
-        cache: keep the raw rows in memory after the first pass.
+        cache: keep the rows in memory after the first pass: their token ids when the encoder's
+            are of a fixed shape and fit (`ids_fit_in_memory`), so that each text is encoded once
+            and not every epoch (the batches are the same); else the raw texts.
         bucket_boundaries: word counts; when given, texts of similar length are
             batched together (less padding for long, uneven texts such as IMDB).
         rows: the number of rows, when known: the batches then have a known
@@ -63,6 +66,12 @@ def make_batches(
         A `tf.data.Dataset` of `(ids, labels)`; `ids` is `(token_ids, bigram_ids)`
         when the encoder makes bigrams.
     """
+    encoded = cache and not bucket_boundaries and ids_fit_in_memory(encoder, rows)
+    if encoded:
+        dataset = dataset.batch(INFERENCE_ROWS).map(
+            _encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
+        dataset = dataset.unbatch()
     if cache:
         dataset = dataset.cache()
     if shuffle:
@@ -78,12 +87,28 @@ def make_batches(
         dataset = dataset.batch(batch_size)
         if rows is not None:
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(math.ceil(rows / batch_size)))
-    dataset = dataset.map(
-        lambda texts, labels: (encoder(texts), labels),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
+    if not encoded:
+        dataset = dataset.map(_encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _encoding(encoder):
+    return lambda texts, labels: (encoder(texts), labels)
+
+
+# Token ids are kept in memory (`make_batches`) when they take at most this share of the machine's.
+IDS_MEMORY_SHARE = 0.25
+
+
+def ids_fit_in_memory(encoder, rows):
+    """Whether `rows` texts' token ids (and bigram ids) fit in `IDS_MEMORY_SHARE` of this machine's
+    memory: only for an encoder whose ids have a fixed shape (texts of another length are padded or
+    cut to it), and a known number of rows."""
+    shape = [encoder.sequence_length] + ([encoder.max_sentences] if encoder.hierarchical else [])
+    if rows is None or None in shape:
+        return False
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return rows * math.prod(shape) * 4 * (2 if encoder.bigram_buckets else 1) <= IDS_MEMORY_SHARE * memory
 
 
 FLOAT32_MAX = float(np.finfo("float32").max)

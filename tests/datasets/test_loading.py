@@ -588,6 +588,47 @@ def test_make_batches_shapes_shuffle_and_buckets(shared_data):
     assert ids.shape == bigrams.shape == (8, 16)
 
 
+class _CountingEncoder:
+    """`encoder`, counting (in a TensorFlow variable, as tf.data runs it) the texts it encodes."""
+
+    def __init__(self, encoder):
+        self.encoder, self.texts = encoder, tf.Variable(0, dtype=tf.int64)
+
+    def __getattr__(self, name):
+        return getattr(self.encoder, name)
+
+    def __call__(self, texts):
+        with tf.control_dependencies([self.texts.assign_add(tf.shape(texts, out_type=tf.int64)[0])]):
+            return self.encoder(texts)
+
+
+@pytest.mark.parametrize("hierarchical", [False, True])
+def test_training_batches_encode_each_text_once(shared_data, monkeypatch, hierarchical):
+    """With ids of a fixed shape and known rows, the texts are encoded in the first epoch only and
+    their ids kept: every epoch's batches are those of encoding each epoch (same seed, same order);
+    ids that would not fit in memory (here: a share of none) are encoded every epoch instead."""
+    data = load_dataset(str(shared_data / "sst2" / "dev.csv.gz"), splits=("train",))
+    rows = 300
+    options = dict(hierarchical=True, max_sentences=3) if hierarchical else dict(bigram_buckets=100)
+    encoder = TextEncoder(max_tokens=2000, sequence_length=12, **options)
+    encoder.adapt(data["train"])
+
+    def two_epochs(share):
+        monkeypatch.setattr("keras_textattn.datasets.pipeline.IDS_MEMORY_SHARE", share)
+        counting = _CountingEncoder(encoder)
+        batches = make_batches(data["train"].take(rows), counting, 32, shuffle=True, seed=1, rows=rows)
+        epochs = [[tf.nest.map_structure(np.asarray, batch) for batch in batches] for _ in range(2)]
+        return epochs, int(counting.texts.numpy())
+
+    (kept, encoded_once), (again, encoded_each_epoch) = two_epochs(0.25), two_epochs(0.0)
+    assert (encoded_once, encoded_each_epoch) == (rows, 2 * rows)
+    for first, second in zip(kept, again):
+        assert len(first) == len(second) == 10
+        for batch, other in zip(first, second):
+            tf.nest.map_structure(np.testing.assert_array_equal, batch, other)
+    assert not np.array_equal(kept[0][0][1], kept[1][0][1])  # reshuffled each epoch
+
+
 def test_inference_batches_are_multiples_of_the_training_batch():
     """Validation and a run's final scores predict in larger batches: a multiple of the training
     batch (which splits evenly over a mirrored strategy's replicas, so this one does too), up to
