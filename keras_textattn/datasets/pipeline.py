@@ -45,7 +45,8 @@ def make_batches(
     encoder has a fixed `sequence_length`.
 
     Args:
-        dataset: unbatched `(text, label)` pairs, e.g. from `load_dataset`.
+        dataset: unbatched `(text, label)` pairs, e.g. from `load_dataset`, or the
+            `(ids, label)` pairs of `encoded_rows` (kept in memory already: `cache` is moot).
         encoder: a `TextEncoder` with a vocabulary.
         batch_size: rows per batch.
         shuffle: shuffle rows before batching (training), with `seed`, anew each epoch:
@@ -53,9 +54,9 @@ def make_batches(
             that many (a file sorted by label, as IMDB's is, needs a buffer as long as its
             runs of one label; the buffer is the only memory that grows with the data, up to
             its cap). Without `rows`, a buffer of 10,000; `shuffle_buffer` sets it.
-        cache: keep the rows in memory after the first pass: their token ids when the encoder's
-            are of a fixed shape and fit (`ids_fit_in_memory`), so that each text is encoded once
-            and not every epoch (the batches are the same); else the raw texts.
+        cache: keep the rows in memory after the first pass: their token ids where `keeps_ids`,
+            so that each text is encoded once and not every epoch (the batches are the same);
+            else the raw texts.
         bucket_boundaries: word counts; when given, texts of similar length are
             batched together (less padding for long, uneven texts such as IMDB).
         rows: the number of rows, when known: the batches then have a known
@@ -66,13 +67,10 @@ def make_batches(
         A `tf.data.Dataset` of `(ids, labels)`; `ids` is `(token_ids, bigram_ids)`
         when the encoder makes bigrams.
     """
-    encoded = cache and not bucket_boundaries and ids_fit_in_memory(encoder, rows)
-    if encoded:
-        dataset = dataset.batch(INFERENCE_ROWS).map(
-            _encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-        )
-        dataset = dataset.unbatch()
-    if cache:
+    encoded = tf.nest.flatten(dataset.element_spec)[0].dtype != tf.string
+    if not encoded and keeps_ids(encoder, rows, cache, bucket_boundaries):
+        dataset, encoded = encoded_rows(dataset, encoder), True
+    elif cache and not encoded:
         dataset = dataset.cache()
     if shuffle:
         buffer = shuffle_buffer or (10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS)))
@@ -92,6 +90,15 @@ def make_batches(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+def encoded_rows(dataset, encoder):
+    """`(text, label)` rows as `(ids, label)` rows, encoded in batches of `INFERENCE_ROWS` (for an
+    encoder of ids of a fixed shape) and kept in memory after the first pass."""
+    encoded = dataset.batch(INFERENCE_ROWS).map(
+        _encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
+    return encoded.unbatch().cache()
+
+
 def _encoding(encoder):
     return lambda texts, labels: (encoder(texts), labels)
 
@@ -100,12 +107,13 @@ def _encoding(encoder):
 IDS_MEMORY_SHARE = 0.25
 
 
-def ids_fit_in_memory(encoder, rows):
-    """Whether `rows` texts' token ids (and bigram ids) fit in `IDS_MEMORY_SHARE` of this machine's
-    memory: only for an encoder whose ids have a fixed shape (texts of another length are padded or
-    cut to it), and a known number of rows."""
+def keeps_ids(encoder, rows, cache=True, bucket_boundaries=None):
+    """Whether `make_batches` keeps the token ids of `rows` texts in memory: with `cache`, without
+    `bucket_boundaries`, for an encoder whose ids have a fixed shape (texts of another length are
+    padded or cut to it), a known number of rows, and ids (and bigram ids) that fit in
+    `IDS_MEMORY_SHARE` of this machine's memory."""
     shape = [encoder.sequence_length] + ([encoder.max_sentences] if encoder.hierarchical else [])
-    if rows is None or None in shape:
+    if not cache or bucket_boundaries or rows is None or None in shape:
         return False
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return rows * math.prod(shape) * 4 * (2 if encoder.bigram_buckets else 1) <= IDS_MEMORY_SHARE * memory

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 from keras_textattn._scores import macro_f1
+from keras_textattn.datasets import sample_rows
 from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
@@ -14,13 +15,59 @@ from keras_textattn.optimizers import LazyAdam
 from keras_textattn.optimizers import LazySGD
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
+from keras_textattn.text import TextEncoder
 from keras_textattn.text import choose_open_lengths
 from keras_textattn.text.lengths import TOKENS
 from keras_textattn.text.lengths import texts_cut
 from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import vectors_dimension
+from keras_textattn.text.vectors import vectors_words
+from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import OPTIMIZERS
+from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
+
+# The fields of `TrainConfig` that are the encoder's options.
+ENCODER_OPTIONS = (
+    "max_tokens",
+    "min_frequency",
+    "sequence_length",
+    "max_sentences",
+    "split_long_sentences",
+    "bigram_buckets",
+    "bigrams_of",
+)
+
+
+def with_recipe(spec, config):
+    """`(recipe, config used)`: the training options of `spec`'s preset recipe that `config` leaves
+    unset (with `init_from`, but those the source run gives), and `config` with them and the
+    fallbacks (`with_fallbacks`) filled in."""
+    recipe = {
+        name: value
+        for name, value in spec.training_defaults(config.preset).items()
+        if getattr(config, name) is None and (config.init_from is None or name not in FROM_SOURCE_RUN)
+    }
+    return recipe, with_fallbacks(dataclasses.replace(config, **recipe))
+
+
+def fit_encoder(spec, config, model_kwargs, texts, rows):
+    """A `TextEncoder` of `spec`'s options for `model_kwargs` and `config`, its lengths chosen from
+    the `(text, label)` training rows `texts` (`rows` of them) where not given, its vocabulary
+    counted on them (at most `config.adapt_rows`) and extended by the vectors' words."""
+    options = spec.encoder_options(
+        model_kwargs,
+        **{name: getattr(config, name) for name in ENCODER_OPTIONS if getattr(config, name) is not None},
+    )
+    chosen = choose_lengths_saying_so(spec, options, texts, config.verbose)
+    try:
+        encoder = TextEncoder(**{**options, **chosen})
+    except ValueError as error:
+        raise RunError(str(error)) from None
+    encoder.adapt(sample_rows(texts, config.adapt_rows, rows, seed=config.seed))
+    if config.vectors_vocabulary:
+        encoder.extend_vocabulary(vectors_words(config.embeddings, config.vectors_vocabulary))
+    return encoder
 
 
 def with_fallbacks(config):
@@ -36,10 +83,19 @@ def with_fallbacks(config):
     )
 
 
-def make_optimizer(config):
-    """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping; their lazy
-    versions (`keras_textattn.optimizers`: embedding rows a batch did not use are left as they are)
-    with `config.sparse_updates`."""
+def embedding_updates(config, classifier):
+    """ "sparse" or "dense": `config.embedding_updates`, or for "auto", sparse when `classifier`'s
+    trainable embedding tables hold `SPARSE_TABLE_ROWS` rows or more."""
+    if config.embedding_updates != "auto":
+        return config.embedding_updates
+    rows = sum(int(v.shape[0]) for v in classifier.trainable_weights if v.path.endswith("embeddings"))
+    return "sparse" if rows >= SPARSE_TABLE_ROWS else "dense"
+
+
+def make_optimizer(config, updates="dense"):
+    """Adam, or SGD with momentum 0.9, at the run's rate, weight decay and gradient clipping; with
+    `updates` "sparse", their lazy versions (`keras_textattn.optimizers`: the embedding rows a batch
+    did not use are left as they are)."""
     options = dict(
         learning_rate=config.learning_rate,
         weight_decay=config.weight_decay or None,
@@ -47,8 +103,8 @@ def make_optimizer(config):
         clipvalue=config.clip_value,
     )
     if config.optimizer == "sgd":
-        return (LazySGD if config.sparse_updates else keras.optimizers.SGD)(momentum=0.9, **options)
-    return (LazyAdam if config.sparse_updates else keras.optimizers.Adam)(**options)
+        return (LazySGD if updates == "sparse" else keras.optimizers.SGD)(momentum=0.9, **options)
+    return (LazyAdam if updates == "sparse" else keras.optimizers.Adam)(**options)
 
 
 def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
@@ -100,7 +156,7 @@ def accuracy_metric():
 
 def scores(classifier, rows, batches):
     """Accuracy and macro F1 (`macro_f1`) of `classifier` on `batches`, the unshuffled
-    batches of the `(text, label)` `rows`."""
+    batches of the `(text, label)` (or `(ids, label)`) `rows`."""
     labels = rows.map(lambda _, label: label).batch(65_536)  # in blocks: row by row took a second per 10,000
     truth = np.concatenate([np.zeros(0, np.int64), *labels.as_numpy_iterator()]).astype(np.int64)
     predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)

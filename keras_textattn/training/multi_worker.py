@@ -22,6 +22,7 @@ from keras_textattn.training.callbacks import EpochRateTensorBoard
 from keras_textattn.training.callbacks import check_converging
 from keras_textattn.training.model_setup import classifier_loss
 from keras_textattn.training.model_setup import compile_classifier
+from keras_textattn.training.model_setup import embedding_updates
 from keras_textattn.training.model_setup import make_optimizer
 from keras_textattn.training.run_state import keep_history_before
 from keras_textattn.training.run_state import read_history
@@ -96,7 +97,9 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild
     trained, classifier = classifier, rebuild()
     classifier.set_weights(trained.get_weights())
     # The run's optimizer and its trained state, so that model.keras trains on as a one-device run's does.
-    compile_classifier(classifier, make_optimizer(config), config.label_smoothing)
+    compile_classifier(
+        classifier, make_optimizer(config, embedding_updates(config, classifier)), config.label_smoothing
+    )
     classifier.optimizer.build(classifier.trainable_variables)
     for variable, value in zip(classifier.optimizer.variables, trained.optimizer.variables, strict=True):
         variable.assign(value)

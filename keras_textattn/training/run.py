@@ -20,10 +20,11 @@ from keras_textattn import _backend
 from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
+from keras_textattn.datasets import encoded_rows
 from keras_textattn.datasets import inference_batch_size
+from keras_textattn.datasets import keeps_ids
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
-from keras_textattn.datasets import sample_rows
 from keras_textattn.datasets import weigh_classes
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
@@ -34,8 +35,6 @@ from keras_textattn.run_folder import remove_temporary_files
 from keras_textattn.run_folder import replace_aside
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
-from keras_textattn.text import TextEncoder
-from keras_textattn.text.vectors import vectors_words
 from keras_textattn.training import ray_launcher
 from keras_textattn.training.adversarial import use_adversarial_training
 from keras_textattn.training.backup import BestEpoch
@@ -50,14 +49,15 @@ from keras_textattn.training.callbacks import weights_are_numbers
 from keras_textattn.training.checks import check_run_options
 from keras_textattn.training.checks import check_sizes_fit
 from keras_textattn.training.model_setup import build_classifier
-from keras_textattn.training.model_setup import choose_lengths_saying_so
 from keras_textattn.training.model_setup import compile_classifier
+from keras_textattn.training.model_setup import embedding_updates
+from keras_textattn.training.model_setup import fit_encoder
 from keras_textattn.training.model_setup import initialise_embeddings
 from keras_textattn.training.model_setup import initialise_from
 from keras_textattn.training.model_setup import make_optimizer
 from keras_textattn.training.model_setup import scores
 from keras_textattn.training.model_setup import source_run_metrics
-from keras_textattn.training.model_setup import with_fallbacks
+from keras_textattn.training.model_setup import with_recipe
 from keras_textattn.training.multi_worker import train_multi_worker
 from keras_textattn.training.run_state import count_rows
 from keras_textattn.training.run_state import keep_history_before
@@ -71,19 +71,10 @@ from keras_textattn.training.strategies import is_chief
 from keras_textattn.training.strategies import make_strategy
 from keras_textattn_config.train_config import FIELDS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
+from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import jsonable
-
-ENCODER_OPTIONS = (
-    "max_tokens",
-    "min_frequency",
-    "sequence_length",
-    "max_sentences",
-    "split_long_sentences",
-    "bigram_buckets",
-    "bigrams_of",
-)
 
 
 def train(model=None, data=None, output="runs/run", config=None, **overrides):
@@ -117,12 +108,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     spec = check_run_options(model, config)
     run_json = {"model": model, "data": jsonable(data), **config.resumed()}
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
-    recipe = {
-        name: value
-        for name, value in spec.training_defaults(config.preset).items()
-        if getattr(config, name) is None and (config.init_from is None or name not in FROM_SOURCE_RUN)
-    }
-    used = with_fallbacks(dataclasses.replace(config, **recipe))
+    recipe, used = with_recipe(spec, config)
     if config.early_stopping_monitor is not None and used.early_stopping is None:
         raise RunError(
             f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
@@ -285,7 +271,13 @@ def _train_run(run):
         )
         embeddings = initialise_embeddings(classifier, run.model, encoder, dataset["train"], config)
         initialised_from = initialise_from(classifier, source_model, config.init_from, config.verbose)
-        compile_classifier(classifier, make_optimizer(config), config.label_smoothing)
+        updates = embedding_updates(config, classifier)
+        if updates == "sparse" and config.embedding_updates == "auto" and config.verbose:
+            print(
+                f"The embedding tables hold {SPARSE_TABLE_ROWS:,} rows or more: each step updates only the rows "
+                "its batch used (--embedding-updates dense updates every row)"
+            )
+        compile_classifier(classifier, make_optimizer(config, updates), config.label_smoothing)
         # Built here, not by Keras inside the first trace of the training step: a traced function
         # that creates variables is traced a second time.
         classifier.optimizer.build(classifier.trainable_variables)
@@ -300,12 +292,13 @@ def _train_run(run):
         class_weights,
         rebuild=lambda: build_classifier(spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy),
     )
-    classifier, history, best, resumed_from_epoch = fitted
+    classifier, history, best, resumed_from_epoch, trained_on = fitted
     predict_batch_size = inference_batch_size(config.batch_size)
     accuracy, f1 = {}, {}
     for split, count in rows.items():
-        batches = make_batches(dataset[split], encoder, predict_batch_size, rows=count, cache=False)
-        accuracy[split], f1[split] = scores(classifier, dataset[split], batches)
+        split_rows = trained_on.get(split, dataset[split])  # training's ids: not encoded again
+        batches = make_batches(split_rows, encoder, predict_batch_size, rows=count, cache=False)
+        accuracy[split], f1[split] = scores(classifier, split_rows, batches)
     metrics = {
         "model": run.model,
         "preset": preset,
@@ -319,6 +312,7 @@ def _train_run(run):
         "class_weight": class_weight,
         **_training_record(run, history, best, resumed_from_epoch, rows["train"]),
         "parameters": int(classifier.count_params()),
+        "embedding_updates": updates,
         "dtype_policy": classifier.dtype_policy.name,
         "embeddings": embeddings,
         "initialised_from": initialised_from,
@@ -367,18 +361,7 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
     if source_encoder is not None:
         encoder = source_encoder
     else:
-        options = spec.encoder_options(
-            model_kwargs,
-            **{name: getattr(config, name) for name in ENCODER_OPTIONS if getattr(config, name) is not None},
-        )
-        chosen = choose_lengths_saying_so(spec, options, run.dataset["train"], config.verbose)
-        try:
-            encoder = TextEncoder(**{**options, **chosen})
-        except ValueError as error:
-            raise RunError(str(error)) from None
-        encoder.adapt(sample_rows(run.dataset["train"], config.adapt_rows, train_rows, seed=config.seed))
-        if config.vectors_vocabulary:
-            encoder.extend_vocabulary(vectors_words(config.embeddings, config.vectors_vocabulary))
+        encoder = fit_encoder(spec, config, model_kwargs, run.dataset["train"], train_rows)
     if run.chief:
         save_encoder(path, encoder)
     return encoder
@@ -386,7 +369,8 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
 
 def _fit(run, classifier, encoder, rows, class_weights, rebuild):
     """Train `classifier` from where the run's backup left it: `(classifier, history, best epoch's
-    callback or None, the epoch it resumed from)`. `rebuild()` makes the same model outside any
+    callback or None, the epoch it resumed from, the `encoded_rows` it trained and validated on by
+    split where their token ids are kept in memory)`. `rebuild()` makes the same model outside any
     strategy (for the multi-worker loop's evaluation)."""
     config, dataset = run.config, run.dataset
     cache = not dataset.streamed  # streamed rows are read again each epoch, never held
@@ -395,10 +379,17 @@ def _fit(run, classifier, encoder, rows, class_weights, rebuild):
         return make_batches(rows_dataset, encoder, batch, shuffle=shuffle, seed=config.seed, rows=count, cache=cache)
 
     if config.distribute == "multi-worker":
-        return train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild)
+        return (*train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild), {})
     predict_batch_size = inference_batch_size(config.batch_size)
-    train_batches = batches_of(dataset["train"], config.batch_size, rows["train"], shuffle=config.shuffle)
-    validation_batches = batches_of(dataset["validation"], predict_batch_size, rows["validation"])
+    kept = {
+        split: encoded_rows(dataset[split], encoder)
+        for split in ("train", "validation")
+        if keeps_ids(encoder, rows[split], cache)
+    }
+    train_batches = batches_of(kept.get("train", dataset["train"]), config.batch_size, rows["train"], config.shuffle)
+    validation_batches = batches_of(
+        kept.get("validation", dataset["validation"]), predict_batch_size, rows["validation"]
+    )
     if config.distribute == "mirrored":
         train_batches, validation_batches = (
             even_first_batch(batches, rows[split], size, run.strategy, split)
@@ -431,7 +422,7 @@ def _fit(run, classifier, encoder, rows, class_weights, rebuild):
     if best:
         best.set_model(classifier)
         best.restore_best()
-    return classifier, read_history(history_path), best, resumed_from_epoch
+    return classifier, read_history(history_path), best, resumed_from_epoch, kept
 
 
 def _callbacks(run, best, interrupt):

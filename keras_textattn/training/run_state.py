@@ -23,7 +23,7 @@ LEGACY_RUN_JSON = {
     "split_long_sentences": False,
     "init_from": None,
     "delimiter": None,
-    "sparse_updates": False,
+    "embedding_updates": "dense",
 }
 
 

@@ -19,6 +19,7 @@ from keras_textattn.training import train
 from keras_textattn.training.schedules import ResumablePlateau
 from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn_cli import main
+from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 
 SMALL = dict(model_kwargs={"embedding_dim": 8, "fc_units": 8}, sequence_length=24, max_tokens=2000, verbose=0)
 
@@ -599,24 +600,38 @@ def test_mixed_precision_trains_and_ships(shared_data, sst2_dev, tmp_path, recwa
     assert keras.config.dtype_policy().name == "float32"
 
 
-def test_embedding_rows_are_updated_lazily_unless_dense_updates_are_asked_for(sst2_dev, tmp_path):
-    """By default a run trains with `LazyAdam`: an embedding row moves only in the steps whose batch
-    used it, so rows no training text uses stay as initialised, as with Keras's Adam (whose
-    moments of them stay zero), and the rows used end elsewhere than Keras's Adam leaves them.
-    `sparse_updates=False` (--dense-updates) trains with Keras's Adam, and run.json says which."""
+def test_embedding_updates_sparse_dense_and_the_auto_rule(sst2_dev, tmp_path, capsys):
+    """`embedding_updates="sparse"` trains with `LazyAdam`: an embedding row moves only in the steps
+    whose batch used it, so rows no training text uses stay as initialised (as with Keras's Adam,
+    whose moments of them stay zero), and the rows used end elsewhere than Keras's Adam ("dense")
+    leaves them. "auto" (the default) is dense for a small table and sparse, said, from
+    `SPARSE_TABLE_ROWS` rows on; metrics.json records which."""
     runs = {}
-    for sparse in (True, False):
-        output = tmp_path / f"sparse_{sparse}"
-        train("scalable_attention", sst2_dev, str(output), epochs=1, sparse_updates=sparse, **SMALL)
-        model, encoder, _ = load_run(str(output))
-        runs[sparse] = model
-        assert json.loads((output / "run.json").read_text())["sparse_updates"] is sparse
-    assert type(runs[True].optimizer).__name__ == "LazyAdam" and type(runs[False].optimizer) is keras.optimizers.Adam
+    for updates in ("sparse", "dense"):
+        output = tmp_path / updates
+        metrics = train("scalable_attention", sst2_dev, str(output), epochs=1, embedding_updates=updates, **SMALL)
+        runs[updates], encoder, _ = load_run(str(output))
+        assert metrics["embedding_updates"] == updates
+        assert json.loads((output / "run.json").read_text())["embedding_updates"] == updates
+    assert type(runs["sparse"].optimizer).__name__ == "LazyAdam"
+    assert type(runs["dense"].optimizer) is keras.optimizers.Adam
     with gzip.open(sst2_dev, "rt", encoding="utf-8") as handle:
         texts = [row["text"] for row in csv.DictReader(handle)]
     used = np.unique(np.asarray(encoder(texts)))
     unused = np.setdiff1d(np.arange(encoder.vocabulary_size()), used)
     assert len(unused) > 0
-    lazy, dense = (runs[sparse].get_layer("embedding").get_weights()[0] for sparse in (True, False))
+    lazy, dense = (runs[updates].get_layer("embedding").get_weights()[0] for updates in ("sparse", "dense"))
     np.testing.assert_array_equal(lazy[unused], dense[unused])
     assert np.abs(lazy[used] - dense[used]).max() > 1e-3
+
+    small = train("scalable_attention", sst2_dev, str(tmp_path / "auto_small"), epochs=1, **SMALL)
+    large = train(
+        "scalable_attention",
+        sst2_dev,
+        str(tmp_path / "auto_large"),
+        epochs=1,
+        bigram_buckets=SPARSE_TABLE_ROWS,
+        **{**SMALL, "verbose": 1},
+    )
+    assert (small["embedding_updates"], large["embedding_updates"]) == ("dense", "sparse")
+    assert f"The embedding tables hold {SPARSE_TABLE_ROWS:,} rows or more" in capsys.readouterr().out
