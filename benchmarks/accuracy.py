@@ -409,6 +409,20 @@ TRAINED["lama_d50+paper_adam_min5_cosine_glove_v100k"] = (
     },
     4,
 )
+# Embedding updates (`--embedding-updates`, #93): the defaults with sparse updates of their small tables
+# (auto makes them dense), and scalable attention's IMDB recipe through train() (200,000 bigram buckets,
+# the cosine over 2 epochs, with `--length 768 --max-tokens 2000`), sparse (auto's choice) and dense.
+DEFAULTS.update({f"{name}+defaults_sparse": (name, {"embedding_updates": "sparse"}, 3) for name in PAPER_MODELS})
+TRAINED.update(
+    {
+        f"scalable_attention+train_bigrams_cosine_e2_{updates}": (
+            "scalable_attention",
+            {"bigram_buckets": 200000, "lr_schedule": "cosine", "embedding_updates": updates},
+            2,
+        )
+        for updates in ("sparse", "dense")
+    }
+)
 TRAINED.update(DEFAULTS)
 # The same `train()` defaults with the length given (`--length`, where "+defaults" chooses it):
 # dual-axial's sum and mean (BENCHMARKS.md, IMDB).
@@ -715,13 +729,18 @@ def probabilities_file(folder, dataset_name, row, seed):
 
 
 def run_fasttext(dataset, seed):
-    """fastText supervised, the settings of Joulin et al. (2017): bigrams, 10 dimensions, 5 epochs."""
+    """`fasttext_on` the dataset's training and test splits."""
+    return fasttext_on(texts_and_labels(dataset["train"]), texts_and_labels(dataset["test"]), seed)
+
+
+def fasttext_on(train, test, seed):
+    """fastText supervised, the settings of Joulin et al. (2017): bigrams, 10 dimensions, 5 epochs,
+    trained on `train` and scored on `test` (each `(texts, labels)`)."""
     import fasttext
 
     with tempfile.TemporaryDirectory() as folder:
         paths = {}
-        for split in ("train", "test"):
-            texts, labels = texts_and_labels(dataset[split])
+        for split, (texts, labels) in (("train", train), ("test", test)):
             # fastText reads its file in order: a file sorted by label (IMDB's) must be shuffled.
             order = np.random.default_rng(seed).permutation(len(texts)) if split == "train" else range(len(texts))
             paths[split] = os.path.join(folder, split)
@@ -765,16 +784,20 @@ def tfidf_classifier(texts, labels, seed):
 
 
 def run_tfidf(dataset, seed, length=None):
-    """`tfidf_classifier` on the whole texts, or with `length` on the first `length` tokens
-    (what our models read)."""
+    """`tfidf_on` the whole texts, or with `length` on the first `length` tokens (what our models read)."""
     train_texts, train_labels = texts_and_labels(dataset["train"])
     test_texts, test_labels = texts_and_labels(dataset["test"])
     if length:
         train_texts, test_texts = first_tokens(train_texts, length), first_tokens(test_texts, length)
+    return tfidf_on((train_texts, train_labels), (test_texts, test_labels), seed)
+
+
+def tfidf_on(train, test, seed):
+    """`tfidf_classifier` fitted on `train` and scored on `test` (each `(texts, labels)`)."""
     start = time.perf_counter()
-    classifier = tfidf_classifier(train_texts, train_labels, seed)
+    classifier = tfidf_classifier(*train, seed)
     seconds = time.perf_counter() - start
-    accuracy = classifier.score(test_texts, test_labels)
+    accuracy = classifier.score(*test)
     linear = classifier[-1]
     return {
         "accuracy": accuracy,

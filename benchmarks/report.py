@@ -18,6 +18,7 @@ import statistics
 import sys
 
 import memory
+import race
 import throughput
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -217,6 +218,73 @@ def recheck_section(results):
     return [*lines, ""]
 
 
+def race_section():
+    """The race (`race.py`): per dataset, each entry's whole command, against the baselines of the same run."""
+    rows = {(row["dataset"], row["entry"]): row for row in race.newest(RESULTS / "race.jsonl")}
+    lines = [
+        "### Time to accuracy: whole commands",
+        "",
+        "Each entry is one process, timed from its start to its test accuracy known: reading the data, "
+        "importing TensorFlow, fitting the encoder, training and scoring all count. Ratios are against "
+        "fastText and TF-IDF + LR measured in the same run. Seed 0.",
+        "",
+        "| dataset | entry | test accuracy | wall s | peak MB | vs fastText | vs TF-IDF + LR |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for (dataset, entry), row in rows.items():
+        against = [rows.get((dataset, name)) for name in ("fasttext", "tfidf_lr")]
+        ratio = [f"{row['wall_seconds'] / base['wall_seconds']:.1f}x" if base else "" for base in against]
+        lines.append(
+            f"| {dataset} | {entry} | {row['accuracy']:.4f} | {row['wall_seconds']:.1f} | {row['peak_mb']:,.0f} | "
+            f"{ratio[0]} | {ratio[1]} |"
+        )
+    dates = sorted({row["date"] for row in rows.values()})
+    return [
+        *lines,
+        "",
+        f"Command: `python benchmarks/race.py`. Machine: {MACHINE}. Measured {' to '.join(dates[:: len(dates) - 1])}.",
+        "",
+        "![Test accuracy against the whole command's seconds](benchmarks/results/race.png)",
+        "",
+    ]
+
+
+def breakdown_section():
+    """Where an IMDB epoch's time goes (`breakdown.py`), per paper model at its IMDB recipe."""
+    measured = json.loads((RESULTS / "breakdown.json").read_text(encoding="utf-8"))
+    lines = [
+        "### Where an IMDB epoch's time goes",
+        "",
+        "Seconds of one epoch of each paper model at its IMDB recipe, by phase; steps timed on "
+        f"{measured['models'][0]['steps_timed']} batches and scaled to the epoch's. Encoding: the first epoch "
+        "encodes the texts, later ones read their ids from memory. Forward/backward: one pass (adversarial "
+        "training adds a second, from the perturbed embeddings on). An epoch's steps with sparse embedding "
+        "updates (`--embedding-updates sparse`) and dense ones (Keras's Adam); without adversarial training, "
+        "a dense step less its forward/backward is the update and Keras's own work. Importing the training "
+        "package takes "
+        f"{measured['import_seconds']:.1f} s once per command.",
+        "",
+        "| model | encoder fit | encode (1st epoch) | later epochs' input | forward/backward | epoch, sparse | "
+        "epoch, dense | dense / sparse | update, dense | validation |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in measured["models"]:
+        lines.append(
+            f"| {row['model']} | {row['encoder_seconds']:.1f} | {row['encode_seconds']:.1f} | "
+            f"{row['cached_pass_seconds']:.1f} | {row['forward_backward_seconds']:.0f} | "
+            f"{row['sparse_epoch_seconds']:.0f} | {row['dense_epoch_seconds']:.0f} | "
+            f"{row['dense_epoch_seconds'] / row['sparse_epoch_seconds']:.2f}x | "
+            f"{'' if row['dense_optimizer_seconds'] is None else round(row['dense_optimizer_seconds'])} | "
+            f"{row['validation_seconds']:.1f} |"
+        )
+    return [
+        *lines,
+        "",
+        f"Command: `python benchmarks/breakdown.py`. Machine: {MACHINE}. Measured {measured['date']}.",
+        "",
+    ]
+
+
 def throughput_section():
     layers = json.loads((RESULTS / "throughput_layers.json").read_text(encoding="utf-8"))
     models = json.loads((RESULTS / "throughput_end_to_end.json").read_text(encoding="utf-8"))
@@ -225,9 +293,12 @@ def throughput_section():
     return [
         "## Speed",
         "",
-        "Training and inference examples per second of each layer against Keras's "
-        "`MultiHeadAttention` at the same width, and of each paper model and its exports end to end.",
+        "How long a whole command takes against fastText and TF-IDF + LR, where an epoch's time goes, "
+        "and the examples per second of each layer against Keras's `MultiHeadAttention` at the same "
+        "width and of each paper model and its exports end to end.",
         "",
+        *race_section(),
+        *breakdown_section(),
         table.strip(),
         "",
         f"Command: `python benchmarks/throughput.py`. Machine: {MACHINE}. Measured "

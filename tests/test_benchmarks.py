@@ -293,6 +293,42 @@ def test_adversarial_cost_quick(shared_data):
     assert row["ratio"] == pytest.approx(row["adversarial"] / row["plain"])
 
 
+def test_breakdown_quick(shared_data, tmp_path):
+    """Every phase of an epoch is measured and scaled to the epoch's steps, for both kinds of
+    embedding update (not timed: a test asserts what is measured, not how fast)."""
+    results = tmp_path / "breakdown.json"
+    status, out, err = run_script("breakdown.py", "--quick", "--data-dir", shared_data, "--results", results)
+    assert status == 0, err[-3000:]
+    row = json.loads(results.read_text())["models"][0]
+    assert (row["model"], row["dataset"], row["steps_timed"]) == ("scalable_attention", "trec", 3)
+    assert row["steps_per_epoch"] == -(-row["rows"] // row["batch_size"])
+    phases = ("encoder", "encode", "cached_pass", "forward_backward", "sparse_epoch", "dense_epoch", "validation")
+    assert all(row[f"{phase}_seconds"] > 0 for phase in phases)
+    assert "scalable_attention: encoder" in out and "dense updates" in out
+
+
+def test_race_quick(shared_data, tmp_path):
+    """Each entry in a process of its own: its test accuracy, wall seconds and peak memory recorded,
+    its time against fastText's printed, and the plot drawn (a picture of both points and labels)."""
+    results, plot = tmp_path / "race.jsonl", tmp_path / "race.png"
+    status, out, err = run_script("race.py", "--quick", "--data-dir", shared_data, "--results", results, "--plot", plot)
+    assert status == 0, err[-3000:]
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(row["dataset"], row["entry"]) for row in rows] == [
+        ("trec", "fasttext"),
+        ("trec", "scalable_attention+defaults"),
+    ]
+    assert all(1 / 6 < row["accuracy"] <= 1 and row["wall_seconds"] > 0 and row["peak_mb"] > 50 for row in rows)
+    assert rows[1]["peak_mb"] > rows[0]["peak_mb"]  # TensorFlow is not in fastText's process
+    ratio = rows[1]["wall_seconds"] / rows[0]["wall_seconds"]
+    assert f"{ratio:.1f}x fasttext" in out
+    import matplotlib.image
+
+    picture = matplotlib.image.imread(plot)
+    assert picture.shape[0] > 300 and picture.shape[1] > 400
+    assert (picture[..., :3] < 0.5).mean() > 0.005  # axes, points and labels drawn on the white
+
+
 def test_presets_quick():
     status, out, err = run_script("presets.py", "--quick")
     assert status == 0, err[-3000:]
