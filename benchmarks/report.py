@@ -239,10 +239,11 @@ def race_section():
             f"{ratio[0]} | {ratio[1]} |"
         )
     dates = sorted({row["date"] for row in rows.values()})
+    span = " to ".join(sorted({dates[0], dates[-1]}))
     return [
         *lines,
         "",
-        f"Command: `python benchmarks/race.py`. Machine: {MACHINE}. Measured {' to '.join(dates[:: len(dates) - 1])}.",
+        f"Command: `python benchmarks/race.py`. Machine: {MACHINE}. Measured {span}.",
         "",
         "![Test accuracy against the whole command's seconds](benchmarks/results/race.png)",
         "",
