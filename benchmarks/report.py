@@ -18,6 +18,7 @@ import statistics
 import sys
 
 import memory
+import paper_claims
 import race
 import throughput
 
@@ -69,6 +70,7 @@ UNDATED_ACCURACY = ("2026-11-21", "2026-12-01")
 MEASURED = {
     "throughput_layers.json": "2026-11-22",
     "throughput_end_to_end.json": "2026-11-29",
+    "throughput_claims.json": "2026-12-02",
     "memory.json": "2026-11-23",
 }
 # The plot under a dataset's table.
@@ -306,6 +308,19 @@ def throughput_section():
         f"{MEASURED['throughput_layers.json']} (layers) and {MEASURED['throughput_end_to_end.json']} (models).",
         "",
         "![Layer throughput](benchmarks/results/throughput_layers.png)",
+        "",
+        *claims_section(),
+    ]
+
+
+def claims_section():
+    claims = json.loads((RESULTS / "throughput_claims.json").read_text(encoding="utf-8"))["claims"]
+    return [
+        paper_claims.markdown(claims),
+        "",
+        "Each pair at the CPU preset's width in one process, random ids, so the models' compute alone; a speedup "
+        "above 1 is the paper model training faster. Command: `python benchmarks/throughput.py --no-layers "
+        f"--no-end-to-end`. Machine: {MACHINE}. Measured {MEASURED['throughput_claims.json']}.",
         "",
     ]
 

@@ -5,6 +5,7 @@ per Keras backend, and end to end for the paper models and their exports.
     python benchmarks/throughput.py                                  # lengths 64..1024, TensorFlow
     python benchmarks/throughput.py --backend tensorflow jax torch   # which backend is fastest per layer
     python benchmarks/throughput.py --backend jax --dtype-policy mixed_bfloat16   # 16-bit compute (GPUs)
+    python benchmarks/throughput.py --no-layers --no-end-to-end      # the papers' speed claims alone
 
 Per layer and sequence length (batch and width fixed): examples per second for a
 training step (forward + backward + SGD update, `train_on_batch`) and for inference
@@ -26,6 +27,10 @@ per second of the Keras model, of the exported SavedModel (raw text in), and the
 single-text latency (p50/p99) and size of the TFLite models; of the int8 model also how
 often its label is the Keras model's on 200 training texts it was not calibrated on.
 
+The papers' speed claims (`--no-claims` skips them; `paper_claims.py`): HCAN against HAN,
+dual-axial against a MultiHeadAttention encoder, the LAMA Encoder against a one-layer
+Transformer encoder, each pair at equal widths in one process.
+
 Writes `throughput.json`, `throughput.md` and `throughput.png` (time against length,
 log-log, so the scaling exponent is the slope) to `--output-dir`.
 """
@@ -43,6 +48,7 @@ import tempfile
 import time
 
 import numpy as np
+import paper_claims
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parents[1] / "shared" / "data"
@@ -453,6 +459,7 @@ def main(argv=None):
         help="Keras's dtype policy for the layer measurements (16-bit compute, float32 weights)",
     )
     parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false")
+    parser.add_argument("--no-claims", dest="claims", action="store_false", help="skip the papers' speed claims")
     parser.add_argument("--no-layers", dest="measure_layers", action="store_false", help="end to end only")
     parser.add_argument(
         "--data-dir", type=pathlib.Path, default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", DEFAULT_DATA))
@@ -467,7 +474,7 @@ def main(argv=None):
         help="MultiHeadAttention and LAMA at lengths 64 and 128, 0.1 s timings; end to end, scalable attention "
         "and its float32, dynamic and int8 TFLite models",
     )
-    parser.add_argument("--worker", choices=["layer", "flops", "end-to-end"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["layer", "flops", "end-to-end", "claims"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     layers_ = args.layers or (QUICK_LAYERS if args.quick else LAYERS)
     lengths = args.lengths or ([64, 128] if args.quick else [64, 128, 256, 512, 1024])
@@ -484,6 +491,8 @@ def main(argv=None):
         return count_flops(layers_, lengths, args.batch, args.width, args.heads)
     if args.worker == "end-to-end":
         return end_to_end(args.data_dir, e2e_models, 256 if args.quick else 2048, args.quick)
+    if args.worker == "claims":
+        return paper_claims.measure(min_seconds, args.quick, _timed)
 
     common = [
         "--lengths",
@@ -527,14 +536,24 @@ def main(argv=None):
             )
         else:
             print(f"end to end skipped: no AG News at {args.data_dir} (set KERAS_TEXTATTN_DATA)", flush=True)
+    claim_rows = []
+    if args.claims:
+        print("the papers' speed claims: HCAN vs HAN, dual-axial vs MultiHeadAttention, LAMA vs TE", flush=True)
+        claim_rows = _run_worker(
+            "tensorflow",
+            ["--worker", "claims", "--min-seconds", str(min_seconds)] + (["--quick"] if args.quick else []),
+        )
     os.makedirs(args.output_dir, exist_ok=True)
     table = _markdown(layer_rows, flops, e2e_rows)
+    if claim_rows:
+        table += "\n\n" + paper_claims.markdown(claim_rows)
     with open(os.path.join(args.output_dir, "throughput.json"), "w", encoding="utf-8") as handle:
         json.dump(
             {
                 "layers": layer_rows,
                 "flops": [{"layer": k[0], "length": k[1], "flops": v} for k, v in flops.items()],
                 "end_to_end": e2e_rows,
+                "claims": claim_rows,
                 "arguments": vars(args) | {"data_dir": str(args.data_dir)},
             },
             handle,

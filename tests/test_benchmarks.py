@@ -283,6 +283,28 @@ def test_throughput_quick(shared_data, tmp_path):
     table = (tmp_path / "throughput.md").read_text()
     assert "| LAMA | 128 |" in table and ", mixed_bfloat16)\n" in table  # the heading names the policy
     assert re.search(r"\| [\d.]+, [\d.]+ / [\d.]+, agrees (0\.9\d\d|1\.000) \|\n", table)  # the int8 cell
+    # The papers' claims: each pair measured in one process, the speedup the comparator's step time over the model's.
+    claims = {r["claim"]: r for r in results["claims"]}
+    assert sorted(claims) == ["dual_axial_vs_mha", "hcan_vs_han", "lama_encoder_vs_te", "lama_vs_te"]
+    for row in claims.values():
+        ratio = row["train_examples_per_second"] / row["comparator_train_examples_per_second"]
+        assert row["speedup"] == pytest.approx(ratio) and row["parameters"] > 0
+    assert claims["hcan_vs_han"]["shape"] == {"max_sentences": 8, "sequence_length": 16}
+    assert "| hcan vs han (hcan_vs_han) | 8 x 16 |" in table
+
+
+def test_gpu_check_needs_the_data_and_is_valid_bash(tmp_path):
+    script = BENCHMARKS / "gpu_check.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    run = subprocess.run(
+        ["bash", str(script), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "KERAS_TEXTATTN_DATA": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    assert run.returncode == 2 and "no imdb/train.csv.gz in" in run.stderr
+    assert not (tmp_path / ".venv-gpu").exists()  # refused before installing anything
 
 
 def test_adversarial_cost_quick(shared_data):

@@ -18,6 +18,7 @@ from keras_textattn.models import lama
 from keras_textattn.models import scalable_attention
 from keras_textattn.models._inputs import logits_model
 from keras_textattn.models.baselines import build_bigru_classifier
+from keras_textattn.models.baselines import build_han_classifier
 from keras_textattn.models.baselines import build_kim_cnn_classifier
 from keras_textattn.models.baselines import build_transformer_classifier
 from keras_textattn.models.cspan import build_cspan_classifier
@@ -79,6 +80,7 @@ __all__ = [
     "build_bigru_classifier",
     "build_cspan_classifier",
     "build_dual_axial_classifier",
+    "build_han_classifier",
     "build_hcan_classifier",
     "build_kim_cnn_classifier",
     "build_lama_classifier",

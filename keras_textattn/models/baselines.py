@@ -1,11 +1,12 @@
 """The baselines the papers compare against: a Transformer encoder ("TE"), BiGRU with
-max pooling, Kim's CNN."""
+max pooling, Kim's CNN, and HCAN's hierarchical attention network (HAN)."""
 
 import keras
 from keras import ops
 
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
+from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import embed_tokens
@@ -95,6 +96,50 @@ def build_kim_cnn_classifier(
         for k in kernel_sizes
     ]
     x = keras.layers.Dropout(dropout, name="dropout")(keras.layers.Concatenate(name="concat")(pooled))
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+
+
+def build_han_classifier(
+    num_classes,
+    vocabulary_size=None,
+    encoder=None,
+    sequence_length=None,
+    max_sentences=None,
+    units=64,
+    bigram_buckets=0,
+    name="han",
+):
+    """Yang et al.'s (2016) hierarchical attention network, HCAN's RNN baseline: per sentence a
+    BiGRU over the words (`units / 2` per direction) pooled by attention, then a BiGRU over the
+    sentence vectors pooled the same way, softmax. The attention is `MultiQueryAttention` with one
+    query: HAN's `u = tanh(W h + b)`, `alpha = softmax(u . u_w)`, `sum alpha h`, followed by a
+    linear map of the pooled vector that HAN does not have. Inputs `(batch, max_sentences,
+    sequence_length)`, as HCAN's (an encoder with `hierarchical=True` or the two sizes)."""
+    if encoder is not None:
+        max_sentences, sequence_length = encoder.max_sentences, encoder.sequence_length
+    if max_sentences is None or sequence_length is None:
+        raise ValueError(
+            "HAN needs fixed sizes: give sequence_length and max_sentences, or a hierarchical encoder with them. "
+            f"Received: sequence_length={sequence_length}, max_sentences={max_sentences}"
+        )
+    model_inputs = text_inputs(
+        encoder, vocabulary_size, sequence_length, bigram_buckets, hierarchical_shape=(max_sentences, sequence_length)
+    )
+    ids, bigram_ids = model_inputs.token_ids, model_inputs.bigram_ids
+    sentence_inputs = model_inputs._replace(  # every sentence a row: (batch * sentences, words)
+        token_ids=ops.reshape(ids, (-1, sequence_length)),
+        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, sequence_length)),
+    )
+    word_mask = padding_mask(sentence_inputs.token_ids)
+    sentence_mask = ops.any(padding_mask(ids), axis=-1)
+    x = embed_tokens(sentence_inputs, units)
+    for level, mask in (("word", word_mask), ("sentence", sentence_mask)):
+        if level == "sentence":
+            x = ops.reshape(x, (-1, max_sentences, units))
+        x = keras.layers.Bidirectional(keras.layers.GRU(units // 2, return_sequences=True), name=f"{level}_bigru")(
+            x, mask=mask
+        )
+        x = MultiQueryAttention(num_queries=1, name=f"{level}_attention")(x, mask=mask)
     return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
 
 

@@ -246,3 +246,32 @@ def test_keras_int8_quantization_predicts_and_saves_as_the_readme_says(name, tmp
     else:
         with pytest.raises(ValueError, match="could not be loaded"):
             keras.models.load_model(tmp_path / "model.keras")
+
+
+def test_han_ignores_padded_words_and_sentences():
+    """HAN (HCAN's baseline, `build_han_classifier`) has no weights tied to the sizes: the same
+    documents padded to more words and more sentences get the same probabilities."""
+    from keras_textattn.models import build_han_classifier
+
+    ids = np.random.default_rng(0).integers(2, 40, size=(2, 3, 4)).astype("int32")
+    ids[1, 2:], ids[1, 1, 2:] = 0, 0  # the second document: two sentences, the second of two words
+    small = build_han_classifier(3, vocabulary_size=40, sequence_length=4, max_sentences=3, units=8)
+    large = build_han_classifier(3, vocabulary_size=40, sequence_length=7, max_sentences=5, units=8)
+    large.set_weights(small.get_weights())
+    padded = np.zeros((2, 5, 7), "int32")
+    padded[:, :3, :4] = ids
+    np.testing.assert_allclose(large.predict(padded, verbose=0), small.predict(ids, verbose=0), rtol=1e-5, atol=1e-6)
+    assert [layer.name for layer in small.layers if "attention" in layer.name] == [
+        "word_attention",
+        "sentence_attention",
+    ]
+
+
+def test_han_reads_raw_text_and_needs_fixed_sizes():
+    from keras_textattn.models import build_han_classifier
+
+    encoder = _encoder("hcan")
+    model = build_han_classifier(2, encoder=encoder, units=8)
+    assert model.predict(tf.constant(TEXTS), verbose=0).shape == (4, 2)
+    with pytest.raises(ValueError, match="HAN needs fixed sizes.*max_sentences=None"):
+        build_han_classifier(2, vocabulary_size=10, sequence_length=5)
