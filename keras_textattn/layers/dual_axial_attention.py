@@ -37,14 +37,16 @@ def _multi_dimensional_weights(query, key, value, key_mask, score_activation, at
         float32 `(batch, L, C)`: the multi-dimensional attention weights.
     """
     scores = ops.einsum("bic,bjc->bij", query, key)
-    key_mask = None if key_mask is None else ops.expand_dims(key_mask, 1)
+    value = ops.cast(value, "float32")
     if score_activation == "softplus":
-        alpha = utils.masked_softplus(scores, key_mask)
+        alpha = utils.softplus(ops.cast(scores, "float32"))
+        if key_mask is not None:  # a masked key's value is zeroed, not its weights: one pass less over (L, L)
+            value = value * ops.expand_dims(key_mask, -1)
     else:
-        alpha = utils.masked_softmax(scores, key_mask, axis=-1)
+        alpha = utils.masked_softmax(scores, None if key_mask is None else ops.expand_dims(key_mask, 1), axis=-1)
     if attenuation is not None:
         alpha = alpha * attenuation
-    weighted = ops.einsum("bij,bjc->bic", alpha, ops.cast(value, "float32"))
+    weighted = ops.einsum("bij,bjc->bic", alpha, value)
     return utils.softplus(weighted)
 
 
