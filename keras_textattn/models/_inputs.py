@@ -69,6 +69,17 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
     return ModelInputs([ids, bigrams], ids, bigrams, vocabulary_size, bigram_buckets)
 
 
+def sentence_rows(model_inputs):
+    """A hierarchical model's `ModelInputs` with every sentence a row: ids (and bigram ids)
+    `(batch * sentences, words)`, for the word level of HCAN and HAN."""
+    words = model_inputs.token_ids.shape[-1]
+    bigram_ids = model_inputs.bigram_ids
+    return model_inputs._replace(
+        token_ids=ops.reshape(model_inputs.token_ids, (-1, words)),
+        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, words)),
+    )
+
+
 def embed_tokens(model_inputs, dim, name="embedding"):
     """Token embeddings `(..., dim)`, plus the hashed bigrams' embeddings when the inputs have them.
 

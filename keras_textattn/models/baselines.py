@@ -11,6 +11,7 @@ from keras_textattn.layers import PositionEmbedding
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
+from keras_textattn.models._inputs import sentence_rows
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -125,13 +126,9 @@ def build_han_classifier(
     model_inputs = text_inputs(
         encoder, vocabulary_size, sequence_length, bigram_buckets, hierarchical_shape=(max_sentences, sequence_length)
     )
-    ids, bigram_ids = model_inputs.token_ids, model_inputs.bigram_ids
-    sentence_inputs = model_inputs._replace(  # every sentence a row: (batch * sentences, words)
-        token_ids=ops.reshape(ids, (-1, sequence_length)),
-        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, sequence_length)),
-    )
+    sentence_inputs = sentence_rows(model_inputs)
     word_mask = padding_mask(sentence_inputs.token_ids)
-    sentence_mask = ops.any(padding_mask(ids), axis=-1)
+    sentence_mask = ops.any(padding_mask(model_inputs.token_ids), axis=-1)
     x = embed_tokens(sentence_inputs, units)
     for level, mask in (("word", word_mask), ("sentence", sentence_mask)):
         if level == "sentence":

@@ -12,6 +12,7 @@ from keras_textattn.layers._attention_utils import check_bool
 from keras_textattn.models._inputs import classifier_head
 from keras_textattn.models._inputs import embed_tokens
 from keras_textattn.models._inputs import padding_mask
+from keras_textattn.models._inputs import sentence_rows
 from keras_textattn.models._inputs import text_inputs
 from keras_textattn.models.spec import ModelSpec
 
@@ -109,11 +110,7 @@ def build_hcan_classifier(
     if not hierarchical:
         x = _hierarchy(embed_tokens(model_inputs, units), padding_mask(ids), words, prefix="word", **options)
         return keras.Model(inputs, classifier_head(x, num_classes), name=name)
-    bigram_ids = model_inputs.bigram_ids
-    sentence_inputs = model_inputs._replace(  # every sentence a row: (batch * sentences, words)
-        token_ids=ops.reshape(ids, (-1, words)),
-        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, words)),
-    )
+    sentence_inputs = sentence_rows(model_inputs)
     sentence_ids = sentence_inputs.token_ids
     sentence_vectors = _hierarchy(
         embed_tokens(sentence_inputs, units), padding_mask(sentence_ids), words, prefix="word", **options
