@@ -1,6 +1,7 @@
 """A run's model: its encoder's lengths, the classifier built and compiled, its initial weights."""
 
 import dataclasses
+import math
 import os
 
 import keras
@@ -23,9 +24,11 @@ from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.text.vectors import vectors_words
+from keras_textattn_config.train_config import BATCH_SIZES
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import OPTIMIZERS
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
+from keras_textattn_config.train_config import STEPS_PER_EPOCH
 
 # The fields of `TrainConfig` that are the encoder's options.
 ENCODER_OPTIONS = (
@@ -77,10 +80,31 @@ def with_fallbacks(config):
         config,
         optimizer=optimizer,
         learning_rate=config.learning_rate or OPTIMIZERS[optimizer],
-        batch_size=config.batch_size or 32,
+        batch_size=config.batch_size or BATCH_SIZES[0],
         weight_decay=config.weight_decay or 0.0,
         min_frequency=1 if config.min_frequency is None else config.min_frequency,
     )
+
+
+def batch_for_rows(rows):
+    """The batch size for `rows` training rows: the largest of `BATCH_SIZES` that leaves an epoch
+    `STEPS_PER_EPOCH` steps or more, the smallest for fewer rows."""
+    return max((size for size in BATCH_SIZES if rows // size >= STEPS_PER_EPOCH), default=BATCH_SIZES[0])
+
+
+def with_batch_for_rows(config, rows, scale_rate):
+    """`(config, what changed)`: `config` (after `with_fallbacks`) with the batch size of
+    `batch_for_rows(rows)` and, with `scale_rate` (the rate is the optimizer's default), the rate
+    grown with it: by the square root of the batch's growth for Adam (the square-root rule for
+    adaptive optimizers, Malladi et al. 2022), by the growth itself for SGD (Goyal et al. 2017)."""
+    batch_size = batch_for_rows(rows)
+    if batch_size == config.batch_size:
+        return config, {}
+    chosen = {"batch_size": batch_size}
+    if scale_rate:
+        growth = batch_size / config.batch_size
+        chosen["learning_rate"] = config.learning_rate * (growth if config.optimizer == "sgd" else math.sqrt(growth))
+    return dataclasses.replace(config, **chosen), chosen
 
 
 def embedding_updates(config, classifier):

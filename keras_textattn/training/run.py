@@ -57,6 +57,7 @@ from keras_textattn.training.model_setup import initialise_from
 from keras_textattn.training.model_setup import make_optimizer
 from keras_textattn.training.model_setup import scores
 from keras_textattn.training.model_setup import source_run_metrics
+from keras_textattn.training.model_setup import with_batch_for_rows
 from keras_textattn.training.model_setup import with_recipe
 from keras_textattn.training.multi_worker import train_multi_worker
 from keras_textattn.training.run_state import count_rows
@@ -72,6 +73,7 @@ from keras_textattn.training.strategies import make_strategy
 from keras_textattn_config.train_config import FIELDS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
+from keras_textattn_config.train_config import STEPS_PER_EPOCH
 from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import jsonable
@@ -109,6 +111,11 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     run_json = {"model": model, "data": jsonable(data), **config.resumed()}
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
     recipe, used = with_recipe(spec, config)
+    # Options the cpu preset leaves to the training rows, once they are counted (`_batch_for_rows`).
+    left_to_rows = set()
+    if config.preset == "cpu":
+        left_to_rows = {name for name in ("batch_size", "learning_rate") if getattr(config, name) is None}
+        left_to_rows -= set(recipe)
     if config.early_stopping_monitor is not None and used.early_stopping is None:
         raise RunError(
             f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
@@ -151,6 +158,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             chief=chief,
             resume=state == "resume",
             source_run=source_run,
+            left_to_rows=left_to_rows,
         )
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
@@ -177,6 +185,7 @@ class _Run:
     chief: bool
     resume: bool
     source_run: dict | None
+    left_to_rows: set
 
 
 def _check_init_from(model, output, config):
@@ -248,6 +257,8 @@ def _train_run(run):
         split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits
     }
     rows = {split: count_rows(dataset[split]) if count is None else count for split, count in rows.items()}
+    if "batch_size" in run.left_to_rows:
+        run.config = config = _batch_for_rows(run, rows["train"])
     if run.chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
         write_text(os.path.join(output, "run.json"), json.dumps(run.run_json, indent=2, sort_keys=True))
@@ -349,6 +360,20 @@ def _training_record(run, history, best, resumed_from_epoch, train_rows):
         "distribute": config.distribute or "none",
         "replicas": run.strategy.num_replicas_in_sync,
     }
+
+
+def _batch_for_rows(run, train_rows):
+    """The run's config with the batch size (and, where it is the optimizer's default, the learning
+    rate) chosen from its `train_rows` (`with_batch_for_rows`), said when it is not the fallback's."""
+    config, chosen = with_batch_for_rows(run.config, train_rows, "learning_rate" in run.left_to_rows)
+    check_sizes_fit(get_spec(run.model), config)
+    if chosen and config.verbose:
+        print(
+            f"Chosen from the {train_rows:,} training rows (an epoch of {STEPS_PER_EPOCH} steps or more; give "
+            "--batch-size / --learning-rate to set): "
+            + ", ".join(f"{name} {value:g}" for name, value in chosen.items())
+        )
+    return config
 
 
 def _encoder(run, spec, model_kwargs, train_rows, source_encoder):

@@ -19,7 +19,9 @@ from keras_textattn.training import train
 from keras_textattn.training.schedules import ResumablePlateau
 from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn_cli import main
+from keras_textattn_config.train_config import BATCH_SIZES
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
+from keras_textattn_config.train_config import STEPS_PER_EPOCH
 
 SMALL = dict(model_kwargs={"embedding_dim": 8, "fc_units": 8}, sequence_length=24, max_tokens=2000, verbose=0)
 
@@ -635,3 +637,41 @@ def test_embedding_updates_sparse_dense_and_the_auto_rule(sst2_dev, tmp_path, ca
     )
     assert (small["embedding_updates"], large["embedding_updates"]) == ("dense", "sparse")
     assert f"The embedding tables hold {SPARSE_TABLE_ROWS:,} rows or more" in capsys.readouterr().out
+
+
+def test_batch_for_rows_is_the_largest_that_keeps_an_epoch_of_enough_steps():
+    from keras_textattn.training.model_setup import batch_for_rows
+
+    assert STEPS_PER_EPOCH == 100 and BATCH_SIZES == (32, 64, 128, 256)
+    rows = (0, 10, 6_399, 6_400, 12_799, 12_800, 25_599, 25_600, 10**7)
+    assert [batch_for_rows(count) for count in rows] == [32, 32, 32, 64, 64, 128, 128, 256, 256]
+
+
+def test_cpu_preset_chooses_the_batch_from_the_training_rows_and_grows_the_rate(shared_data, tmp_path, capsys):
+    """SST-2's 6,920 training rows (its dev file validates) take batch 64 and Adam's rate times
+    sqrt(2), said and recorded, and the fit takes that many steps; a given rate is kept; a given
+    batch, an SGD run's linear rate and the paper preset (whose batch is the paper's) too."""
+    from keras_textattn.datasets import LocalFile
+
+    files = {
+        "train": LocalFile(str(shared_data / "sst2" / "train.csv.gz")),
+        "validation": LocalFile(str(shared_data / "sst2" / "dev.csv.gz")),
+    }
+
+    def run(name, **options):
+        metrics = train("scalable_attention", files, str(tmp_path / name), epochs=1, **{**SMALL, **options})
+        steps = int(keras.models.load_model(tmp_path / name / "model.keras").optimizer.iterations)
+        return metrics["batch_size"], metrics["learning_rate"], steps
+
+    chosen = run("chosen", verbose=1, lr_schedule="constant")
+    assert chosen == (64, pytest.approx(1e-3 * math.sqrt(2)), math.ceil(6920 / 64))
+    assert (
+        "Chosen from the 6,920 training rows (an epoch of 100 steps or more; give --batch-size / --learning-rate "
+        "to set): batch_size 64, learning_rate 0.00141421" in capsys.readouterr().out
+    )
+    assert json.loads((tmp_path / "chosen" / "run.json").read_text())["batch_size"] is None  # only what was given
+    assert run("rate given", learning_rate=5e-4) == (64, 5e-4, math.ceil(6920 / 64))
+    assert run("sgd", optimizer="sgd", lr_schedule="constant")[:2] == (64, pytest.approx(0.02))
+    assert run("batch given", batch_size=32, verbose=1) == (32, 1e-3, math.ceil(6920 / 32))
+    assert run("paper", preset="paper", model_kwargs={})[:2] == (32, 1e-3)
+    assert "Chosen from" not in capsys.readouterr().out
