@@ -17,7 +17,9 @@
   update and Keras's own work;
 - validation: predicting the held-out tenth once (each epoch does).
 
-Steps are timed on `--steps` batches after a warm-up, then scaled to the epoch's steps. Results:
+Batches are of 32 rows, `with_recipe`'s fallback (a run of IMDB through `train()` now takes a
+larger one, `with_batch_for_rows`). Steps are timed on `--steps` batches after a warm-up, then scaled
+to the epoch's steps. Results:
 `benchmarks/results/breakdown.json` (`report.py` puts them in BENCHMARKS.md).
 """
 

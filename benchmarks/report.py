@@ -169,7 +169,9 @@ def accuracy_section(results):
         "include fitting the encoder. Dual-axial and scalable attention's rows predate their softplus's "
         "hand-written gradient (2026-12-02); they still hold: the forward pass is the same formula, the "
         "gradient the same but at exactly 0, and SST-2's dual-axial defaults gave the same figures to the "
-        "digit on the old and the new commit (seed 0).",
+        "digit on the old and the new commit (seed 0). IMDB's HCAN defaults and the HCAN and dual-axial "
+        "recipes ran through `train()` before it chose the batch from the training rows (2026-12-02): they "
+        "trained at batch 32, as `train --batch-size 32` still does; without it, they now take 128.",
         "",
     ]
     for dataset, title in DATASETS.items():
@@ -261,7 +263,8 @@ def breakdown_section():
     lines = [
         "### Where an IMDB epoch's time goes",
         "",
-        "Seconds of one epoch of each paper model at its IMDB recipe, by phase; steps timed on "
+        "Seconds of one epoch of each paper model at its IMDB recipe, by phase, at batch "
+        f"{measured['models'][0]['batch_size']} (a run now chooses 128 for IMDB: the race below); steps timed on "
         f"{measured['models'][0]['steps_timed']} batches and scaled to the epoch's. Encoding: the first epoch "
         "encodes the texts, later ones read their ids from memory. Forward/backward: one pass (adversarial "
         "training adds a second, from the perturbed embeddings on). An epoch's steps with sparse embedding "
