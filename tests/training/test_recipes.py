@@ -649,8 +649,8 @@ def test_batch_for_rows_is_the_largest_that_keeps_an_epoch_of_enough_steps():
 
 def test_cpu_preset_chooses_the_batch_from_the_training_rows_and_grows_the_rate(shared_data, tmp_path, capsys):
     """SST-2's 6,920 training rows (its dev file validates) take batch 64 and Adam's rate times
-    sqrt(2), said and recorded, and the fit takes that many steps; a given rate is kept; a given
-    batch, an SGD run's linear rate and the paper preset (whose batch is the paper's) too."""
+    sqrt(2) (SGD's times 2), said and recorded, and the fit takes that many steps. A given rate is
+    kept beside the chosen batch; a given batch and the paper preset's keep the rate too."""
     from keras_textattn.datasets import LocalFile
 
     files = {
