@@ -111,7 +111,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     run_json = {"model": model, "data": jsonable(data), **config.resumed()}
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
     recipe, used = with_recipe(spec, config)
-    # Options the cpu preset leaves to the training rows, once they are counted (`_batch_for_rows`).
+    # Options the cpu preset leaves to the training rows, once they are counted (`_batch_chosen_saying_so`).
     left_to_rows = set()
     if config.preset == "cpu":
         left_to_rows = {name for name in ("batch_size", "learning_rate") if getattr(config, name) is None}
@@ -172,7 +172,8 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
 
 @dataclasses.dataclass
 class _Run:
-    """A run `train()` has resolved: `config` with the recipe and fallbacks filled in, `run_json`
+    """A run `train()` has resolved: `config` with the recipe and fallbacks filled in (its batch size
+    and rate replaced once the training rows are counted, for those of `left_to_rows`), `run_json`
     what run.json holds (the options as given), `source_run` the metrics of the `init_from` run."""
 
     model: str
@@ -258,7 +259,7 @@ def _train_run(run):
     }
     rows = {split: count_rows(dataset[split]) if count is None else count for split, count in rows.items()}
     if "batch_size" in run.left_to_rows:
-        run.config = config = _batch_for_rows(run, rows["train"])
+        run.config = config = _batch_chosen_saying_so(run, rows["train"])
     if run.chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
         write_text(os.path.join(output, "run.json"), json.dumps(run.run_json, indent=2, sort_keys=True))
@@ -362,7 +363,7 @@ def _training_record(run, history, best, resumed_from_epoch, train_rows):
     }
 
 
-def _batch_for_rows(run, train_rows):
+def _batch_chosen_saying_so(run, train_rows):
     """The run's config with the batch size (and, where it is the optimizer's default, the learning
     rate) chosen from its `train_rows` (`with_batch_for_rows`), said when it is not the fallback's."""
     config, chosen = with_batch_for_rows(run.config, train_rows, "learning_rate" in run.left_to_rows)
