@@ -11,6 +11,7 @@ A run folder, written by `keras_textattn.training.train` (and `tune`'s `best/`):
                      keras-textattn, Keras and TensorFlow that wrote it
     logs/            TensorBoard
     backup/          checkpoints while the run is unfinished
+    candidates/      with `--model auto`: each raced model's run folder (the best is copied here)
 
 Export, explain and tuning read run folders through this module; none of them needs
 the training code.
@@ -37,6 +38,7 @@ from keras_textattn.datasets.splits import checked_label_names
 from keras_textattn.errors import UserError
 from keras_textattn_config.checks import RunError  # noqa: F401 (re-exported: keras_textattn.training)
 
+CANDIDATES_FOLDER = "candidates"
 RUN_FILES = frozenset(
     {
         "run.json",
@@ -48,6 +50,7 @@ RUN_FILES = frozenset(
         "metrics.json",
         "logs",
         "backup",
+        CANDIDATES_FOLDER,
     }
 )
 FINISHED_MARKER = "metrics.json"

@@ -6,6 +6,8 @@ from keras_textattn_cli.common import add_config_flags
 from keras_textattn_cli.common import config_overrides
 from keras_textattn_config import flags
 from keras_textattn_config.checks import UserError
+from keras_textattn_config.train_config import AUTO
+from keras_textattn_config.train_config import CANDIDATES
 from keras_textattn_config.train_config import GROUPS
 from keras_textattn_config.train_config import MODELS
 from keras_textattn_config.train_config import TrainConfig
@@ -18,7 +20,11 @@ CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(TrainConfig))
 
 def add_parser(subcommand):
     train = subcommand("train", help="train a model and write a run folder")
-    train.add_argument("--model", help=f"{', '.join(MODELS)} (required, but with --init-from: that run's model)")
+    train.add_argument(
+        "--model",
+        help=f"{', '.join(MODELS)}, or {AUTO}: train {' and '.join(CANDIDATES)} and keep the better on the "
+        f"held-out data (the default; with --init-from: that run's model)",
+    )
     train.add_argument(
         "--data",
         type=flags.path_argument,
@@ -40,9 +46,7 @@ def add_parser(subcommand):
 
 def prepare(args):
     """`run`'s config from `train`'s flags: its values are checked here, before TensorFlow is imported."""
-    if args.model is None and args.init_from is None:
-        raise UserError("train needs --model (or --init-from, a run folder to fine-tune)")
-    if args.model is not None:
+    if args.model not in (None, AUTO):
         check_model(args.model)
     refusal = cpu_devices_refusal(args.cpu_devices, args.distribute)
     if refusal:

@@ -29,6 +29,9 @@ from keras_textattn_config.schedules import parse_schedule
 # in `keras_textattn.models`, registered under its name here (a name without a spec fails there at
 # import); they are here so that a mistyped --model is said before TensorFlow is imported.
 MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan", "transformer", "bigru", "kim_cnn")
+AUTO = "auto"  # train's model that races CANDIDATES on the held-out data (training.auto)
+# The paper models fast enough on 2 cores to train twice over; the faster first, so a tie keeps it.
+CANDIDATES = ("scalable_attention", "dual_axial")
 PRESETS = ("cpu", "paper")
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one

@@ -37,6 +37,8 @@ from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
 from keras_textattn.training import ray_launcher
 from keras_textattn.training.adversarial import use_adversarial_training
+from keras_textattn.training.auto import check_auto_options
+from keras_textattn.training.auto import race
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
 from keras_textattn.training.backup import restore
@@ -70,6 +72,7 @@ from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn.training.strategies import even_first_batch
 from keras_textattn.training.strategies import is_chief
 from keras_textattn.training.strategies import make_strategy
+from keras_textattn_config.train_config import AUTO
 from keras_textattn_config.train_config import FIELDS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
@@ -83,8 +86,9 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     """Train `model` on `data` and write a run folder at `output`.
 
     Args:
-        model: a name of `keras_textattn.models.SPECS`; None: "lama", or with `init_from` the
-            model of that run.
+        model: a name of `keras_textattn.models.SPECS`, or "auto" (`keras_textattn.training.auto`:
+            a race on the held-out data between the fast paper models, keeping the best); None:
+            "auto", or with `init_from` the model of that run.
         data: a TFDS name, a local CSV/TSV, JSONL or TFRecord file (plain or .gz), a glob or a
             folder of shards (streamed), or a dict of split name to `LocalFile`.
         output: the run folder to write; an unfinished run there is resumed when its options
@@ -102,11 +106,12 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     config = TrainConfig.of(config, **overrides)
     _backend.require_tensorflow("Training")
     check_path(output, "output (--output)")
+    if model == AUTO or (model is None and config.init_from is None):
+        return _train_auto(data, output, config)
     source_run = None  # with init_from: that run's metrics.json
     if config.init_from is not None:
         source_run = _check_init_from(model, output, config)
         model = source_run["model"]
-    model = model or "lama"
     spec = check_run_options(model, config)
     run_json = {"model": model, "data": jsonable(data), **config.resumed()}
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
@@ -168,6 +173,25 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             with removed_if_nothing_trained(output):
                 return _train_run(run)
         return _train_run(run)
+
+
+def _train_auto(data, output, config):
+    """`train` with model "auto": `auto.race` in the output folder, resumed, replaced or new as any run."""
+    check_auto_options(config)
+    run_json = {"model": AUTO, "data": jsonable(data), **config.resumed()}
+    candidates = dataclasses.replace(config, overwrite=False)  # an overwritten race starts with none
+    with locked(output):
+        recover_replacement(output)
+        state = run_state(output, config.overwrite, run_json)
+        if state == "overwrite":  # the old run is put back if the race fails
+            context = replace_aside(output)
+        elif state == "new":
+            context = removed_if_nothing_trained(output)
+        else:
+            context = contextlib.nullcontext()
+        with context:
+            write_text(os.path.join(output, "run.json"), json.dumps(run_json, indent=2, sort_keys=True))
+            return race(train, data, output, candidates)
 
 
 @dataclasses.dataclass

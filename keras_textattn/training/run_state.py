@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_textattn._files import write_text
 from keras_textattn.datasets.formats import tf_reason
+from keras_textattn.run_folder import CANDIDATES_FOLDER
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import foreign_entries
 from keras_textattn.run_folder import is_finished
@@ -87,13 +88,16 @@ def out_of_memory_said(model):
 
 @contextlib.contextmanager
 def removed_if_nothing_trained(output):
-    """A new run that fails before its first checkpoint leaves no folder behind (an empty
-    folder that was there stays), so that the corrected command starts afresh."""
+    """A new run that fails before its first checkpoint (or, racing with `--model auto`, before
+    a candidate's) leaves no folder behind (an empty folder that was there stays), so that the
+    corrected command starts afresh."""
     existed = os.path.isdir(output)
     try:
         yield
     except BaseException:
-        if not os.path.isdir(os.path.join(output, "backup")):
+        candidates = os.path.join(output, CANDIDATES_FOLDER)
+        raced = os.path.isdir(candidates) and os.listdir(candidates)
+        if not os.path.isdir(os.path.join(output, "backup")) and not raced:
             shutil.rmtree(output, ignore_errors=True)
             if existed:
                 os.makedirs(output)

@@ -1,0 +1,82 @@
+"""`--model auto`: a short race between the fast paper models on the held-out data, keeping the best.
+
+Each candidate trains with the same options as a run folder of its own, under the output's
+`candidates/`; the one with the highest held-out accuracy (a tie keeps the one listed first, the
+faster) is copied to the output, whose metrics.json says what was compared (`model_choice`). The
+test split plays no part in the choice. A killed race resumes where it stopped: a finished
+candidate is not trained again, an unfinished one resumes as any run does.
+"""
+
+import json
+import os
+import shutil
+
+from keras_textattn._files import write_text
+from keras_textattn.run_folder import CANDIDATES_FOLDER
+from keras_textattn.run_folder import FINISHED_MARKER
+from keras_textattn.run_folder import RunError
+from keras_textattn.run_folder import is_finished
+from keras_textattn.run_folder import read_json
+from keras_textattn.run_folder import remove_temporary_files
+from keras_textattn_config.train_config import CANDIDATES
+
+RULE = (
+    f"the highest held-out accuracy of {' and '.join(CANDIDATES)}, each trained with these options "
+    "(a tie keeps the first)"
+)
+
+
+def check_auto_options(config):
+    """A `RunError` for the options a race cannot take, before anything is read or written."""
+    if config.init_from is not None:
+        raise RunError("init_from (--init-from) trains that run's model further; it takes no --model auto")
+    if config.model_kwargs:
+        raise RunError(
+            "model_kwargs (--set) are one model's arguments; with them give that model (--model M), not auto"
+        )
+    if config.distribute in ("multi-worker", "ray"):
+        raise RunError(
+            f"--model auto races on one machine; with --distribute {config.distribute} give the model (--model M)"
+        )
+    if config.validation_data is None and not config.validation_fraction > 0:
+        raise RunError(
+            "--model auto chooses on held-out data: give --validation-data or a --validation-fraction above 0; "
+            f"got {config.validation_fraction}"
+        )
+
+
+def race(train_candidate, data, output, config):
+    """Train each of `CANDIDATES` (`train_candidate(model, data, folder, config)`, or read its
+    finished folder) and copy the best to `output`; returns the output's metrics."""
+    held_out = {}
+    for model in CANDIDATES:
+        folder = os.path.join(output, CANDIDATES_FOLDER, model)
+        if is_finished(folder):
+            metrics = read_json(os.path.join(folder, FINISHED_MARKER))
+        else:
+            metrics = train_candidate(model, data, folder, config)
+        held_out[model] = metrics["accuracy"]["validation"]
+    chosen = max(CANDIDATES, key=lambda model: held_out[model])  # max keeps the first of equals
+    if config.verbose:
+        compared = ", ".join(f"{model} {accuracy:.4f}" for model, accuracy in held_out.items())
+        print(f"--model auto: held-out accuracy {compared}; keeping {chosen} (the highest; a tie keeps the first)")
+    choice = {"rule": RULE, "held_out_accuracy": held_out, "chosen": chosen}
+    return _copy_run(os.path.join(output, CANDIDATES_FOLDER, chosen), output, choice)
+
+
+def _copy_run(source, output, choice):
+    """The finished run `source` copied into `output`, metrics.json (with `model_choice`) last."""
+    remove_temporary_files(output)
+    for name in sorted(os.listdir(source)):
+        if name == FINISHED_MARKER or name.startswith(".tmp-"):
+            continue
+        source_path, temporary = os.path.join(source, name), os.path.join(output, ".tmp-" + name)
+        if os.path.isdir(source_path):
+            shutil.copytree(source_path, temporary)
+            shutil.rmtree(os.path.join(output, name), ignore_errors=True)
+        else:
+            shutil.copy2(source_path, temporary)
+        os.replace(temporary, os.path.join(output, name))
+    metrics = {**read_json(os.path.join(source, FINISHED_MARKER)), "model_choice": choice}
+    write_text(os.path.join(output, FINISHED_MARKER), json.dumps(metrics, indent=2, sort_keys=True))
+    return metrics
