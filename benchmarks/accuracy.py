@@ -307,6 +307,7 @@ TRAINED.update(
 # What `keras-textattn train --model X --data TRAIN --test-data TEST` gives: train() with its
 # defaults, the sequence length (HCAN: words and sentences) chosen from the training texts.
 DEFAULTS = {f"{name}+defaults": (name, {}, 3) for name in PAPER_MODELS}
+DEFAULTS["auto+defaults"] = ("auto", {}, 3)  # no --model: the race of `train`'s model "auto"
 # Bigrams paired as written (before 2026-11-24 the only kind): against the vocabulary's (the default).
 DEFAULTS["dual_axial+defaults_token_bigrams"] = ("dual_axial", {"bigrams_of": "tokens"}, 3)
 # The same defaults with the cosine schedule instead of a constant rate (is it the better default?).
@@ -440,13 +441,12 @@ TRAINED.update(
         ),
     }
 )
-# "tfidf_lr_cut": TF-IDF + LR on the tokens our models read (the first `length` of DATASETS).
-MODELS = (
-    list(KERAS_MODELS)
-    + [name for name in VARIANTS if name not in KERAS_MODELS]
-    + list(TRAINED)
-    + ["fasttext", "tfidf_lr", "tfidf_lr_cut"]
-)
+# The baselines that keep their own vocabularies and epochs. "tfidf_lr_cut": TF-IDF + LR on the
+# tokens our models read (the first `length` of DATASETS); "tfidf_lr_cv": its C chosen by
+# cross-validation of the training split; "nbsvm": Wang & Manning's NB-SVM, uni+bigrams.
+LINEAR_BASELINES = ("fasttext", "tfidf_lr", "tfidf_lr_cut", "tfidf_lr_cv", "nbsvm")
+TFIDF_C = (0.1, 1.0, 10.0, 100.0)  # the C values tfidf_lr_cv chooses among
+MODELS = [*KERAS_MODELS, *(name for name in VARIANTS if name not in KERAS_MODELS), *TRAINED, *LINEAR_BASELINES]
 QUICK = {"datasets": ["trec"], "models": ["scalable_attention", "fasttext", "tfidf_lr"], "seeds": [0], "epochs": 1}
 
 
@@ -549,11 +549,10 @@ def run_train(
     from keras_textattn.training import train
 
     model_name, model_kwargs = builder_arguments(model_name)
-    spec = get_spec(model_name)
     words = 24
     if chosen_lengths:
         shape = {}
-    elif spec.is_hierarchical():
+    elif get_spec(model_name).is_hierarchical():
         shape = {"sequence_length": words, "max_sentences": max(2, length // words)}
     else:
         shape = {"sequence_length": length}
@@ -593,6 +592,7 @@ def run_train(
         "macro_f1": metrics["macro_f1"].get("test"),
         "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"),
         **({"chosen": chosen} if chosen else {}),
+        **({"chosen_model": metrics["model"]} if "model_choice" in metrics else {}),
     }
 
 
@@ -770,17 +770,21 @@ def first_tokens(texts, length):
     return cut
 
 
-def tfidf_classifier(texts, labels, seed):
-    """TF-IDF uni+bigrams (min_df 2, sublinear tf) + logistic regression (C = 10), fitted."""
+def tfidf_pipeline(seed):
+    """TF-IDF uni+bigrams (min_df 2, sublinear tf) + logistic regression (C = 10), unfitted."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    classifier = make_pipeline(
+    return make_pipeline(
         TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
         LogisticRegression(C=10, max_iter=2000, random_state=seed),
     )
-    return classifier.fit(texts, labels)
+
+
+def tfidf_classifier(texts, labels, seed):
+    """`tfidf_pipeline` fitted on `texts` and `labels`."""
+    return tfidf_pipeline(seed).fit(texts, labels)
 
 
 def run_tfidf(dataset, seed, length=None):
@@ -803,6 +807,77 @@ def tfidf_on(train, test, seed):
         "accuracy": accuracy,
         "train_seconds": seconds,
         "parameters": int(linear.coef_.size + linear.intercept_.size),
+    }
+
+
+def run_tfidf_cv(dataset, seed):
+    """TF-IDF + LR with its C chosen by 5-fold cross-validation of the training split (`tfidf_cv_on`)."""
+    return tfidf_cv_on(texts_and_labels(dataset["train"]), texts_and_labels(dataset["test"]), seed)
+
+
+def tfidf_cv_on(train, test, seed):
+    """`tfidf_classifier` with C chosen from TFIDF_C by stratified 5-fold cross-validation of `train`
+    (the vectoriser refitted in each fold), refitted on all of `train`, scored on `test`."""
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.model_selection import StratifiedKFold
+
+    start = time.perf_counter()
+    search = GridSearchCV(
+        tfidf_pipeline(seed),
+        {"logisticregression__C": TFIDF_C},
+        cv=StratifiedKFold(5, shuffle=True, random_state=seed),
+    )
+    search.fit(*train)
+    seconds = time.perf_counter() - start
+    linear = search.best_estimator_[-1]
+    return {
+        "accuracy": search.score(*test),
+        "train_seconds": seconds,
+        "parameters": int(linear.coef_.size + linear.intercept_.size),
+        "chosen_c": float(search.best_params_["logisticregression__C"]),
+    }
+
+
+def run_nbsvm(dataset, seed):
+    """`nbsvm_on` the dataset's training and test splits."""
+    return nbsvm_on(texts_and_labels(dataset["train"]), texts_and_labels(dataset["test"]), seed)
+
+
+def nbsvm_on(train, test, seed, alpha=1.0, beta=0.25):
+    """NB-SVM (Wang & Manning 2012, section 2.3), uni+bigrams: binarised counts scaled by the
+    log-count ratio r (smoothing `alpha`), a linear SVM (C = 1, squared hinge, up to 10,000 passes) on them, its weights
+    interpolated with their mean magnitude (`beta`), which mixes in multinomial NB's score. The
+    bias gets the same mix, with NB's log prior. More than two classes: one against the rest each,
+    the largest score wins."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.svm import LinearSVC
+
+    texts, labels = train[0], np.asarray(train[1])
+    start = time.perf_counter()
+    vectorizer = CountVectorizer(ngram_range=(1, 2), binary=True)
+    counts = vectorizer.fit_transform(texts)
+    classes = np.unique(labels)
+    weights, biases = [], []
+    for positive in classes[1:] if len(classes) == 2 else classes:
+        is_positive = labels == positive
+        p = alpha + np.asarray(counts[is_positive].sum(axis=0)).ravel()
+        q = alpha + np.asarray(counts[~is_positive].sum(axis=0)).ravel()
+        ratio = np.log(p / p.sum()) - np.log(q / q.sum())
+        svm = LinearSVC(C=1.0, max_iter=10_000, random_state=seed).fit(counts.multiply(ratio).tocsr(), is_positive)
+        mean_magnitude = np.abs(svm.coef_).mean()
+        prior = np.log(is_positive.sum() / (~is_positive).sum())
+        weights.append(ratio * ((1 - beta) * mean_magnitude + beta * svm.coef_.ravel()))
+        biases.append((1 - beta) * mean_magnitude * prior + beta * svm.intercept_[0])
+    seconds = time.perf_counter() - start
+    scores = vectorizer.transform(test[0]) @ np.stack(weights, axis=1) + np.array(biases)
+    if len(classes) == 2:
+        predicted = np.where(scores[:, 0] > 0, classes[1], classes[0])
+    else:
+        predicted = classes[np.argmax(scores, axis=1)]
+    return {
+        "accuracy": float(np.mean(predicted == np.asarray(test[1]))),
+        "train_seconds": seconds,
+        "parameters": int(sum(w.size for w in weights) + len(biases)),
     }
 
 
@@ -1081,11 +1156,7 @@ def main(argv=None):
             QUICK["seeds"],
             QUICK["epochs"],
         )
-    if (
-        args.epochs != 3
-        and not args.quick
-        and set(args.models) & (set(TRAINED) | {"fasttext", "tfidf_lr", "tfidf_lr_cut"})
-    ):
+    if args.epochs != 3 and not args.quick and set(args.models) & (set(TRAINED) | set(LINEAR_BASELINES)):
         parser.error(
             "--epochs is for the plain Keras models (rows '<model>@e<N>'); the '+' rows train for their "
             "recipe's epochs, fastText and TF-IDF for their own"
@@ -1114,7 +1185,7 @@ def main(argv=None):
             "--train-rows is for the plain Keras models, fastText and TF-IDF; not the rows run through "
             "train() ('+' rows), which hold their own validation rows out"
         )
-    if args.max_tokens != VOCABULARY and {"fasttext", "tfidf_lr", "tfidf_lr_cut"} & set(args.models):
+    if args.max_tokens != VOCABULARY and set(LINEAR_BASELINES) & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")
     if args.save_probabilities and set(args.models) - set(KERAS_MODELS) - set(VARIANTS):
         parser.error("--save-probabilities is for the plain Keras models")
@@ -1164,6 +1235,10 @@ def main(argv=None):
                 result = run_tfidf(dataset, seed)
             elif model_name == "tfidf_lr_cut":
                 result = run_tfidf(dataset, seed, length)
+            elif model_name == "tfidf_lr_cv":
+                result = run_tfidf_cv(dataset, seed)
+            elif model_name == "nbsvm":
+                result = run_nbsvm(dataset, seed)
             else:
                 result = run_keras(
                     model_name,

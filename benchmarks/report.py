@@ -38,6 +38,8 @@ DATASETS = {  # name: title
 PAPER_MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan")
 BASELINES = {
     "tfidf_lr": "TF-IDF + logistic regression",
+    "tfidf_lr_cv": "TF-IDF + LR, C by 5-fold cross-validation",
+    "nbsvm": "NB-SVM, uni+bigrams",
     "fasttext": "fastText",
     "kim_cnn": "Kim's CNN",
     "bigru": "BiGRU",
@@ -148,6 +150,8 @@ def _dates(results):
 def dataset_rows(results, dataset):
     """`(model, setting, row name, results)` of a dataset's table, in order."""
     rows = []
+    if (dataset, "auto+defaults") in results:  # what `train` gives without --model, first
+        rows.append(("no --model (auto)", "defaults", "auto+defaults", results[(dataset, "auto+defaults")]))
     for model in PAPER_MODELS:
         for setting, name in (("defaults", f"{model}+defaults"), ("chosen recipe", RECIPES[dataset].get(model))):
             if name and (dataset, name) in results:
@@ -164,7 +168,8 @@ def accuracy_section(results):
         "",
         "Test accuracy, mean ± sd over seeds (their number in brackets), read once per seed after the "
         "recipe was chosen on training data. `defaults`: `keras-textattn train --model M --data FILE` "
-        "with nothing else; `chosen recipe`: the settings held-out data chose for that model and dataset "
+        "with nothing else (the first row: without `--model`, the race of `--model auto`, the guides' "
+        '"Which model"); `chosen recipe`: the settings held-out data chose for that model and dataset '
         '(the command beside each row measures it; the guides\' "Which model" gives the `train` flags). Train seconds '
         "include fitting the encoder. Dual-axial and scalable attention's rows predate their softplus's "
         "hand-written gradient (2026-12-02); they still hold: the forward pass is the same formula, the "

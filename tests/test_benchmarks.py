@@ -1,5 +1,6 @@
 """Each benchmark script runs in its smallest mode, so the scripts never rot (CI runs this)."""
 
+import csv
 import json
 import pathlib
 import re
@@ -605,3 +606,59 @@ def test_scripts_check_their_seeds():
             f"{' '.join([script, *step[:1]])}: error: argument --seeds: a seed is a whole number from 0 to 4294967295; "
             "got '-1'"
         )
+
+
+def _texts(shared_data, dataset, rows=None):
+    """`((texts, labels), (texts, labels))` of a dataset's training file (its first `rows`) and test file."""
+    import gzip
+
+    splits = []
+    for name in ("train", "test"):
+        with gzip.open(shared_data / dataset / f"{name}.csv.gz", "rt", encoding="utf-8") as handle:
+            table = list(csv.DictReader(handle))[: rows if name == "train" else None]
+        splits.append(([row["text"] for row in table], [row["label"] for row in table]))
+    return splits
+
+
+@pytest.mark.parametrize(("dataset", "beta"), [("trec", 1.0), ("sst2", 0.0)])
+def test_nbsvm_interpolates_naive_bayes_and_the_svm(shared_data, dataset, beta):
+    """NB-SVM's ends of the interpolation, recomputed from Wang & Manning's equations: with beta 1
+    the SVM on r-scaled binarised counts alone (TREC: each class against the rest, the largest
+    score winning); with beta 0 multinomial NB's log-count ratio and log prior (SST-2: binary, as
+    the paper defines it)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.svm import LinearSVC
+
+    train, test = _texts(shared_data, dataset)
+    result = benchmark_function("accuracy", "nbsvm_on")(train, test, 0, beta=beta)
+    counts = CountVectorizer(ngram_range=(1, 2), binary=True).fit(train[0])
+    x, x_test, labels = counts.transform(train[0]), counts.transform(test[0]), np.array(train[1])
+    classes = np.unique(labels)
+    scores = []
+    for label in classes if len(classes) > 2 else classes[1:]:
+        p = 1 + np.asarray(x[labels == label].sum(0)).ravel()
+        q = 1 + np.asarray(x[labels != label].sum(0)).ravel()
+        r = np.log((p / p.sum()) / (q / q.sum()))
+        if beta == 1:
+            svm = LinearSVC(C=1.0, max_iter=10_000, random_state=0).fit(x.multiply(r).tocsr(), labels == label)
+            scores.append(svm.decision_function(x_test.multiply(r).tocsr()))
+        else:
+            prior = np.log(np.mean(labels == label) / np.mean(labels != label))
+            scores.append(x_test @ r + prior)
+    scores = np.stack(scores, 1)
+    if len(classes) == 2:
+        predicted = np.where(scores[:, 0] > 0, classes[1], classes[0])
+    else:
+        predicted = classes[np.argmax(scores, 1)]
+    expected = np.mean(predicted == np.array(test[1]))
+    assert len(classes) == {"trec": 6, "sst2": 2}[dataset]
+    assert result["accuracy"] == pytest.approx(expected, abs=1 / len(test[0]))
+    assert result["accuracy"] > 0.75
+
+
+def test_tfidf_cv_refits_the_c_cross_validation_chose(shared_data):
+    train, test = _texts(shared_data, "trec", rows=1500)
+    result = benchmark_function("accuracy", "tfidf_cv_on")(train, test, 0)
+    assert result["chosen_c"] in benchmark_function("accuracy", "TFIDF_C")
+    pipeline = benchmark_function("accuracy", "tfidf_pipeline")(0).set_params(logisticregression__C=result["chosen_c"])
+    assert result["accuracy"] == pipeline.fit(*train).score(*test)
