@@ -24,8 +24,9 @@ measured in the same process.
 End to end (`--end-to-end`, on by default; TensorFlow; needs ../shared/data): each paper
 model at the CPU sizes of accuracy.py on AG News texts: training and inference examples
 per second of the Keras model, of the exported SavedModel (raw text in), and the
-single-text latency (p50/p99) and size of the TFLite models; of the int8 model also how
-often its label is the Keras model's on 200 training texts it was not calibrated on.
+single-text latency (p50/p99) and size of the TFLite models and of the ONNX model (in
+onnxruntime); of the int8 model also how often its label is the Keras model's on 200
+training texts it was not calibrated on.
 
 The papers' speed claims (`--no-claims` skips them; `paper_claims.py`): HCAN against HAN,
 dual-axial against a MultiHeadAttention encoder, the LAMA Encoder against a one-layer
@@ -326,6 +327,9 @@ def end_to_end(data_dir, models, texts_count, quick):
                 row[f"{key}_latency_ms_p99"] = lite["latency_ms_p99"]
                 if quantization == "int8":
                     row[f"{key}_argmax_agreement"] = lite["held_out_argmax_agreement"]
+            onnx = export.onnx(folder / "run", folder / "onnx")  # float32, one text a call as TFLite's
+            row["onnx_bytes"] = onnx["size_bytes"]
+            row["onnx_latency_ms_p50"], row["onnx_latency_ms_p99"] = onnx["latency_ms_p50"], onnx["latency_ms_p99"]
         print(json.dumps({key: float(v) if isinstance(v, np.floating) else v for key, v in row.items()}), flush=True)
 
 
@@ -389,8 +393,8 @@ def _markdown(layer_rows, flops, e2e_rows):
             "| model | parameters | Keras train ex/s | Keras infer ex/s | SavedModel ex/s | SavedModel p50 / p99 ms "
             "| SavedModel MB "
             "| TFLite float32 MB, p50 / p99 ms | TFLite dynamic MB, p50 / p99 ms | TFLite float16 MB, p50 / p99 ms "
-            "| TFLite int8 MB, p50 / p99 ms, argmax agreement |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "| TFLite int8 MB, p50 / p99 ms, argmax agreement | ONNX float32 MB, p50 / p99 ms |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for r in e2e_rows:
 
@@ -410,7 +414,7 @@ def _markdown(layer_rows, flops, e2e_rows):
                 f"{r['saved_model_latency_ms_p99']:.1f} "
                 f"| {r['saved_model_bytes'] / 1e6:.2f} | {lite('tflite_float32')} | {lite('tflite_dynamic')} | "
                 f"{lite('tflite_float16')} "
-                f"| {lite('tflite_int8')} |"
+                f"| {lite('tflite_int8')} | {lite('onnx')} |"
             )
     return "\n".join(lines)
 

@@ -123,10 +123,10 @@ class Classifier:
 
 
 def _load_member(path):
-    """`(texts -> probabilities, label names)` of one run folder, SavedModel or TFLite folder (or
-    the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` file)."""
+    """`(texts -> probabilities, label names)` of one run folder, SavedModel, TFLite or ONNX folder
+    (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or `.onnx` file)."""
     if os.path.isfile(path) and (
-        path.endswith(".tflite") or os.path.basename(path) in ("model.keras", "saved_model.pb")
+        path.endswith((".tflite", ".onnx")) or os.path.basename(path) in ("model.keras", "saved_model.pb")
     ):
         path = os.path.dirname(path) or "."
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
@@ -151,11 +151,18 @@ def _load_member(path):
             lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
             _read_labels(path, "labels.json"),
         )
+    if os.path.isfile(os.path.join(path, "model.onnx")):
+        from keras_textattn.export.client import ClientTokenizer
+        from keras_textattn.export.onnx import onnx_session
+
+        tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
+        session = _read_export_file(path, "model.onnx", lambda: onnx_session(os.path.join(path, "model.onnx")))
+        return lambda texts: session(**tokenizer.encode_batch(texts)), _read_labels(path, "labels.json")
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
         return lambda texts: call(tf.constant(texts, tf.string)), label_names
-    raise RunError(f"{path} is neither a run folder nor an exported SavedModel or TFLite folder")
+    raise RunError(f"{path} is neither a run folder nor an exported SavedModel, TFLite or ONNX folder")
 
 
 def _read_labels(folder, name):

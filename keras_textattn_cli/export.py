@@ -1,4 +1,4 @@
-"""`keras-textattn export`: a run as a SavedModel (TF Serving) or a TFLite folder, verified against Keras."""
+"""`keras-textattn export`: a run as a SavedModel (TF Serving), a TFLite or an ONNX folder, verified against Keras."""
 
 from keras_textattn_cli.common import add_file_format_flags
 from keras_textattn_cli.common import check_data_options
@@ -7,7 +7,7 @@ from keras_textattn_config import flags
 
 
 def add_parser(subcommand):
-    export = subcommand("export", help="export a run as a SavedModel (TF Serving) or a TFLite model")
+    export = subcommand("export", help="export a run as a SavedModel (TF Serving), a TFLite or an ONNX model")
     export.add_argument(
         "--run",
         type=flags.path_argument,
@@ -16,7 +16,12 @@ def add_parser(subcommand):
         help="a run folder written by `train`; repeat it to export an ensemble that averages the "
         "runs' probabilities (saved_model only)",
     )
-    export.add_argument("--format", required=True, choices=["saved_model", "tflite"])
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=["saved_model", "tflite", "onnx"],
+        help="onnx needs pip install 'keras-textattn[onnx]'",
+    )
     export.add_argument(
         "--output",
         type=flags.path_argument,
@@ -52,10 +57,12 @@ def run(args):
     check_data_options(args, ("--text-column", "--no-header", "--delimiter"), data="--calibration-data")
     if args.calibration_data and args.quantization != "int8":
         raise UserError("--calibration-data goes with --quantization int8 only")
-    if args.format == "saved_model":  # both take one run or a list (a repeated --run)
-        if args.quantization != "none":
-            raise UserError("--quantization applies to --format tflite only")
+    if args.format != "tflite" and args.quantization != "none":
+        raise UserError("--quantization applies to --format tflite only")
+    if args.format == "saved_model":  # each takes one run or a list (a repeated --run)
         report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
+    elif args.format == "onnx":
+        report = export.onnx(args.run, args.output, overwrite=args.overwrite)
     else:
         if args.quantization == "int8" and not args.calibration_data:
             raise UserError(

@@ -747,3 +747,37 @@ def test_a_model_that_gives_nan_is_named_not_answered(tmp_path, capsys):
     save_run(tmp_path / "diverged", model, encoder, ["neg", "pos"], {})
     assert main(["predict", "--run", str(tmp_path / "diverged"), "a good film"]) == 2
     assert "gives no probabilities (NaN) for 1 of the 1 texts, the first 'a good film'" in capsys.readouterr().err
+
+
+def test_onnx_folder_predicts_and_evaluates_as_the_run_does(lama_run, test_rows, tmp_path):
+    """An ONNX export runs in onnxruntime on the client tokenizer's ids, any number of texts a call:
+    the run folder's probabilities on real test rows and hostile texts, the same accuracy from
+    `evaluate`, quiet on the command line, and a damaged model file named in one line."""
+    from keras_textattn.export import onnx
+
+    texts, labels = test_rows
+    texts = texts[:300] + ["", "\x00 <b>NUL</b> and tags", "oil " * 5000]
+    report = onnx(lama_run, tmp_path / "onnx")
+    assert report["max_abs_difference"] <= 1e-4 and report["argmax_agreement"] == 1.0
+    expected = inference.Classifier(lama_run).probabilities(texts)
+    for path in (tmp_path / "onnx", tmp_path / "onnx" / "model.onnx"):  # the folder or its file
+        np.testing.assert_allclose(inference.Classifier(path).probabilities(texts), expected, atol=1e-4)
+    data = tmp_path / "test.csv"
+    _write_csv(data, ["label", "text"], zip(labels[:300], texts[:300]))
+    scores = [
+        inference.evaluate(source, str(data), str(tmp_path / name))["accuracy"]
+        for name, source in (("run", lama_run), ("onnx-report", str(tmp_path / "onnx")))
+    ]
+    assert scores[0] == scores[1] and scores[0] > 0.5
+    shown = subprocess.run(
+        [sys.executable, "-m", "keras_textattn_cli", "predict", "--run", str(tmp_path / "onnx"), "stocks fell sharply"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0 and shown.stderr == "" and shown.stdout.startswith("Business "), shown
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tmp_path / "onnx", damaged)
+    (damaged / "model.onnx").write_bytes(b"cut")
+    with pytest.raises(RunError, match=r"damaged: model.onnx cannot be read \(.+\); export the run again"):
+        inference.Classifier(damaged)

@@ -177,6 +177,12 @@ class ClientTokenizer:
                 bigrams[row, : len(values)] = values
         return bigrams
 
+    def encode_batch(self, texts):
+        """`encode` of each of `texts` (a non-empty list), stacked on the batch axis: the inputs of a
+        model that takes any batch size (the ONNX export's)."""
+        encoded = [self.encode(text) for text in texts]
+        return {name: np.concatenate([row[name] for row in encoded]) for name in encoded[0]}
+
     def encode(self, text):
         """One text to the model's inputs: `{"token_ids": (1, ...)}` int32 (plus
         `"bigram_ids"` of the same shape for a model with bigrams, computed with TensorFlow)."""

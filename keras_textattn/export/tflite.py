@@ -130,7 +130,7 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
         with open(os.path.join(folder, "model.tflite"), "wb") as handle:
             handle.write(content)
         write_tokenizer_files(folder, encoder, {tensor.name: [1, *tensor.shape[1:]] for tensor in model.inputs})
-        _write_json(os.path.join(folder, "labels.json"), label_names)
+        write_json(os.path.join(folder, "labels.json"), label_names)
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
         if sampled:
             held_out = verify_tflite(content, model, encoder, sampled[1::2], quantization=quantization)
@@ -139,7 +139,7 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
                 held_out_texts=held_out["texts"],
                 held_out_argmax_agreement=held_out["argmax_agreement"],
             )
-        _write_json(os.path.join(folder, "verification.json"), report)
+        write_json(os.path.join(folder, "verification.json"), report)
 
     with full_disk_as_os_error():
         write_folder_atomically(output, write, TFLITE_ENTRIES, overwrite)
@@ -201,10 +201,10 @@ def write_tokenizer_files(folder, encoder, inputs=None):
         )
     }
     settings.update(padding_id=PAD_ID, oov_id=OOV_ID, inputs=inputs or {})
-    _write_json(os.path.join(folder, "encoder.json"), settings)
+    write_json(os.path.join(folder, "encoder.json"), settings)
 
 
-def _write_json(path, value):
+def write_json(path, value):
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(value, handle, indent=2)
 
@@ -305,35 +305,55 @@ def verify_tflite(content, model, encoder, texts=None, quantization=None, atol=1
     checked: their argmax agreement is measured on real test sets by the tests.
 
     Returns:
-        `{"quantization", "size_bytes", "texts", "max_abs_difference",
-        "argmax_agreement", "latency_ms_p50", "latency_ms_p99"}` (latency of one
-        text on this machine's CPU).
+        `{"quantization", "size_bytes"}` and `compare_with_keras`'s report.
 
     Raises:
         ValueError: a float model differs by more than `atol`.
+    """
+    runner = signature_runner(model_content=content)
+    report = compare_with_keras(
+        lambda **feeds: runner(**feeds)["probabilities"],
+        model,
+        encoder,
+        texts,
+        None if quantization else atol,
+        "The TFLite model",
+    )
+    return {"quantization": quantization or "none", "size_bytes": len(content), **report}
+
+
+def compare_with_keras(run_one, model, encoder, texts, atol, exported_name):
+    """Compare an exported model, `run_one(**feeds) -> (1, classes)` probabilities of one text's
+    ids, with the Keras `model` on `texts` (default: probe texts of the vocabulary plus hostile
+    inputs), one text a call as a device runs it.
+
+    Returns:
+        `{"texts", "max_abs_difference", "argmax_agreement", "latency_ms_p50",
+        "latency_ms_p99"}` (latency of one text on this machine's CPU).
+
+    Raises:
+        ValueError: the largest difference is over `atol` (None: not checked), the message
+            naming `exported_name` ("The TFLite model").
     """
     texts = probe_texts(encoder) if texts is None else list(texts)
     encoded = _encoded(encoder, texts)
     expected = keras.ops.convert_to_numpy(model(encoded if len(encoded) > 1 else encoded[0], training=False))
     check_answered(expected, texts, "The Keras model (checked against its export)")
-    runner = signature_runner(model_content=content)
     names = [tensor.name for tensor in model.inputs]
     exported, seconds = [], []
     for row in range(len(texts)):
         feeds = {name: values[row : row + 1] for name, values in zip(names, encoded)}
         start = time.perf_counter()
-        exported.append(runner(**feeds)["probabilities"][0])
+        exported.append(run_one(**feeds)[0])
         seconds.append(time.perf_counter() - start)
     exported = np.array(exported).reshape(expected.shape)
     difference = float(np.max(np.abs(exported - expected))) if len(texts) else 0.0
-    if quantization is None and not difference <= atol:
+    if atol is not None and not difference <= atol:
         raise ValueError(
-            f"The TFLite model does not reproduce the Keras model: largest probability difference {difference:.3g} "
+            f"{exported_name} does not reproduce the Keras model: largest probability difference {difference:.3g} "
             f"(allowed {atol})."
         )
     return {
-        "quantization": quantization or "none",
-        "size_bytes": len(content),
         "texts": len(texts),
         "max_abs_difference": difference,
         "argmax_agreement": float(np.mean(exported.argmax(-1) == expected.argmax(-1))) if len(texts) else 1.0,

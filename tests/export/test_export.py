@@ -409,6 +409,47 @@ def test_every_variant_converts_to_tflite(name, options, shared_data, tmp_path):
 
 
 @pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
+def test_every_paper_model_exports_to_onnx(name, options, shared_data, tmp_path):
+    """Each paper model (softplus attention's Log1p included) converts, onnxruntime reproduces
+    Keras on the probe texts, and a batch of any size runs in one call, as the folder says."""
+    import onnx as onnx_package
+
+    from keras_textattn.export.client import ClientTokenizer
+    from keras_textattn.export.onnx import ONNX_ENTRIES
+    from keras_textattn.export.onnx import onnx_session
+
+    texts = ag_news_test_texts(400)
+    encoder, model = small_run(name, options, texts, tmp_path / "run")
+    report = export.onnx(tmp_path / "run", tmp_path / "onnx")
+    assert report["max_abs_difference"] <= 1e-4 and report["texts"] > 30
+    assert set(os.listdir(tmp_path / "onnx")) == ONNX_ENTRIES
+    onnx_package.checker.check_model(str(tmp_path / "onnx" / "model.onnx"))
+    inputs = json.loads((tmp_path / "onnx" / "encoder.json").read_text())["inputs"]
+    assert inputs == {tensor.name: [None, *tensor.shape[1:]] for tensor in model.inputs}
+    feeds = ClientTokenizer(tmp_path / "onnx").encode_batch(texts[:70])
+    probabilities = onnx_session(str(tmp_path / "onnx" / "model.onnx"))(**feeds)
+    expected = model(feeds if len(feeds) > 1 else feeds["token_ids"], training=False)
+    np.testing.assert_allclose(probabilities, keras.ops.convert_to_numpy(expected), atol=1e-5)
+
+
+def test_onnx_export_arguments_are_clear(shared_data, tmp_path, capsys):
+    small_run("scalable_attention", {}, ag_news_test_texts(200), tmp_path / "run")
+    run, out = str(tmp_path / "run"), str(tmp_path / "onnx")
+    cases = [
+        (["--run", run, "--run", run], "an ONNX export holds one run"),
+        (["--run", run, "--quantization", "dynamic"], "--quantization applies to --format tflite only"),
+    ]
+    for extra, message in cases:
+        assert main(["export", "--format", "onnx", "--output", out, *extra]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0] and not os.path.exists(out)
+    assert main(["export", "--format", "onnx", "--output", out, "--run", run]) == 0
+    assert "(onnx); verified against Keras: size_bytes" in capsys.readouterr().out
+    assert main(["export", "--format", "onnx", "--output", out, "--run", run]) == 2
+    assert "exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, options", list(FIRST_VARIANT.items()), ids=variant_id)
 def test_mixed_precision_runs_export(name, options, shared_data, tmp_path):
     """A model built under mixed_float16 (as a GPU user trains) exports computing in float32 with
     its own weights: to TFLite (whose builtins take no float16 activations; the converter used to

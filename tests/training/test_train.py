@@ -364,7 +364,7 @@ def test_help_and_argument_errors_answer_without_tensorflow():
         timeout=120,
     )
     assert quiet.returncode == 2 and quiet.stderr.strip().splitlines() == [
-        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder"
+        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel, TFLite or ONNX folder"
     ]
     # A KERAS_BACKEND set for one's own JAX work: the command line says it runs on TensorFlow, and runs.
     other = subprocess.run(
@@ -376,7 +376,7 @@ def test_help_and_argument_errors_answer_without_tensorflow():
     )
     assert other.returncode == 2 and other.stderr.strip().splitlines() == [
         "keras-textattn: note: the command line runs on TensorFlow; KERAS_BACKEND=jax is not used here",
-        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel or TFLite folder",
+        "keras-textattn: error: no/such/run is neither a run folder nor an exported SavedModel, TFLite or ONNX folder",
     ]
 
 
