@@ -18,7 +18,13 @@ shuffled with FOLD_SEED); the test split is never read.
 One JSON line per dataset, row, seed and fold is appended to the results file as it finishes; a
 rerun skips what is there. The report pools each row's folds: the share of all training rows its
 fold models got right, and the spread of that share over the seeds. `tfidf_lr` (accuracy.py's TF-IDF +
-LR, deterministic) on the same folds is the baseline to compare rows with without reading the test split.
+LR, deterministic) on the same folds is the baseline to compare rows with without reading the test split;
+`tfidf_lr_cv` and `nbsvm` are accuracy.py's other linear baselines.
+
+MR has no test split: its literature reports 10-fold cross-validation of all its rows (NB-SVM 0.794),
+and so does this script for it (`WHOLE`):
+
+    python benchmarks/cross_validation.py --dataset mr --folds 10 --models nbsvm tfidf_lr auto+defaults
 """
 
 import argparse
@@ -33,6 +39,11 @@ import accuracy
 import numpy as np
 
 FOLD_SEED = 0
+# The datasets with no test split, cross-validated whole as their literature does: file options, length.
+WHOLE = {"mr": ({"path": "mr/all.csv.gz"}, 56)}
+LENGTHS = {**{name: options[2] for name, options in accuracy.DATASETS.items()}, **{n: w[1] for n, w in WHOLE.items()}}
+# The linear baselines, each `(train, test, seed)` -> its result (accuracy.py's), on the same folds.
+LINEAR = {"tfidf_lr": accuracy.tfidf_on, "tfidf_lr_cv": accuracy.tfidf_cv_on, "nbsvm": accuracy.nbsvm_on}
 QUICK = {"dataset": "trec", "models": ["scalable_attention+defaults", "tfidf_lr"], "folds": 2, "seeds": [0]}
 
 
@@ -48,29 +59,31 @@ def fold_of_each_row(labels, folds, seed):
 
 
 def training_rows(data_dir, dataset_name):
-    """`(texts, labels)` of a dataset's training split as `train()` reads them, as object arrays."""
+    """`(texts, labels)` of a dataset's training split (of `WHOLE`'s: all its rows) as `train()`
+    reads them, as object arrays."""
+    from keras_textattn.datasets import LocalFile
     from keras_textattn.datasets.formats import read_labelled_texts
 
-    texts, labels, _, _ = read_labelled_texts(accuracy.files(data_dir, dataset_name)["train"])
+    if dataset_name in WHOLE:
+        options = WHOLE[dataset_name][0]
+        source = LocalFile(**{**options, "path": str(data_dir / options["path"])})
+    else:
+        source = accuracy.files(data_dir, dataset_name)["train"]
+    texts, labels, _, _ = read_labelled_texts(source)
     return np.array(texts, dtype=object), np.array(labels, dtype=object)
-
-
-def tfidf_on_fold(texts, labels, held_out, seed):
-    """The accuracy on the rows of `held_out` of TF-IDF + LR fitted on the others (arrays)."""
-    classifier = accuracy.tfidf_classifier(list(texts[~held_out]), labels[~held_out], seed)
-    return classifier.score(list(texts[held_out]), labels[held_out])
 
 
 def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tokens):
     """Validation accuracy (and rows, epochs, seconds) of `row` trained on the rows outside `held_out`."""
-    if row == "tfidf_lr":
-        start = time.perf_counter()
+    if row in LINEAR:
+        train = (list(texts[~held_out]), labels[~held_out])
+        result = LINEAR[row](train, (list(texts[held_out]), labels[held_out]), seed)
         return {
-            "validation_accuracy": tfidf_on_fold(texts, labels, held_out, seed),
+            "validation_accuracy": result["accuracy"],
             "validation_rows": int(held_out.sum()),
             "best_epoch": None,
             "epochs_trained": None,
-            "train_seconds": time.perf_counter() - start,
+            "train_seconds": result["train_seconds"],
         }
     from keras_textattn.datasets import LocalFile
 
@@ -81,7 +94,7 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
         accuracy.write_labelled_csv(paths["validation"], texts[held_out], labels[held_out])
         result = accuracy.run_train(
             data_files={split: LocalFile(path) for split, path in paths.items()},
-            length=accuracy.DATASETS[dataset_name][2],
+            length=LENGTHS[dataset_name],
             seed=seed,
             max_tokens=max_tokens,
             **arguments,
@@ -129,13 +142,13 @@ def main(argv=None):
         default=pathlib.Path(os.environ.get("KERAS_TEXTATTN_DATA", accuracy.DEFAULT_DATA)),
     )
     parser.add_argument("--results", default="benchmarks/results/cross_validation.jsonl", help="JSON lines, appended")
-    parser.add_argument("--dataset", choices=list(accuracy.DATASETS), default="r8")
+    parser.add_argument("--dataset", choices=list(LENGTHS), default="r8")
     parser.add_argument(
         "--models",
         nargs="+",
-        choices=[*accuracy.TRAINED, "tfidf_lr"],
+        choices=[*accuracy.TRAINED, *LINEAR],
         default=["lama+paper_adam_min5_cosine"],
-        help="rows of accuracy.py run through train(), or tfidf_lr (TF-IDF + LR on the same folds)",
+        help=f"rows of accuracy.py run through train(), or the linear baselines on the same folds: {', '.join(LINEAR)}",
     )
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--seeds", nargs="+", type=accuracy.seed_number, default=[0])

@@ -662,3 +662,17 @@ def test_tfidf_cv_refits_the_c_cross_validation_chose(shared_data):
     assert result["chosen_c"] in benchmark_function("accuracy", "TFIDF_C")
     pipeline = benchmark_function("accuracy", "tfidf_pipeline")(0).set_params(logisticregression__C=result["chosen_c"])
     assert result["accuracy"] == pipeline.fit(*train).score(*test)
+
+
+def test_mr_is_cross_validated_whole_in_ten_stratified_folds(shared_data):
+    """MR has no test split: cross_validation.py reads all its rows (its README: 5,331 of each class)
+    and deals them into folds that each hold a tenth of each class."""
+    texts, labels = benchmark_function("cross_validation", "training_rows")(shared_data, "mr")
+    assert len(texts) == 10_662 and sorted(np.unique(labels, return_counts=True)[1]) == [5_331, 5_331]
+    fold = benchmark_function("cross_validation", "fold_of_each_row")(labels, 10, 0)
+    for k in range(10):
+        assert [int(np.sum((fold == k) & (labels == label))) for label in ("neg", "pos")] in (
+            [533, 533],
+            [534, 533],
+            [533, 534],
+        )
