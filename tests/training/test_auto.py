@@ -78,3 +78,17 @@ def test_auto_refuses_what_a_race_cannot_take(shared_data, tmp_path, capsys, ext
     assert main(args + extra) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and message in error[0] and not output.exists()
+
+
+def test_an_overwritten_race_trains_its_candidates_again_and_leaves_no_copy_aside(shared_data, tmp_path):
+    import gzip
+
+    with gzip.open(shared_data / "trec" / "train.csv.gz", "rt", encoding="utf-8") as handle:
+        (tmp_path / "trec.csv").write_text("".join(handle.readlines()[:801]), encoding="utf-8")
+    data, output = str(tmp_path / "trec.csv"), tmp_path / "run"
+    first = train("auto", data, str(output), verbose=0, **OPTIONS)
+    written = {model: (output / "candidates" / model / "metrics.json").stat().st_mtime_ns for model in CANDIDATES}
+    again = train("auto", data, str(output), verbose=0, overwrite=True, seed=1, **OPTIONS)
+    assert all((output / "candidates" / m / "metrics.json").stat().st_mtime_ns != t for m, t in written.items())
+    assert again["seed"] == 1 != first["seed"] and json.loads((output / "metrics.json").read_text()) == again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "trec.csv"]  # nothing kept aside, no lock left
