@@ -46,6 +46,7 @@ from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
 
 SAVED_MODEL_LABELS = os.path.join("assets.extra", "labels.json")  # written by export.saved_model
+LONG_TEXTS = ("cut", "windows")  # what `Classifier` does with a text longer than the model reads
 REPORT_ENTRIES = frozenset({"metrics.json", "report.md", "confusion.png"})  # what `evaluate` writes
 
 
@@ -60,22 +61,47 @@ class Classifier:
             A list of them is an ensemble: the mean of their probabilities (soft voting),
             for runs trained on the same classes (any model, vocabulary or length each).
 
+        long_texts: what a text longer than the model reads (its sequence length; HCAN's
+            sentences) gets: "cut" (its start is read, the rest not) or "windows" (for run
+            folders: it is read in overlapping windows, `TextEncoder.windows`, each classified,
+            and the mean of their probabilities is its answer).
+        stride: with "windows", tokens (HCAN: sentences) from one window's start to the next's
+            (default: half of what the model reads).
+
     Attributes:
         label_names: class names, index = label id (an ensemble's: its first member's order).
     """
 
-    def __init__(self, path):
+    def __init__(self, path, *, long_texts="cut", stride=None):
         paths = as_paths(path)
         if not paths:
             raise UserError("no run to classify with: give a run folder (or its export), or a list of them")
+        if long_texts not in LONG_TEXTS:
+            raise UserError(f"long texts are read as one of {', '.join(LONG_TEXTS)}; got {long_texts!r}")
+        if stride is not None and long_texts != "windows":
+            raise UserError("a stride goes with reading long texts in windows (--long-texts windows)")
         members = [_load_member(os.fspath(member)) for member in paths]
         self.label_names = members[0][1]
         columns = [
             class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
-            for member, (_, names) in zip(paths, members)
+            for member, (_, names, _) in zip(paths, members)
         ]
-        self._members = [(probabilities, order) for (probabilities, _), order in zip(members, columns)]
         self._paths = [os.fspath(member) for member in paths]
+        self._windows = [windows for _, _, windows in members]
+        if long_texts == "windows":
+            exports = [path for path, windows in zip(self._paths, self._windows) if windows is None]
+            if exports:
+                raise UserError(
+                    f"reading long texts in windows needs the run folder (its encoder); {exports[0]} is an export: "
+                    "give its run folder, or --long-texts cut"
+                )
+            for windows in self._windows:
+                try:
+                    windows([], stride)  # a stride the encoder cannot take is refused here
+                except ValueError as error:
+                    raise UserError(str(error)) from None
+        self.long_texts, self.stride = long_texts, stride
+        self._members = [(probabilities, order) for (probabilities, _, _), order in zip(members, columns)]
 
     def __repr__(self):
         paths = self._paths[0] if len(self._paths) == 1 else self._paths
@@ -95,20 +121,37 @@ class Classifier:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
-        members = np.stack(
-            [
-                np.concatenate(
-                    [
-                        np.asarray(probabilities(texts[start : start + batch_size]), "float32")[:, order]
-                        for start in range(0, len(texts), batch_size)
-                    ]
-                )
-                for probabilities, order in self._members
-            ]
-        )
+        members = []
+        for (probabilities, order), windows in zip(self._members, self._windows):
+            read, owners = windows(texts, self.stride) if self.long_texts == "windows" else (texts, None)
+            answers = np.concatenate(
+                [
+                    np.asarray(probabilities(read[start : start + batch_size]), "float32")[:, order]
+                    for start in range(0, len(read), batch_size)
+                ]
+            )
+            if owners is not None:  # each text's windows' mean
+                sums = np.zeros((len(texts), answers.shape[1]), "float32")
+                np.add.at(sums, owners, answers)
+                answers = sums / np.bincount(owners, minlength=len(texts))[:, None]
+            members.append(answers)
         for path, answers in zip(self._paths, members):
             check_answered(answers, texts, path)
-        return members
+        return np.stack(members)
+
+    def longer_than_read(self, texts):
+        """How many of `texts` are longer than what the model reads (an ensemble: than what some
+        member reads), whichever `long_texts` reads them; None for exports, whose tokens only the
+        client sees."""
+        if any(windows is None for windows in self._windows):
+            return None
+        texts = check_texts(texts)
+        return int(
+            np.max(
+                [np.sum(np.bincount(windows(texts)[1], minlength=len(texts)) > 1) for windows in self._windows],
+                initial=0,
+            )
+        )
 
     def predict(self, texts, top_k=1, batch_size=256):
         """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
@@ -123,8 +166,9 @@ class Classifier:
 
 
 def _load_member(path):
-    """`(texts -> probabilities, label names)` of one run folder, SavedModel, TFLite or ONNX folder
-    (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or `.onnx` file)."""
+    """`(texts -> probabilities, label names, windows)` of one run folder, SavedModel, TFLite or ONNX
+    folder (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or `.onnx` file);
+    `windows` its encoder's `TextEncoder.windows` (None for an export)."""
     if os.path.isfile(path) and (
         path.endswith((".tflite", ".onnx")) or os.path.basename(path) in ("model.keras", "saved_model.pb")
     ):
@@ -138,6 +182,7 @@ def _load_member(path):
         return (
             lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
             _read_labels(path, SAVED_MODEL_LABELS),
+            None,
         )
     if os.path.isfile(os.path.join(path, "model.tflite")):
         from keras_textattn.export.client import ClientTokenizer
@@ -150,6 +195,7 @@ def _load_member(path):
         return (
             lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
             _read_labels(path, "labels.json"),
+            None,
         )
     if os.path.isfile(os.path.join(path, "model.onnx")):
         from keras_textattn.export.client import ClientTokenizer
@@ -157,11 +203,11 @@ def _load_member(path):
 
         tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
         session = _read_export_file(path, "model.onnx", lambda: onnx_session(os.path.join(path, "model.onnx")))
-        return lambda texts: session(**tokenizer.encode_batch(texts)), _read_labels(path, "labels.json")
+        return lambda texts: session(**tokenizer.encode_batch(texts)), _read_labels(path, "labels.json"), None
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
-        return lambda texts: call(tf.constant(texts, tf.string)), label_names
+        return lambda texts: call(tf.constant(texts, tf.string)), label_names, encoder.windows
     raise RunError(f"{path} is neither a run folder nor an exported SavedModel, TFLite or ONNX folder")
 
 
@@ -197,10 +243,10 @@ def _check_top_k(top_k, classes):
     return min(check_whole("top-k", top_k), classes)
 
 
-def predict(run, texts, *, top_k=1, batch_size=256):
+def predict(run, texts, *, top_k=1, batch_size=256, long_texts="cut", stride=None):
     """Labels for `texts` (a list of strings; one string is a list of one) from a run folder or an
-    export, or a list of them (an ensemble): see `Classifier`."""
-    return Classifier(run).predict(texts, top_k=top_k, batch_size=batch_size)
+    export, or a list of them (an ensemble), long texts cut or read in windows: see `Classifier`."""
+    return Classifier(run, long_texts=long_texts, stride=stride).predict(texts, top_k=top_k, batch_size=batch_size)
 
 
 def predict_file(
@@ -216,9 +262,12 @@ def predict_file(
     batch_size=256,
     overwrite=False,
     verbose=1,
+    long_texts="cut",
+    stride=None,
 ):
     """Label every row of a CSV/TSV, JSONL or TFRecord file (plain or gzip) and write one row per
-    input row, in order.
+    input row, in order; texts longer than the model reads cut or read in windows (`long_texts`,
+    `stride`: see `Classifier`).
 
     Args:
         run: a run folder, or a SavedModel or TFLite folder, or a list of them (an ensemble:
@@ -231,7 +280,8 @@ def predict_file(
         batch_size: texts per model call; the file is read and written in batches.
 
     Returns:
-        `{"rows": n, "path": output}`.
+        `{"rows": n, "path": output, "longer_than_read": m}`: `m` rows were longer than the model
+        reads (`Classifier.longer_than_read`; None for an export).
     """
     check_path(output)
     check_flag("overwrite", overwrite)
@@ -240,19 +290,19 @@ def predict_file(
         raise UserError(f"the output must end in .csv or .jsonl; got {output!r}")
     check_batch_size(batch_size)
     check_output_file(output, overwrite)
-    classifier = Classifier(run)
+    classifier = Classifier(run, long_texts=long_texts, stride=stride)
     top_k = _check_top_k(top_k, len(classifier.label_names))
     files = each_file(LocalFile(data, text_column=text_column, label_column=None, header=header, delimiter=delimiter))
     refuse_writing_over(output, [file.path for file in files])
     with_ids = _carries_ids(files, id_column)
-    count = 0
+    count, longer = 0, classifier.longer_than_read([])  # None for an export
 
     def write(temporary):
         with _progress_line_ended(verbose):
             write_rows(temporary)
 
     def write_rows(temporary):
-        nonlocal count
+        nonlocal count, longer
         with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle) if output.endswith(".csv") else None
             if writer:  # also for a file of no rows: a CSV of its header
@@ -275,6 +325,8 @@ def predict_file(
                         )
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += len(texts)
+                if longer is not None:
+                    longer += classifier.longer_than_read(texts)
                 if verbose:
                     print(f"\rpredicted {count} rows", end="", file=sys.stderr, flush=True)
 
@@ -283,7 +335,7 @@ def predict_file(
         for stale in glob.glob(os.path.join(glob.escape(folder), f".tmp-*{glob.escape(name)}")):
             os.remove(stale)
         write_atomically(output, write)
-    return {"rows": count, "path": output}
+    return {"rows": count, "path": output, "longer_than_read": longer}
 
 
 def _carries_ids(files, id_column):
@@ -328,15 +380,19 @@ def evaluate(
     batch_size=256,
     mistakes=20,
     overwrite=False,
+    long_texts="cut",
+    stride=None,
 ):
     """Score a run folder or an export, or a list of them (an ensemble: `Classifier`), on a
-    labelled file and write a report folder.
+    labelled file and write a report folder; texts longer than the model reads cut or read in
+    windows (`long_texts`, `stride`: see `Classifier`).
 
     Labels are matched to the model's class names; a file of integer labels 0..n-1 (after
     `label_offset`) is read as label ids. Labels the model never saw are an error.
 
     Writes `output/`: `metrics.json` (the runs scored, accuracy, macro and weighted F1,
     per-class precision, recall, F1 and support, the confusion matrix; scikit-learn's metrics;
+    `long_texts` and how many texts were `longer_than_read` (None for an export);
     a class with no rows in `data` that is never predicted has no precision, recall or F1 (null;
     "–" in report.md) and is left out of macro F1;
     for an ensemble also each run's accuracy and macro F1 alone, `members`), `confusion.png`
@@ -353,7 +409,7 @@ def evaluate(
     check_flag("overwrite", overwrite)
     check_whole("mistakes", mistakes, minimum=0)  # -1 listed all but the last
     check_output(output, overwrite, REPORT_ENTRIES, source=run)
-    classifier = Classifier(run)
+    classifier = Classifier(run, long_texts=long_texts, stride=stride)
     names = classifier.label_names
     texts, labels = [], []
     for file in each_file(
@@ -395,6 +451,8 @@ def evaluate(
         },
         "label_names": names,
         "confusion_matrix": confusion.tolist(),
+        "long_texts": long_texts,
+        "longer_than_read": classifier.longer_than_read(texts),
     }
     if len(members) > 1:  # an ensemble: what each run scores alone, to see what averaging them adds
         result["members"] = [

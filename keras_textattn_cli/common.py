@@ -121,3 +121,32 @@ def check_data_options(args, options, hint="", data="--data"):
         raise UserError(
             f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for {data} FILE, which is not given{hint}"
         )
+
+
+def add_long_text_flags(parser):
+    """predict's and evaluate's `--long-texts` and `--stride` (`inference.Classifier`'s arguments)."""
+    parser.add_argument(
+        "--long-texts",
+        choices=["cut", "windows"],
+        default="cut",
+        help="a text longer than the model reads: cut (its start read), or windows (run folders: read "
+        "whole in overlapping windows, their probabilities averaged)",
+    )
+    parser.add_argument(
+        "--stride",
+        type=flags.count,
+        help="with --long-texts windows: tokens (HCAN: sentences) from one window to the next (default: half "
+        "the model's length)",
+    )
+
+
+def longer_than_read_said(count, rows, long_texts):
+    """The line that says how many of `rows` texts were longer than the model reads (None: none, or unknown)."""
+    if not count:
+        return None
+    if long_texts == "windows":
+        return f"{count:,} of the {rows:,} texts were longer than the model reads: each was read in windows"
+    return (
+        f"{count:,} of the {rows:,} texts were longer than the model reads: their ends were not read "
+        "(--long-texts windows reads them whole)"
+    )

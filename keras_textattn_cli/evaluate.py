@@ -1,6 +1,8 @@
 """`keras-textattn evaluate` (`eval`): score a run on a labelled file."""
 
 from keras_textattn_cli.common import add_file_format_flags
+from keras_textattn_cli.common import add_long_text_flags
+from keras_textattn_cli.common import longer_than_read_said
 from keras_textattn_cli.common import text_column
 from keras_textattn_config import flags
 
@@ -40,6 +42,7 @@ def add_parser(subcommand):
         action="store_true",
         help="replace an earlier report at --output (never a folder holding other files)",
     )
+    add_long_text_flags(evaluate)
 
 
 def run(args):
@@ -57,6 +60,8 @@ def run(args):
         batch_size=args.batch_size,
         mistakes=args.mistakes,
         overwrite=args.overwrite,
+        long_texts=args.long_texts,
+        stride=args.stride,
     )
     for member in result.get("members", []):
         print(f"{member['run']} alone: accuracy {member['accuracy']:.4f}, macro F1 {member['macro_f1']:.4f}")
@@ -64,4 +69,7 @@ def run(args):
         f"{result['rows']} rows: accuracy {result['accuracy']:.4f}, macro F1 {result['macro_f1']:.4f}, "
         f"weighted F1 {result['weighted_f1']:.4f}. Report: {args.output}/report.md, confusion.png, metrics.json"
     )
+    said = longer_than_read_said(result["longer_than_read"], result["rows"], args.long_texts)
+    if said:
+        print(said)
     return 0

@@ -5,8 +5,10 @@ import itertools
 
 from keras_textattn_cli.common import TextsAreArguments
 from keras_textattn_cli.common import add_file_format_flags
+from keras_textattn_cli.common import add_long_text_flags
 from keras_textattn_cli.common import check_data_options
 from keras_textattn_cli.common import given_texts
+from keras_textattn_cli.common import longer_than_read_said
 from keras_textattn_cli.common import text_column
 from keras_textattn_config import flags
 
@@ -46,6 +48,7 @@ def add_parser(subcommand):
     predict.add_argument("--batch-size", type=int, default=256, help="texts per model call")
     predict.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     predict.add_argument("--quiet", action="store_true", help="no progress")
+    add_long_text_flags(predict)
 
 
 def run(args):
@@ -66,7 +69,7 @@ def run(args):
     )
     if args.texts:
         check_batch_size(args.batch_size)
-        classifier = inference.Classifier(args.run)
+        classifier = inference.Classifier(args.run, long_texts=args.long_texts, stride=args.stride)
         texts = given_texts(args)
         while batch := list(itertools.islice(texts, args.batch_size)):
             for text, row in zip(batch, classifier.predict(batch, top_k=args.top_k, batch_size=args.batch_size)):
@@ -87,6 +90,11 @@ def run(args):
         batch_size=args.batch_size,
         overwrite=args.overwrite,
         verbose=0 if args.quiet else 1,
+        long_texts=args.long_texts,
+        stride=args.stride,
     )
     print(f"Predicted {report['rows']} rows of {args.data} into {report['path']}")
+    said = longer_than_read_said(report["longer_than_read"], report["rows"], args.long_texts)
+    if said:
+        print(said)
     return 0

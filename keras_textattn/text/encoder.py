@@ -245,6 +245,59 @@ class TextEncoder(keras.layers.Layer):
                 spans.append((position, token.decode("utf-8"), start, start + len(token.decode("utf-8"))))
         return spans
 
+    def windows(self, texts, stride=None):
+        """Each text as the overlapping windows that together read it whole: a text longer than the
+        encoder reads (`sequence_length` tokens; when hierarchical, `max_sentences` sentences) becomes
+        pieces of it, each starting at a token (sentence) and holding as many as the encoder reads,
+        one after `stride` of them (default: half) after the other, the last ending with the text.
+        A piece is the text's own characters from its first token's start to its last's end (and,
+        with bigrams, the next token's, which the last bigram pairs), so that encoding it gives the
+        ids of that stretch of the text. A text the encoder reads whole is its only window.
+
+        Args:
+            texts: a list of strings.
+            stride: tokens (sentences) from one window's start to the next's, 1 to the width.
+
+        Returns:
+            `(windows, owners)`: the windows' texts, and for each the index of its text.
+        """
+        width = self.max_sentences if self.hierarchical else self.sequence_length
+        if width is None:
+            return list(texts), np.arange(len(texts))
+        stride = (width // 2 or 1) if stride is None else stride
+        if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= width:
+            raise ValueError(
+                f"TextEncoder.windows: `stride` must be an integer from 1 to {width}. Received: {stride!r}"
+            )
+        windows, owners = [], []
+        for start in range(0, len(texts), 256):
+            batch = self._as_strings(_string_batch(texts[start : start + 256], "windows"))
+            for offset, (raw, spans) in enumerate(zip(batch.numpy(), self._unit_spans(batch))):
+                pieces = _window_pieces(
+                    spans, width, stride, 0 if self.hierarchical else int(bool(self.bigram_buckets))
+                )
+                if pieces is None:
+                    windows.append(texts[start + offset])
+                else:
+                    windows += [raw[begin:end].decode("utf-8") for begin, end in pieces]
+                owners += [start + offset] * (1 if pieces is None else len(pieces))
+        return windows, np.asarray(owners, int)
+
+    def _unit_spans(self, texts):
+        """Per text of the batch `texts` (as `_as_strings` gives them), the `(start, end)` byte spans
+        of what a window counts: its tokens, or when hierarchical its sentences that hold a token."""
+        if not self.hierarchical:
+            _, starts, ends = self.tokenize_with_offsets(texts)
+            return [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())]
+        sentences, starts, ends = tf_text.regex_split_with_offsets(texts, self._sentence_end)
+        holds_tokens = self.tokenize(sentences.flat_values).row_lengths().numpy() > 0
+        spans, flat = [], 0
+        for row_starts, row_ends in zip(starts.to_list(), ends.to_list()):
+            kept = holds_tokens[flat : flat + len(row_starts)]
+            spans.append([(s, e) for s, e, keep in zip(row_starts, row_ends, kept) if keep])
+            flat += len(row_starts)
+        return spans
+
     def count_tokens(self, texts):
         """Token counts before truncation, as NumPy arrays.
 
@@ -620,6 +673,18 @@ class TextEncoder(keras.layers.Layer):
     def load_assets(self, dir_path):
         # The vocabulary itself is restored by the StringLookup sublayer's assets.
         self._adapted = True
+
+
+def _window_pieces(spans, width, stride, extra):
+    """The `(start, end)` byte spans of the windows over units `spans` (None: the text fits in one):
+    `width` units each, `stride` apart, the last ending with the text; each reaches `extra` units
+    further where the text has them."""
+    if len(spans) <= width:
+        return None
+    starts = list(range(0, len(spans) - width + 1, stride))
+    if starts[-1] + width < len(spans):
+        starts.append(len(spans) - width)
+    return [(spans[first][0], spans[min(first + width + extra, len(spans)) - 1][1]) for first in starts]
 
 
 def _split_rows(words, width, max_rows=None):
