@@ -776,8 +776,50 @@ def test_onnx_folder_predicts_and_evaluates_as_the_run_does(lama_run, test_rows,
         timeout=120,
     )
     assert shown.returncode == 0 and shown.stderr == "" and shown.stdout.startswith("Business "), shown
+    assert inference.Classifier(tmp_path / "onnx").longer_than_read(texts) is None  # the client's tokens
+    with pytest.raises(UserError, match="reading long texts in windows needs the run folder"):
+        inference.Classifier([lama_run, tmp_path / "onnx"], long_texts="windows")
     damaged = tmp_path / "damaged"
     shutil.copytree(tmp_path / "onnx", damaged)
     (damaged / "model.onnx").write_bytes(b"cut")
     with pytest.raises(RunError, match=r"damaged: model.onnx cannot be read \(.+\); export the run again"):
         inference.Classifier(damaged)
+
+
+def test_long_texts_read_in_windows_answer_with_their_mean(lama_run, test_rows, tmp_path, capsys):
+    """With windows, a text longer than the run reads (64 tokens) gets the mean of its windows'
+    probabilities (each window read whole, as cut reads it), a text that fits the same answer as
+    cut; predict and evaluate say how many were longer, in either mode."""
+    texts, labels = test_rows
+    texts = texts[:200] + [" ".join(texts[:12]), ""]
+    encoder = load_run(lama_run)[1]
+    pieces, owners = encoder.windows(texts)
+    each = inference.Classifier(lama_run).probabilities(pieces)
+    expected = np.stack([each[owners == text].mean(axis=0) for text in range(len(texts))])
+    windows = inference.Classifier(lama_run, long_texts="windows")
+    answers = windows.probabilities(texts, batch_size=50)
+    np.testing.assert_allclose(answers, expected, atol=1e-6)
+    fits = np.bincount(owners) == 1
+    np.testing.assert_allclose(answers[fits], inference.Classifier(lama_run).probabilities(texts)[fits], atol=1e-6)
+    longer = int(np.sum(encoder.count_tokens(texts) > 64))
+    assert windows.longer_than_read(texts) == longer == np.sum(~fits) and longer >= 2
+    data = tmp_path / "test.csv"
+    _write_csv(data, ["label", "text"], zip(labels[:200] + [labels[0], labels[0]], texts))
+    for mode, said in (
+        ("cut", "their ends were not read (--long-texts windows"),
+        ("windows", "each was read in windows"),
+    ):
+        arguments = ["--run", str(lama_run), "--data", str(data), "--long-texts", mode]
+        assert main(["predict", *arguments, "--output", str(tmp_path / f"{mode}.csv"), "--quiet"]) == 0
+        assert f"{longer} of the {len(texts)} texts were longer than the model reads: {said}" in capsys.readouterr().out
+        assert main(["evaluate", *arguments, "--output", str(tmp_path / f"report-{mode}")]) == 0
+        report = json.loads((tmp_path / f"report-{mode}" / "metrics.json").read_text())
+        assert (report["long_texts"], report["longer_than_read"]) == (mode, longer)
+    assert report["accuracy"] == np.mean(answers.argmax(-1) == np.array([*labels[:200], labels[0], labels[0]]))
+    for extra, message in (
+        (["--stride", "8"], "a stride goes with reading long texts in windows"),
+        (["--long-texts", "windows", "--stride", "65"], "`stride` must be an integer from 1 to 64"),
+    ):
+        assert main(["predict", "--run", str(lama_run), *extra, "a text"]) == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and message in error[0]

@@ -686,3 +686,56 @@ def test_bigrams_without_sequence_length_match_token_width():
     dataset = tf.data.Dataset.from_tensor_slices(["a bad film", "a"]).batch(2).map(encoder)
     ids, bigrams = next(iter(dataset))
     assert ids.shape == bigrams.shape == (2, 3)
+
+
+def _window_starts(units, width, stride):
+    """Where each window of a text of `units` tokens (sentences) starts, recomputed from the rule."""
+    if units <= width:
+        return [0]
+    starts = list(range(0, units - width + 1, stride))
+    return starts + ([units - width] if starts[-1] + width < units else [])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"sequence_length": 48, "bigram_buckets": 1000},
+        {"sequence_length": 12, "max_sentences": 4, "hierarchical": True},
+    ],
+    ids=["tokens-and-bigrams", "sentences"],
+)
+def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, options):
+    """Encoding a window gives the ids (and bigram ids) of that stretch of the whole text, as an
+    encoder reading the text whole gives them, on IMDB reviews (HTML included): windows of the
+    encoder's width, half of it apart (or the given stride), the last ending with the text."""
+    with gzip.open(shared_data / "imdb" / "test.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        texts = [row["text"] for row, _ in zip(csv.DictReader(handle), range(150))]
+    texts += ["short", ""]
+    encoder = TextEncoder(max_tokens=3000, **options)
+    encoder.adapt(texts)
+    whole = TextEncoder(
+        max_tokens=3000, **{**options, ("max_sentences" if encoder.hierarchical else "sequence_length"): None}
+    )
+    with warnings.catch_warnings():  # tokens NFKC writes otherwise ('½'): looked up alike by both
+        warnings.simplefilter("ignore")
+        whole.set_vocabulary(encoder.get_vocabulary()[2:])
+    width = options.get("max_sentences", options["sequence_length"])
+    for stride in (None, 3):
+        windows, owners = encoder.windows(texts, stride)
+        assert sorted(set(owners.tolist())) == list(range(len(texts))) and np.all(np.diff(owners) >= 0)
+        read = [keras.ops.convert_to_numpy(x) for x in keras.tree.flatten(encoder(windows))]
+        for text in range(len(texts)):
+            full = [keras.ops.convert_to_numpy(x)[0] for x in keras.tree.flatten(whole([texts[text]]))]
+            units = len(full[0]) if texts[text] else 0
+            starts = _window_starts(units, width, stride or width // 2)
+            mine = np.flatnonzero(owners == text)
+            assert len(mine) == len(starts)
+            for k, start in zip(mine, starts):
+                for ids, expected in zip(read, full):
+                    stretch = expected[start : start + width]
+                    if encoder.hierarchical:
+                        stretch = stretch[:, : options["sequence_length"]]
+                    np.testing.assert_array_equal(ids[k][: len(stretch)], stretch)
+    assert max(np.bincount(encoder.windows(texts)[1])) > 3  # long reviews did take several windows
+    with pytest.raises(ValueError, match=f"`stride` must be an integer from 1 to {width}. Received: 0"):
+        encoder.windows(texts, 0)
