@@ -676,3 +676,17 @@ def test_mr_is_cross_validated_whole_in_ten_stratified_folds(shared_data):
             [534, 533],
             [533, 534],
         )
+
+
+def test_long_texts_quick(shared_data, tmp_path):
+    """long_texts.py trains a small model on sampled IMDB rows, scores the three ways on its held-out
+    tenth (every sampled review is longer than 32 tokens), keeps the best, then reads the test rows."""
+    results = tmp_path / "long_texts.jsonl"
+    _, out = run_quick("long_texts.py", results, shared_data)
+    (row,) = [json.loads(line) for line in results.read_text().splitlines()]
+    held = row["held_out_accuracy"]
+    assert row["chosen"] == max(held, key=held.get)
+    assert row["held_out_rows"] == 100 and row["held_out_longer"] > 90
+    assert row["test_rows"] == 1000 and all(0.3 < value <= 1 for value in row["test_accuracy"].values())
+    assert row["cpu_seconds_per_text"]["windows"] > row["cpu_seconds_per_text"]["cut"]
+    assert "| imdb | scalable_attention, 32 |" in out
