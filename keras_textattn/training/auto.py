@@ -65,10 +65,12 @@ def race(train_candidate, data, output, config):
 
 
 def _copy_run(source, output, choice):
-    """The finished run `source` copied into `output`, metrics.json (with `model_choice`) last."""
+    """The finished run `source` copied into `output`, metrics.json (with `model_choice`) last. The
+    output keeps its own run.json (model "auto"): a race killed while copying resumes as the race
+    it is, and copies again."""
     remove_temporary_files(output)
     for name in sorted(os.listdir(source)):
-        if name == FINISHED_MARKER or name.startswith(".tmp-"):
+        if name in (FINISHED_MARKER, "run.json") or name.startswith(".tmp-"):
             continue
         source_path, temporary = os.path.join(source, name), os.path.join(output, ".tmp-" + name)
         if os.path.isdir(source_path):

@@ -43,7 +43,7 @@ def test_auto_keeps_the_candidate_best_on_held_out_data(auto_run):
     assert metrics["model_choice"]["chosen"] == chosen == metrics["model"]
     assert {k: v for k, v in metrics.items() if k != "model_choice"} == candidates[chosen]
     assert json.loads((output / "metrics.json").read_text()) == metrics
-    assert json.loads((output / "run.json").read_text())["model"] == chosen
+    assert json.loads((output / "run.json").read_text())["model"] == "auto"  # how it was started
     compared = ", ".join(f"{model} {held_out[model]:.4f}" for model in CANDIDATES)
     assert f"--model auto: held-out accuracy {compared}; keeping {chosen}" in printed
     # The candidate that had finished was read, not trained again.
@@ -56,6 +56,20 @@ def test_auto_output_classifies_as_the_chosen_run(auto_run):
     texts = ["How far is it from Denver to Aspen ?", "What is the capital of Peru ?", "Who wrote Hamlet ?"]
     chosen = Classifier(str(output / "candidates" / metrics["model"]))
     np.testing.assert_array_equal(Classifier(str(output)).probabilities(texts), chosen.probabilities(texts))
+
+
+def test_a_race_killed_while_copying_the_chosen_run_copies_it_again(auto_run):
+    """What a kill part-way through the copy leaves (run.json "auto", some files, no metrics.json)
+    resumes: the finished candidates are read, not trained again, and the copy is made whole."""
+    output, data, metrics, _, _ = auto_run
+    written = {model: (output / "candidates" / model / "metrics.json").stat().st_mtime_ns for model in CANDIDATES}
+    for name in ("metrics.json", "model.keras"):
+        (output / name).unlink()
+    assert train(None, data, str(output), verbose=0, **OPTIONS) == metrics
+    assert {m: (output / "candidates" / m / "metrics.json").stat().st_mtime_ns for m in CANDIDATES} == written
+    assert (output / "model.keras").read_bytes() == (
+        output / "candidates" / metrics["model"] / "model.keras"
+    ).read_bytes()
 
 
 def test_a_finished_race_is_refused_without_overwrite(auto_run):
