@@ -1,7 +1,8 @@
 """Labels for new texts (`predict`, `predict_file`) and where a model goes wrong (`evaluate`).
 
-Both read a run folder of `train`, a SavedModel written by `export.saved_model` or a TFLite
-folder written by `export.tflite` (TensorFlow backend), and write atomically: a killed
+Both read a run folder of `train`, a SavedModel written by `export.saved_model`, a TFLite
+folder written by `export.tflite` or an ONNX folder written by `export.onnx` (TensorFlow
+backend), and write atomically: a killed
 `predict_file` or `evaluate` leaves no partial output. `predict_file` streams its input in
 batches (a 1 GB file is never held in memory); `evaluate` holds its file's texts and labels
 (it reports on all of them at once).
@@ -57,7 +58,8 @@ class Classifier:
         path: a run folder of `train`, a SavedModel folder of `export.saved_model`, or a
             folder of `export.tflite` (or its `model.tflite`): the TFLite model runs in the
             LiteRT interpreter, one text per call, on the ids of `export.ClientTokenizer`,
-            as a device runs it (to measure what quantisation costs on your own data).
+            as a device runs it (to measure what quantisation costs on your own data); or a
+            folder of `export.onnx` (or its `model.onnx`), run in onnxruntime on those ids.
             A list of them is an ensemble: the mean of their probabilities (soft voting),
             for runs trained on the same classes (any model, vocabulary or length each).
 
