@@ -109,14 +109,15 @@ def held_out_probabilities(dataset, fold, members, seed, options):
 
 def linear_held_out(texts, labels, fold):
     """TF-IDF + LR's accuracy over the training rows, each scored by the model fitted on the other folds."""
-    texts = np.array(texts, dtype=object)
-    return float(
-        sum(
-            cross_validation.tfidf_on_fold(texts, labels, fold == k, 0) * np.sum(fold == k)
-            for k in range(fold.max() + 1)
+    texts, labels = np.array(texts, dtype=object), np.asarray(labels)
+    right = 0.0
+    for k in range(fold.max() + 1):
+        held = fold == k
+        fitted = cross_validation.LINEAR["tfidf_lr"](
+            (list(texts[~held]), labels[~held]), (list(texts[held]), labels[held]), 0
         )
-        / len(labels)
-    )
+        right += fitted["accuracy"] * np.sum(held)
+    return float(right / len(labels))
 
 
 def averages_table(labels, probabilities):

@@ -283,7 +283,8 @@ def test_throughput_quick(shared_data, tmp_path):
     assert (tmp_path / "throughput.png").read_bytes()[:4] == b"\x89PNG"
     table = (tmp_path / "throughput.md").read_text()
     assert "| LAMA | 128 |" in table and ", mixed_bfloat16)\n" in table  # the heading names the policy
-    assert re.search(r"\| [\d.]+, [\d.]+ / [\d.]+, agrees (0\.9\d\d|1\.000) \|\n", table)  # the int8 cell
+    assert re.search(r"\| [\d.]+, [\d.]+ / [\d.]+, agrees (0\.9\d\d|1\.000) \| [\d.]+, [\d.]+ / [\d.]+ \|\n", table)
+    # ^ the int8 cell, then the ONNX model's size and latency
     # The papers' claims: each pair measured in one process, the speedup the comparator's step time over the model's.
     claims = {r["claim"]: r for r in results["claims"]}
     assert sorted(claims) == ["dual_axial_vs_mha", "hcan_vs_han", "lama_encoder_vs_te", "lama_vs_te"]

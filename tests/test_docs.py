@@ -119,6 +119,7 @@ def test_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, capsys)
 
     _working_folder(tmp_path, lama_run, shared_data, monkeypatch)
     export.tflite(lama_run, "models/lama-tflite")
+    export.onnx(lama_run, "models/lama-onnx")
     blocks = _python_blocks()
     assert sum(TFDS_LINE in block for _, block in blocks) == 1
     ran = {}
@@ -138,8 +139,8 @@ def test_python_blocks_run(lama_run, shared_data, tmp_path, monkeypatch, capsys)
     assert the("encoder")["data"].label_names == ["World", "Sports", "Business", "Sci/Tech"]
     ids, labels = next(iter(the("encoder")["train"]))
     assert ids.shape == (64, 256) and labels.shape == (64,)
-    (oil,) = the("predict_file")["predict"]("runs/lama-sst2", ["Oil prices rose."])  # the label TFLite prints
-    assert capsys.readouterr().out.strip().splitlines()[-1] == oil["label"]
+    (oil,) = the("predict_file")["predict"]("runs/lama-sst2", ["Oil prices rose."])  # the label TFLite, ONNX print
+    assert capsys.readouterr().out.strip().splitlines()[-2:] == [oil["label"]] * 2
     assert [token["token"] for token in the("explanations")["e"].tokens] == [
         "A",
         "gripping",
