@@ -8,7 +8,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _backend
-from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
@@ -16,6 +15,7 @@ from keras_textattn.errors import check_flag
 from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export.tflite import compare_with_keras
+from keras_textattn.export.tflite import the_one_run
 from keras_textattn.export.tflite import write_json
 from keras_textattn.export.tflite import write_tokenizer_files
 from keras_textattn.run_folder import load_run
@@ -53,15 +53,10 @@ def onnx(run, output, *, overwrite=False):
     """
     _backend.require_tensorflow("ONNX export")
     check_flag("overwrite", overwrite)
-    runs = as_paths(run)
-    if len(runs) != 1:
-        raise UserError(
-            "an ONNX export holds one run (a client tokenises for one vocabulary); export an ensemble as a "
-            f"SavedModel, or export each run and average their probabilities; got {len(runs)} runs"
-        )
+    run = the_one_run(run, "an ONNX", "client")
     _require_onnx()
-    check_output(output, overwrite, ONNX_ENTRIES, source=runs[0])  # before the slow part
-    model, encoder, label_names = load_run(runs[0])
+    check_output(output, overwrite, ONNX_ENTRIES, source=run)  # before the slow part
+    model, encoder, label_names = load_run(run)
     model = computing_in_float32(model)
     report = {}
 

@@ -97,15 +97,7 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
     """
     _backend.require_tensorflow("TFLite export")
     check_flag("overwrite", overwrite)
-    runs = as_paths(run)
-    if not runs:
-        raise UserError("no run to export: give a run folder")
-    if len(runs) > 1:
-        raise UserError(
-            "a TFLite export holds one run (a device tokenises for one vocabulary); export an ensemble "
-            "as a SavedModel, or export each run and average their probabilities on the device"
-        )
-    run = runs[0]
+    run = the_one_run(run, "a TFLite", "device")
     if quantization not in QUANTIZATIONS:
         raise ValueError(
             f"`quantization` must be one of None, 'dynamic', 'float16', 'int8'. Received: quantization={quantization!r}"
@@ -147,6 +139,20 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
     if warning:
         warnings.warn(warning, stacklevel=2)
     return {"path": os.path.abspath(output), **report}
+
+
+def the_one_run(run, export, client):
+    """The one run folder of `run` (a path or a list of one), else a `UserError`: an export for a
+    `client` that tokenises ("device") holds one run, as "a TFLite" or "an ONNX" `export` says."""
+    runs = as_paths(run)
+    if not runs:
+        raise UserError("no run to export: give a run folder")
+    if len(runs) > 1:
+        raise UserError(
+            f"{export} export holds one run (a {client} tokenises for one vocabulary); export an ensemble "
+            f"as a SavedModel, or export each run and average their probabilities on the {client}"
+        )
+    return runs[0]
 
 
 def int8_agreement_warning(model, report):
