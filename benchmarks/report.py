@@ -24,7 +24,6 @@ import memory
 import paper_claims
 import race
 import throughput
-from cross_validation import WHOLE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -213,7 +212,8 @@ def accuracy_section(results):
 
 def cross_validated_section():
     """The datasets with no test split (`cross_validation.WHOLE`: MR), each row's accuracy over k folds."""
-    rows = [r for r in accuracy.read_results(RESULTS / "cross_validation.jsonl") if r["dataset"] in WHOLE]
+    results = accuracy.read_results(RESULTS / "cross_validation.jsonl")
+    rows = [r for r in results if r["dataset"] in cross_validation.WHOLE]
     datasets = " ".join(sorted({r["dataset"] for r in rows}))
     return [
         "### MR (10,662 snippets; no test split: 10-fold cross-validation)",

@@ -89,17 +89,17 @@ class Classifier:
             for member, (_, names, _) in zip(paths, members)
         ]
         self._paths = [os.fspath(member) for member in paths]
-        self._windows = [windows for _, _, windows in members]
+        self._encoders = [encoder for _, _, encoder in members]
         if long_texts == "windows":
-            exports = [path for path, windows in zip(self._paths, self._windows) if windows is None]
+            exports = [path for path, encoder in zip(self._paths, self._encoders) if encoder is None]
             if exports:
                 raise UserError(
                     f"reading long texts in windows needs the run folder (its encoder); {exports[0]} is an export: "
                     "give its run folder, or --long-texts cut"
                 )
-            for windows in self._windows:
+            for encoder in self._encoders:
                 try:
-                    windows([], stride)  # a stride the encoder cannot take is refused here
+                    encoder.windows([], stride)  # a stride the encoder cannot take is refused here
                 except ValueError as error:
                     raise UserError(str(error)) from None
         self.long_texts, self.stride = long_texts, stride
@@ -124,8 +124,8 @@ class Classifier:
         if not texts:
             return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
         members = []
-        for (probabilities, order), windows in zip(self._members, self._windows):
-            read, owners = windows(texts, self.stride) if self.long_texts == "windows" else (texts, None)
+        for (probabilities, order), encoder in zip(self._members, self._encoders):
+            read, owners = encoder.windows(texts, self.stride) if self.long_texts == "windows" else (texts, None)
             answers = np.concatenate(
                 [
                     np.asarray(probabilities(read[start : start + batch_size]), "float32")[:, order]
@@ -145,15 +145,10 @@ class Classifier:
         """How many of `texts` are longer than what the model reads (an ensemble: than what some
         member reads), whichever `long_texts` reads them; None for exports, whose tokens only the
         client sees."""
-        if any(windows is None for windows in self._windows):
+        if any(encoder is None for encoder in self._encoders):
             return None
         texts = check_texts(texts)
-        return int(
-            np.max(
-                [np.sum(np.bincount(windows(texts)[1], minlength=len(texts)) > 1) for windows in self._windows],
-                initial=0,
-            )
-        )
+        return int(np.max([np.sum(encoder.longer_than_read(texts)) for encoder in self._encoders]))
 
     def predict(self, texts, top_k=1, batch_size=256):
         """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
@@ -168,9 +163,9 @@ class Classifier:
 
 
 def _load_member(path):
-    """`(texts -> probabilities, label names, windows)` of one run folder, SavedModel, TFLite or ONNX
+    """`(texts -> probabilities, label names, encoder)` of one run folder, SavedModel, TFLite or ONNX
     folder (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or `.onnx` file);
-    `windows` its encoder's `TextEncoder.windows` (None for an export)."""
+    `encoder` the run's `TextEncoder`, for its windows (None for an export)."""
     if os.path.isfile(path) and (
         path.endswith((".tflite", ".onnx")) or os.path.basename(path) in ("model.keras", "saved_model.pb")
     ):
@@ -209,7 +204,7 @@ def _load_member(path):
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
-        return lambda texts: call(tf.constant(texts, tf.string)), label_names, encoder.windows
+        return lambda texts: call(tf.constant(texts, tf.string)), label_names, encoder
     raise RunError(f"{path} is neither a run folder nor an exported SavedModel, TFLite or ONNX folder")
 
 

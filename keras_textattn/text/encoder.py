@@ -283,6 +283,16 @@ class TextEncoder(keras.layers.Layer):
                 owners += [start + offset] * (1 if pieces is None else len(pieces))
         return windows, np.asarray(owners, int)
 
+    def longer_than_read(self, texts):
+        """Whether each of `texts` (a list of strings) is longer than the encoder reads, a bool array:
+        more tokens than `sequence_length`, or when hierarchical more sentences holding a token than
+        `max_sentences`; those are the texts `windows` reads in more than one window."""
+        width = self.max_sentences if self.hierarchical else self.sequence_length
+        if width is None or not len(texts):
+            return np.zeros(len(texts), bool)
+        counts = self.count_tokens(_string_batch(texts, "longer_than_read"))
+        return (counts[0] if self.hierarchical else counts) > width
+
     def _unit_spans(self, texts):
         """Per text of the batch `texts` (as `_as_strings` gives them), the `(start, end)` byte spans
         of what a window counts: its tokens, or when hierarchical its sentences that hold a token."""

@@ -723,6 +723,7 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
     for stride in (None, 3):
         windows, owners = encoder.windows(texts, stride)
         assert sorted(set(owners.tolist())) == list(range(len(texts))) and np.all(np.diff(owners) >= 0)
+        np.testing.assert_array_equal(encoder.longer_than_read(texts), np.bincount(owners) > 1)
         read = [keras.ops.convert_to_numpy(x) for x in keras.tree.flatten(encoder(windows))]
         for text in range(len(texts)):
             full = [keras.ops.convert_to_numpy(x)[0] for x in keras.tree.flatten(whole([texts[text]]))]
