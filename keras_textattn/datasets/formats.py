@@ -39,7 +39,8 @@ class LocalFile:
         text_column: a column name or index, or a list of them joined with a space
             (AG News's original format is headerless `class,title,description`:
             `LocalFile(path, text_column=[1, 2], label_column=0, header=False)`).
-        label_column: a column name or index.
+        label_column: a column name or index; a list of them for multi-label data in the
+            one-column-per-label layout (each column 0/1, its name the label's).
         header: whether the first row names the columns.
         delimiter: None picks `\\t` for `.tsv` / `.tsv.gz`, `,` otherwise.
         label_offset: subtracted from integer labels, so that files numbering
@@ -57,6 +58,10 @@ class LocalFile:
             value), so that no group is on both sides and the held-out score is not inflated
             by what the model learns of a group it also trains on. A row
             with an empty value is a group of its own. Files read into memory only.
+        label_delimiter: multi-label data with a label column of several labels: what
+            separates them in a CSV / TSV cell (`"3,27"`, `"joy|love"`); a JSONL list or a
+            TFRecord feature of several values is a set as it stands. Multi-label files are
+            read into memory.
     """
 
     path: str
@@ -67,6 +72,7 @@ class LocalFile:
     label_offset: int = 0
     stream: bool = None
     group_column: object = None
+    label_delimiter: str = None
 
     def __post_init__(self):
         if isinstance(self.path, bool) or not isinstance(self.path, (str, os.PathLike)) or not os.fspath(self.path):
@@ -80,6 +86,25 @@ class LocalFile:
                 f"got {self.delimiter!r}"
             )
 
+        if self.label_delimiter is not None and not (isinstance(self.label_delimiter, str) and self.label_delimiter):
+            raise DataError(
+                f"{os.fspath(self.path)}: the label delimiter separates the labels of a row (',', '|'); "
+                f"got {self.label_delimiter!r}"
+            )
+        if isinstance(self.label_column, (list, tuple)):
+            if len(self.label_column) < 2 or self.label_delimiter is not None or self.label_offset:
+                raise DataError(
+                    f"{os.fspath(self.path)}: several label columns are the one-column-per-label layout of "
+                    "multi-label data: two or more 0/1 columns, without a label delimiter or offset; got "
+                    f"label_column={self.label_column!r}, label_delimiter={self.label_delimiter!r}, "
+                    f"label_offset={self.label_offset!r}"
+                )
+
+    @property
+    def multi_label(self):
+        """Whether each row holds a set of labels: several 0/1 label columns, or a label delimiter."""
+        return isinstance(self.label_column, (list, tuple)) or self.label_delimiter is not None
+
     def text_columns(self):
         """`text_column` as a list."""
         return self.text_column if isinstance(self.text_column, (list, tuple)) else [self.text_column]
@@ -90,7 +115,10 @@ class LocalFile:
         if self.stream is not None:
             return bool(self.stream)
         path = os.fspath(self.path)
-        return is_pattern(path) or os.path.isdir(path) or file_format(path) in ("jsonl", "tfrecord") or "://" in path
+        shards_or_remote = is_pattern(path) or os.path.isdir(path) or "://" in path
+        if self.multi_label:  # read into memory where it can be (`load_dataset` refuses the rest)
+            return shards_or_remote
+        return shards_or_remote or file_format(path) in ("jsonl", "tfrecord")
 
 
 # Suffixes (before an optional .gz) of each format; a folder's other files (README.md, ...) are not data.
@@ -170,16 +198,22 @@ def read_labelled_texts(file):
     """
     with _table(file) as table:
         text_index = [table.index(c) for c in file.text_columns()]
-        label_index = table.index(file.label_column)
-        check_label_apart(table.path, text_index, label_index, file.label_column)
+        label_set = _label_set_reader(table, file, text_index) if file.multi_label else None
+        label_index = None if label_set else table.index(file.label_column)
+        if label_index is not None:
+            check_label_apart(table.path, text_index, label_index, file.label_column)
         group_index = None if file.group_column is None else table.index(file.group_column)
         texts, labels, row_numbers, groups, spaced = [], [], [], [], []
         for line, record in table.rows:
             try:
-                label = checked_label(record[label_index], file.label_column, file.label_offset)
+                label = (
+                    label_set(record)
+                    if label_set
+                    else checked_label(record[label_index], file.label_column, file.label_offset)
+                )
             except ValueError as problem:
                 raise DataError(f"{table.path}, row {line}: {problem}") from None  # as a streamed file says
-            if record[label_index] != record[label_index].strip():
+            if label_index is not None and record[label_index] != record[label_index].strip():
                 spaced.append((line, record[label_index]))
             texts.append(" ".join(record[i] for i in text_index))
             labels.append(label)
@@ -187,7 +221,8 @@ def read_labelled_texts(file):
             groups.append("" if group_index is None else record[group_index].strip())
     if not texts:
         raise DataError(f"{table.path}: no data rows")
-    _warn_of_merged_rows(table, label_index, file, labels)
+    if label_index is not None:
+        _warn_of_merged_rows(table, label_index, file, labels)
     if spaced:  # "pos " is read as "pos": right, but said, once
         line, raw = spaced[0]
         warnings.warn(
@@ -195,7 +230,7 @@ def read_labelled_texts(file):
             f"(row {line}: {raw!r} as {raw.strip()!r})",
             stacklevel=2,
         )
-    if not file.header and row_numbers[0] == 1 and labels.count(labels[0]) == 1 and len(set(labels)) > 2:
+    if not file.header and row_numbers[0] == 1 and _first_label_alone(labels, file.multi_label):
         warnings.warn(
             f"{table.path}: row 1's label {labels[0]!r} is on no other row; is row 1 a header? Without a "
             "header (--no-header, header=False) it is read as a row of a class of its own",
@@ -211,6 +246,15 @@ def read_labelled_texts(file):
             stacklevel=2,
         )
     return texts, labels, row_numbers, groups
+
+
+def _first_label_alone(labels, multi_label):
+    """Whether the first row's label (of a multi-label file: each of its labels) is on no other row,
+    among more than two others: a header read as a row."""
+    if not multi_label:
+        return labels.count(labels[0]) == 1 and len(set(labels)) > 2
+    others = {label for row in labels[1:] for label in row}
+    return bool(labels[0]) and not set(labels[0]) & others and len(others) > 2
 
 
 def _warn_of_merged_rows(table, label_index, file, labels):
@@ -241,6 +285,59 @@ def _warn_of_merged_rows(table, label_index, file, labels):
             'write a quote as "", and quote a field that starts with a quote',
             stacklevel=3,
         )
+
+
+def _label_set_reader(table, file, text_index):
+    """For a multi-label `file` (`LocalFile.multi_label`): a function of a record of `table` to its
+    labels, a sorted tuple of the labels as written (for 0/1 columns, the names of the columns
+    holding 1). A cell that reads as no label set raises a `ValueError` naming the column."""
+    if isinstance(file.label_column, (list, tuple)):
+        indices = [table.index(column) for column in file.label_column]
+        for index, column in zip(indices, file.label_column):
+            check_label_apart(table.path, text_index, index, column)
+        names = [str(column) for column in file.label_column]
+        return lambda record: tuple(
+            sorted(
+                name
+                for name, index, column in zip(names, indices, file.label_column)
+                if label_flag(record[index], column)
+            )
+        )
+    index = table.index(file.label_column)
+    check_label_apart(table.path, text_index, index, file.label_column)
+
+    def label_set(record):
+        cell = record.values(index) if isinstance(record, _KeyedRecord) else record[index]
+        return split_labels(cell, file.label_delimiter, file.label_column, file.label_offset)
+
+    return label_set
+
+
+FLAGS = {"1": True, "1.0": True, "true": True, "0": False, "0.0": False, "false": False}
+
+
+def label_flag(value, column):
+    """Whether a 0/1 label column's cell says the label applies; a `ValueError` unless it is 0 or 1
+    (or 0.0 / 1.0, true / false)."""
+    flag = FLAGS.get(value.strip().lower())
+    if flag is None:
+        raise ValueError(f"column {column!r}: a label column of the 0/1 layout holds 0 or 1. Received: {value!r}")
+    return flag
+
+
+def split_labels(cell, delimiter, column, offset=0):
+    """A row's label set from its `cell`: a text split at `delimiter` (a CSV cell, a JSONL string),
+    or a list as it stands (a JSONL list, a TFRecord feature's values): stripped, repeats dropped,
+    `offset` subtracted, sorted. An empty cell, or an empty label, is a `ValueError`; an empty list
+    is the empty set (a text with none of the labels)."""
+    labels = [part.strip() for part in (cell.split(delimiter) if isinstance(cell, str) else cell)]
+    if "" in labels:
+        problem = "the label is empty" if labels == [""] and isinstance(cell, str) else f"an empty label in {cell!r}"
+        raise ValueError(
+            f"column {column!r}: {problem} (labels are separated by {delimiter!r}; a text with none of "
+            "the labels is a JSONL [] or a row of 0s in the one-column-per-label layout)"
+        )
+    return tuple(sorted({checked_label(label, column, offset) for label in labels}))
 
 
 def checked_label(label, column, offset=0):
@@ -366,6 +463,23 @@ class _KeyedRecord:
     def keys(self):
         return sorted(self._fields)
 
+    def values(self, key):
+        """The value of `key` as a list of texts (a JSON list's items, a feature's values when it
+        has other than one), or its text when it is one string or number (one value)."""
+        return self._read(self._values, self._fields, key)
+
+    def _values(self, fields, key):
+        if self._text is json_text and isinstance(fields.get(key), list):
+            return [json_text({key: item}, key) for item in fields[key]]
+        if self._text is feature_text and key in fields:
+            feature = fields[key]
+            kind = feature.WhichOneof("kind")
+            if kind == "bytes_list" and len(feature.bytes_list.value) != 1:
+                return [value.decode("utf-8", "replace") for value in feature.bytes_list.value]
+            if kind == "int64_list" and len(feature.int64_list.value) != 1:
+                return [str(value) for value in feature.int64_list.value]
+        return self._text(fields, key)
+
     def __getitem__(self, key):
         return self._read(self._text, self._fields, key)
 
@@ -393,7 +507,8 @@ def json_text(row, key):
         raise ValueError(f"no key {key!r}; keys: {sorted(row)}")
     value = row[key]
     if isinstance(value, (dict, list)) or value is None:
-        raise ValueError(f"key {key!r}: expected a string or a number, found {json.dumps(value)[:40]}")
+        hint = " (a list of labels: multi-label data, read with --multi-label)" if isinstance(value, list) else ""
+        raise ValueError(f"key {key!r}: expected a string or a number, found {json.dumps(value)[:40]}{hint}")
     return valid_unicode(value) if isinstance(value, str) else json.dumps(value)  # "\ud800": U+FFFD
 
 

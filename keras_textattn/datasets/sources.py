@@ -23,6 +23,8 @@ from keras_textattn.datasets.splits import TextClassificationData
 from keras_textattn.datasets.splits import checked_label_names
 from keras_textattn.datasets.splits import held_out
 from keras_textattn.datasets.splits import label_ids_for
+from keras_textattn.datasets.splits import label_set_ids_for
+from keras_textattn.datasets.splits import multi_hot
 from keras_textattn.datasets.splits import split_by_index
 from keras_textattn.datasets.streaming import load_streamed
 from keras_textattn.errors import check_flag
@@ -119,6 +121,7 @@ def resolve_source(
     stream=None,
     group_column=None,
     delimiter=None,
+    label_delimiter=None,
 ):
     """The `load_dataset` arguments for a run's data: `(source, splits, tfds_text_column)`.
 
@@ -144,13 +147,17 @@ def resolve_source(
         return data, tuple(data) + ("validation",), None
     data = os.fspath(data)
     if not is_local_path(data):
+        if label_delimiter is not None:
+            raise DataError(f"multi-label data (--multi-label) is read from local files; {data!r} is a TFDS name")
         if validation_data is not None:
             raise DataError(
                 "a validation file (--validation-data) goes with a local training file; "
                 f"{data!r} is a TFDS name, whose validation split is used or carved"
             )
         return data, ("train", "validation", "test"), text_column
-    options = dict(header=header, label_offset=label_offset, stream=stream, delimiter=delimiter)
+    options = dict(
+        header=header, label_offset=label_offset, stream=stream, delimiter=delimiter, label_delimiter=label_delimiter
+    )
     if text_column is not None:
         options["text_column"] = text_column
     if label_column is not None:
@@ -209,10 +216,14 @@ def load_labelled_data(
     skip_bad_rows=False,
     group_column=None,
     delimiter=None,
+    multi_label=None,
+    label_delimiter=",",
 ):
     """`(dataset, source)`: the splits of a run (train, the validation file or a seeded
     validation carve, test if there is one) from `train()`'s data arguments (see
-    `resolve_source`; `stream`, `group_column`, `delimiter`: see `LocalFile`)."""
+    `resolve_source`; `stream`, `group_column`, `delimiter`: see `LocalFile`). With `multi_label`,
+    each label cell holds labels separated by `label_delimiter` (`LocalFile.label_delimiter`);
+    several label columns are multi-label without it."""
     if validation_data is not None and validation_fraction != 0.1:
         raise DataError(
             f"validation_fraction (--validation-fraction) is the share of the training rows held out when "
@@ -229,6 +240,7 @@ def load_labelled_data(
         stream,
         group_column,
         delimiter,
+        label_delimiter if multi_label else None,
     )
     dataset = load_dataset(
         source,
@@ -347,6 +359,17 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
             f"No file for split {missing[0]!r}. Give a dict of split to file, e.g. "
             f"{{'train': 'train.csv', {missing[0]!r}: '{missing[0]}.csv'}}. Received splits: {sorted(files)}"
         )
+    multi_label = {file.multi_label for file in files.values()}
+    if len(multi_label) > 1:
+        raise DataError(
+            "the files of a run are read alike: every one multi-label (a label delimiter, or 0/1 label "
+            f"columns), or none; got {', '.join(f'{split} {file.multi_label}' for split, file in files.items())}"
+        )
+    if True in multi_label and any(file.streamed for file in files.values()):
+        raise DataError(
+            f"{next(iter(files.values())).path}: multi-label data is read into memory, one file a split "
+            "(not a glob, a folder of shards or --stream)"
+        )
     if any(file.streamed for file in files.values()):
         grouped = [file.path for file in files.values() if file.group_column is not None]
         if grouped:
@@ -366,18 +389,23 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
     reference = "train" if "train" in files else wanted[0]
     rows = {split: read_labelled_texts(files[split]) for split in dict.fromkeys([reference] + wanted)}
     named = label_names is not None
-    label_names, label_ids = label_ids_for(rows[reference][1], label_names, files[reference])
+    multi_label = files[reference].multi_label
+    label_names, label_ids = (label_set_ids_for if multi_label else label_ids_for)(
+        rows[reference][1], label_names, files[reference]
+    )
     datasets = {}
     for split in dict.fromkeys([reference] + wanted):
         texts, labels, row_numbers, groups = rows[split]
-        for label, row_number in zip(labels, row_numbers):
-            if label not in label_ids:
-                known_as = KNOWN_AS_NAMED if named else f"seen in {files[reference].path}"
-                raise DataError(
-                    f"{files[split].path}, row {row_number}: column {files[split].label_column!r}: label "
-                    f"{label!r} was not {known_as}. Known labels: {sorted(label_ids)}"
-                )
-        texts, ids = np.array(texts, dtype=object), np.array([label_ids[label] for label in labels], "int32")
+        for label_set, row_number in zip(labels, row_numbers):
+            for label in label_set if multi_label else [label_set]:
+                if label not in label_ids:
+                    known_as = KNOWN_AS_NAMED if named else f"seen in {files[reference].path}"
+                    raise DataError(
+                        f"{files[split].path}, row {row_number}: column {files[split].label_column!r}: label "
+                        f"{label!r} was not {known_as}. Known labels: {sorted(label_ids)}"
+                    )
+        texts = np.array(texts, dtype=object)
+        ids = multi_hot(labels, label_ids) if multi_label else np.array([label_ids[label] for label in labels], "int32")
         if split == reference and carve and "validation" not in files:
             name = os.path.basename(os.fspath(files[split].path))
             keys = [f"group:{group}" if group else f"{name}:{row}" for row, group in zip(row_numbers, groups)]
@@ -385,7 +413,9 @@ def _load_local(source, splits, carve, label_names=None, validation_fraction=0.1
             datasets["validation"] = _pairs(texts[held], ids[held])
             texts, ids = texts[~held], ids[~held]
         datasets[split] = _pairs(texts, ids)
-    return TextClassificationData(datasets, label_names, rows={name: len(d) for name, d in datasets.items()})
+    return TextClassificationData(
+        datasets, label_names, rows={name: len(d) for name, d in datasets.items()}, multi_label=multi_label
+    )
 
 
 def _pairs(texts, labels):

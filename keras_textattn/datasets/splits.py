@@ -5,6 +5,7 @@ import dataclasses
 import os
 import warnings
 
+import numpy as np
 import tensorflow as tf
 
 from keras_textattn.datasets.formats import DataError
@@ -16,8 +17,10 @@ class TextClassificationData:
 
     Attributes:
         splits: split name to a `tf.data.Dataset` of `(text: tf.string, label: tf.int32)`
-            scalars, unbatched.
+            scalars, unbatched; with `multi_label`, each label is a float32 vector of 0s and 1s,
+            one per label name.
         label_names: class names; label id i is `label_names[i]`.
+        multi_label: each text has a set of labels (none, one or several).
     """
 
     splits: dict
@@ -25,6 +28,7 @@ class TextClassificationData:
     rows: dict = None
     skipped: dict = None
     shard_files: dict = None
+    multi_label: bool = False
 
     def __getitem__(self, split):
         return self.splits[split]
@@ -179,3 +183,34 @@ def label_names_of(labels, path=None):
                 stacklevel=2,
             )
         return sorted(unique)
+
+
+def label_set_ids_for(label_sets, label_names, file):
+    """`(label_names, {label as written: id})` for the label sets (tuples) of the multi-label
+    training file `file`: for 0/1 columns, the columns in their order (named by `label_names`
+    when given, one per column); else the given `label_names` (labels are then ids 0..n-1) or
+    `label_names_of` the labels found. Fewer than two labels is a `DataError`."""
+    if isinstance(file.label_column, (list, tuple)):
+        written = [str(column) for column in file.label_column]
+        if label_names is not None and len(label_names) != len(written):
+            raise DataError(
+                f"{file.path}: {len(label_names)} label names given (--label-names) for the "
+                f"{len(written)} label columns {written}"
+            )
+        return list(label_names or written), {label: i for i, label in enumerate(written)}
+    found = sorted({label for labels in label_sets for label in labels})
+    if len(found) < 2 and label_names is None:
+        raise DataError(
+            f"{file.path}: a multi-label classifier needs at least 2 labels; the label column "
+            f"{file.label_column!r} has {len(found)}: {found}"
+        )
+    counts = collections.Counter(label for labels in label_sets for label in labels)
+    return label_ids_for(counts, label_names, file)
+
+
+def multi_hot(label_sets, label_ids):
+    """float32 `(rows, labels)`: 1 where a row's label set holds the label of that id."""
+    hot = np.zeros((len(label_sets), len(set(label_ids.values()))), np.float32)
+    for row, labels in enumerate(label_sets):
+        hot[row, [label_ids[label] for label in labels]] = 1.0
+    return hot
