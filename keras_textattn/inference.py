@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn import _plots
+from keras_textattn import multi_label
 from keras_textattn._files import as_paths
 from keras_textattn._files import check_output
 from keras_textattn._files import check_output_file
@@ -42,9 +43,11 @@ from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_flag
 from keras_textattn.errors import check_texts
 from keras_textattn.errors import check_whole
+from keras_textattn.multi_label import label_sets
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import run_thresholds
 
 SAVED_MODEL_LABELS = os.path.join("assets.extra", "labels.json")  # written by export.saved_model
 LONG_TEXTS = ("cut", "windows")  # what `Classifier` does with a text longer than the model reads
@@ -72,6 +75,9 @@ class Classifier:
 
     Attributes:
         label_names: class names, index = label id (an ensemble's: its first member's order).
+        thresholds: of a multi-label run, each label's decision threshold (chosen by `train` on
+            its held-out rows): a text has every label whose probability reaches it; None for a
+            single-label run, whose texts have their most probable class.
     """
 
     def __init__(self, path, *, long_texts="cut", stride=None):
@@ -84,12 +90,19 @@ class Classifier:
             raise UserError("a stride goes with reading long texts in windows (--long-texts windows)")
         members = [_load_member(os.fspath(member)) for member in paths]
         self.label_names = members[0][1]
+        self.thresholds = members[0][3]
+        multi_label = [os.fspath(member) for member, loaded in zip(paths, members) if loaded[3] is not None]
+        if multi_label and len(paths) > 1:
+            raise UserError(
+                f"an ensemble averages single-label runs; {multi_label[0]} is multi-label (its thresholds were "
+                "chosen for its own probabilities): give it alone"
+            )
         columns = [
             class_order(names, self.label_names, os.fspath(member), os.fspath(paths[0]))
-            for member, (_, names, _) in zip(paths, members)
+            for member, (_, names, _, _) in zip(paths, members)
         ]
         self._paths = [os.fspath(member) for member in paths]
-        self._encoders = [encoder for _, _, encoder in members]
+        self._encoders = [encoder for _, _, encoder, _ in members]
         if long_texts == "windows":
             exports = [path for path, encoder in zip(self._paths, self._encoders) if encoder is None]
             if exports:
@@ -103,7 +116,7 @@ class Classifier:
                 except ValueError as error:
                     raise UserError(str(error)) from None
         self.long_texts, self.stride = long_texts, stride
-        self._members = [(probabilities, order) for (probabilities, _, _), order in zip(members, columns)]
+        self._members = [(probabilities, order) for (probabilities, _, _, _), order in zip(members, columns)]
 
     def __repr__(self):
         paths = self._paths[0] if len(self._paths) == 1 else self._paths
@@ -150,22 +163,37 @@ class Classifier:
         texts = check_texts(texts)
         return int(np.max([np.sum(encoder.longer_than_read(texts)) for encoder in self._encoders]))
 
+    @property
+    def multi_label(self):
+        """Whether a text gets a set of labels (those reaching their `thresholds`), not one class."""
+        return self.thresholds is not None
+
     def predict(self, texts, top_k=1, batch_size=256):
         """One dict per text: `label`, `probability` (of the label), `top` (the `top_k` most
-        probable `(label, probability)`, most probable first); `batch_size` texts per model call."""
+        probable `(label, probability)`, most probable first); `batch_size` texts per model call.
+        A multi-label run's dicts have `labels` and `probabilities` instead of `label` and
+        `probability`: the labels whose probability reaches their threshold, most probable first
+        (none, one or several), and their probabilities."""
         top_k = _check_top_k(top_k, len(self.label_names))
+        all_probabilities = self.probabilities(texts, batch_size)
+        decided = label_sets(all_probabilities, self.thresholds, self.label_names) if self.multi_label else None
         rows = []
-        for probabilities in self.probabilities(texts, batch_size):
+        for index, probabilities in enumerate(all_probabilities):
             order = np.argsort(-probabilities, kind="stable")[:top_k]
             top = [(self.label_names[i], float(probabilities[i])) for i in order]
-            rows.append({"label": top[0][0], "probability": top[0][1], "top": top})
+            if decided is None:
+                rows.append({"label": top[0][0], "probability": top[0][1], "top": top})
+            else:
+                labels = decided[index]
+                rows.append({"labels": [n for n, _ in labels], "probabilities": [p for _, p in labels], "top": top})
         return rows
 
 
 def _load_member(path):
-    """`(texts -> probabilities, label names, encoder)` of one run folder, SavedModel, TFLite or ONNX
-    folder (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or `.onnx` file);
-    `encoder` the run's `TextEncoder`, for its windows (None for an export)."""
+    """`(texts -> probabilities, label names, encoder, thresholds)` of one run folder, SavedModel,
+    TFLite or ONNX folder (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or
+    `.onnx` file); `encoder` the run's `TextEncoder`, for its windows (None for an export);
+    `thresholds` a multi-label run's (None for a single-label one)."""
     if os.path.isfile(path) and (
         path.endswith((".tflite", ".onnx")) or os.path.basename(path) in ("model.keras", "saved_model.pb")
     ):
@@ -178,8 +206,7 @@ def _load_member(path):
         )
         return (
             lambda texts: serve(text=tf.constant(texts, tf.string))["probabilities"],
-            _read_labels(path, SAVED_MODEL_LABELS),
-            None,
+            *_read_labels(path, SAVED_MODEL_LABELS),
         )
     if os.path.isfile(os.path.join(path, "model.tflite")):
         from keras_textattn.export.client import ClientTokenizer
@@ -191,8 +218,7 @@ def _load_member(path):
         )
         return (
             lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
-            _read_labels(path, "labels.json"),
-            None,
+            *_read_labels(path, "labels.json"),
         )
     if os.path.isfile(os.path.join(path, "model.onnx")):
         from keras_textattn.export.client import ClientTokenizer
@@ -200,15 +226,19 @@ def _load_member(path):
 
         tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
         session = _read_export_file(path, "model.onnx", lambda: onnx_session(os.path.join(path, "model.onnx")))
-        return lambda texts: session(**tokenizer.encode_batch(texts)), _read_labels(path, "labels.json"), None
+        return lambda texts: session(**tokenizer.encode_batch(texts)), *_read_labels(path, "labels.json")
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
-        return lambda texts: call(tf.constant(texts, tf.string)), label_names, encoder
+        thresholds = run_thresholds(path, label_names)
+        return lambda texts: call(tf.constant(texts, tf.string)), label_names, encoder, thresholds
     raise RunError(f"{path} is neither a run folder nor an exported SavedModel, TFLite or ONNX folder")
 
 
 def _read_labels(folder, name):
+    """`(label names, None, thresholds)` of an export's labels file (`export.labels_record`): a list
+    of class names, or a multi-label run's `{"labels": [...], "thresholds": [...]}`; the None is
+    the encoder an export does not have."""
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         raise RunError(
@@ -218,10 +248,19 @@ def _read_labels(folder, name):
 
     def read():
         with open(path, encoding="utf-8") as handle:
-            labels = json.load(handle)
+            record = json.load(handle)
+        labels, thresholds = (
+            (record.get("labels"), record.get("thresholds")) if isinstance(record, dict) else (record, None)
+        )
         if not isinstance(labels, list) or not all(isinstance(name, str) for name in labels):
             raise ValueError("not a list of class names")
-        return labels
+        if isinstance(record, dict) and not (
+            isinstance(thresholds, list)
+            and len(thresholds) == len(labels)
+            and all(isinstance(t, (int, float)) and 0 <= t <= 1 for t in thresholds)
+        ):
+            raise ValueError("not a threshold in [0, 1] for each label")
+        return labels, None, thresholds
 
     return _read_export_file(folder, name, read)
 
@@ -274,6 +313,10 @@ def predict_file(
             the output (default: a column named "id" when the file has one).
         output: `.csv` (columns: [id,] label, probability, then label_2, probability_2, ...
             up to `top_k`) or `.jsonl` (`{"id", "label", "probability", "top": [[label, p], ...]}`).
+            A multi-label run writes `labels` and `probabilities` instead of `label` and
+            `probability` (`Classifier.predict`): in CSV each a comma-separated cell (the label
+            delimiter `train --multi-label` reads), then label_1, probability_1, ... up to a
+            `top_k` above 1; in JSONL lists.
         batch_size: texts per model call; the file is read and written in batches.
 
     Returns:
@@ -303,23 +346,17 @@ def predict_file(
         with open(temporary, "w", encoding="utf-8", newline="") as handle:
             writer = csv.writer(handle) if output.endswith(".csv") else None
             if writer:  # also for a file of no rows: a CSV of its header
-                writer.writerow((["id"] if with_ids else []) + _csv_header(top_k))
+                writer.writerow((["id"] if with_ids else []) + _csv_header(top_k, classifier.multi_label))
             for ids, texts in (batch for file in files for batch in text_batches(file, batch_size, id_column)):
                 for index, row in enumerate(classifier.predict(texts, top_k, batch_size)):
                     identity = None if ids is None else ids[index]
                     if writer:
-                        writer.writerow(
-                            ([identity] if ids is not None else [])
-                            + [row["label"], f"{row['probability']:.6f}"]
-                            + [value for label, p in row["top"][1:] for value in (label, f"{p:.6f}")]
-                        )
+                        writer.writerow(([identity] if ids is not None else []) + _csv_cells(row, top_k))
                     else:
                         record = {"id": identity} if ids is not None else {}
-                        record.update(
-                            label=row["label"],
-                            probability=row["probability"],
-                            top=[[label, p] for label, p in row["top"]],
-                        )
+                        answer = ("labels", "probabilities") if "labels" in row else ("label", "probability")
+                        record.update({key: row[key] for key in answer})
+                        record["top"] = [[label, p] for label, p in row["top"]]
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += len(texts)
                 if longer is not None:
@@ -360,8 +397,20 @@ def _progress_line_ended(verbose):
             print(file=sys.stderr)
 
 
-def _csv_header(top_k):
+def _csv_header(top_k, multi_label=False):
+    if multi_label:
+        top = range(1, top_k + 1) if top_k > 1 else []
+        return ["labels", "probabilities"] + [f"{name}_{k}" for k in top for name in ("label", "probability")]
     return ["label", "probability"] + [f"{name}_{k}" for k in range(2, top_k + 1) for name in ("label", "probability")]
+
+
+def _csv_cells(row, top_k):
+    """A `Classifier.predict` row as `_csv_header`'s cells."""
+    if "labels" not in row:
+        first = [row["label"], f"{row['probability']:.6f}"]
+        return first + [value for label, p in row["top"][1:] for value in (label, f"{p:.6f}")]
+    first = [",".join(row["labels"]), ",".join(f"{p:.6f}" for p in row["probabilities"])]
+    return first + [value for label, p in (row["top"] if top_k > 1 else []) for value in (label, f"{p:.6f}")]
 
 
 def evaluate(
@@ -379,6 +428,7 @@ def evaluate(
     overwrite=False,
     long_texts="cut",
     stride=None,
+    label_delimiter=",",
 ):
     """Score a run folder or an export, or a list of them (an ensemble: `Classifier`), on a
     labelled file and write a report folder; texts longer than the model reads cut or read in
@@ -397,6 +447,10 @@ def evaluate(
     mistakes: text, true label, predicted label, probability). An existing `output` is
     replaced with `overwrite` only if it holds these files alone (an earlier report).
 
+    A multi-label run (`Classifier.thresholds`) reads the file's label sets as `train` does
+    (`label_delimiter` in the label column, or a list of 0/1 `label_column`s) and reports
+    `multi_label_evaluation`'s scores instead.
+
     Returns:
         The metrics dict.
     """
@@ -409,6 +463,9 @@ def evaluate(
     classifier = Classifier(run, long_texts=long_texts, stride=stride)
     names = classifier.label_names
     texts, labels = [], []
+    several = isinstance(label_column, (list, tuple))
+    if several and not classifier.multi_label:
+        raise UserError(f"several label columns are multi-label data; {run} is a single-label run")
     for file in each_file(
         LocalFile(
             data,
@@ -417,11 +474,14 @@ def evaluate(
             header=header,
             delimiter=delimiter,
             label_offset=label_offset,
+            label_delimiter=label_delimiter if classifier.multi_label and not several else None,
         )
     ):
         texts_of_file, labels_of_file, _, _ = read_labelled_texts(file)
         texts += texts_of_file
         labels += labels_of_file
+    if classifier.multi_label:
+        return multi_label_evaluation(classifier, texts, labels, data, output, batch_size, mistakes, overwrite, run)
     truth = _label_ids(labels, names, data)
     members = classifier.member_probabilities(texts, batch_size)
     probabilities = np.mean(members, axis=0)
@@ -495,6 +555,123 @@ def _label_ids(labels, names, path):
     )
 
 
+def multi_label_evaluation(classifier, texts, label_sets_read, data, output, batch_size, mistakes, overwrite, run):
+    """`evaluate` of a multi-label `classifier` on `texts` and their label sets as read: subset
+    accuracy (also as `accuracy`), Hamming loss, micro / macro / samples F1, each label's precision,
+    recall, F1 and support at the run's thresholds (`multi_label.scores`), each label's counts of
+    true and false positives and negatives (`label_confusion`, drawn in confusion.png), and the
+    `mistakes` decisions furthest on the wrong side of their threshold."""
+    names = classifier.label_names
+    truth = _label_set_matrix(label_sets_read, names, data)
+    probabilities = classifier.probabilities(texts, batch_size)
+    decided = multi_label.decide(probabilities, classifier.thresholds)
+    scores = multi_label.scores(truth, decided, names)
+    confusion = {
+        name: {
+            kind: int(np.sum((truth[:, i] == want) & (decided[:, i] == said))) for kind, (want, said) in KINDS.items()
+        }
+        for i, name in enumerate(names)
+    }
+    result = {
+        "runs": [os.path.abspath(member) for member in as_paths(run)],
+        "rows": len(texts),
+        "multi_label": True,
+        "accuracy": scores["subset_accuracy"],
+        **{key: value for key, value in scores.items() if key != "labels"},
+        "per_label": {name: {**scores["labels"][name], **confusion[name]} for name in names},
+        "thresholds": dict(zip(names, classifier.thresholds)),
+        "label_names": names,
+        "long_texts": classifier.long_texts,
+        "longer_than_read": classifier.longer_than_read(texts),
+    }
+    wrong_side = np.abs(probabilities - np.asarray(classifier.thresholds)) * (decided != truth.astype(bool))
+    rows, columns = np.nonzero(wrong_side)
+    worst = np.argsort(-wrong_side[rows, columns], kind="stable")[:mistakes]
+    label_mistakes = [
+        {
+            "text": texts[rows[k]],
+            "label": names[columns[k]],
+            "mistake": "missed" if truth[rows[k], columns[k]] else "extra",
+            "probability": float(probabilities[rows[k], columns[k]]),
+            "threshold": float(classifier.thresholds[columns[k]]),
+            "true": [name for name, hot in zip(names, truth[rows[k]]) if hot],
+        }
+        for k in worst
+    ]
+    table = np.array([[confusion[name][kind] for kind in KINDS] for name in names])
+
+    def write(folder):
+        with open(os.path.join(folder, "metrics.json"), "w", encoding="utf-8") as handle:
+            json.dump({**result, "label_mistakes": label_mistakes}, handle, indent=2, ensure_ascii=False)
+        with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as handle:
+            handle.write(_multi_label_report(result, label_mistakes, run, data))
+        _confusion_png(table, names, os.path.join(folder, "confusion.png"), columns=list(KINDS), xlabel="decision")
+
+    write_folder_atomically(os.fspath(output), write, REPORT_ENTRIES, overwrite)
+    return result
+
+
+# Each label's decisions on a row, by (the row has the label, the label was decided).
+KINDS = {
+    "true_positives": (1, True),
+    "false_negatives": (1, False),
+    "false_positives": (0, True),
+    "true_negatives": (0, False),
+}
+
+
+def _label_set_matrix(label_sets_read, names, path):
+    """`(rows, labels)` 0/1 of label sets read from `path`: by name, or all by id 0..n-1."""
+    found = {label for labels in label_sets_read for label in labels}
+    if found <= set(names):
+        position = {name: i for i, name in enumerate(names)}
+    elif all(label.isdigit() and int(label) < len(names) for label in found):
+        position = {str(i): i for i in range(len(names))}
+    else:
+        unknown = sorted(found - set(names))
+        raise DataError(
+            f"{path}: labels the model never saw: {unknown[:5]}{' ...' if len(unknown) > 5 else ''}; "
+            f"it knows {names} (or ids 0..{len(names) - 1})"
+        )
+    truth = np.zeros((len(label_sets_read), len(names)), int)
+    for row, labels in enumerate(label_sets_read):
+        truth[row, [position[label] for label in labels]] = 1
+    return truth
+
+
+def _multi_label_report(result, mistakes, run, data):
+    lines = [
+        f"# Evaluation of {' + '.join(map(os.fspath, as_paths(run)))} on {data}",
+        "",
+        f"{result['rows']} rows, multi-label. Macro F1 **{result['macro_f1']:.4f}**, micro F1 "
+        f"{result['micro_f1']:.4f}, samples F1 {result['samples_f1']:.4f}; subset accuracy (every label of a "
+        f"row right) {result['subset_accuracy']:.4f}, Hamming loss {result['hamming_loss']:.4f}.",
+        "",
+        "| label | threshold | precision | recall | F1 | support | false positives | false negatives |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {_markdown_cell(name)} | {result['thresholds'][name]:.2f} | {m['precision']:.4f} | {m['recall']:.4f} | "
+        f"{m['f1']:.4f} | {m['support']} | {m['false_positives']} | {m['false_negatives']} |"
+        for name, m in result["per_label"].items()
+    ]
+    if mistakes:
+        lines += [
+            "",
+            f"The {len(mistakes)} decisions furthest on the wrong side of their threshold (extra: decided, not "
+            "true; missed: true, not decided):",
+            "",
+            "| label | mistake | probability | threshold | true labels | text |",
+            "| --- | --- | ---: | ---: | --- | --- |",
+        ]
+        lines += [
+            f"| {_markdown_cell(m['label'])} | {m['mistake']} | {m['probability']:.4f} | {m['threshold']:.2f} | "
+            f"{_markdown_cell(', '.join(m['true']))} | {_markdown_cell(m['text'][:300])} |"
+            for m in mistakes
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def _markdown_cell(text):
     """`text` as one Markdown table cell: every run of whitespace (line breaks of any kind, U+0085
     included) one space; HTML, pipes and backslashes as entities; quotes as they are."""
@@ -560,15 +737,18 @@ def _report(result, mistakes, run, data):
     return "\n".join(lines) + "\n"
 
 
-def _confusion_png(confusion, names, path):
+def _confusion_png(confusion, names, path, columns=None, xlabel="predicted"):
+    """A heatmap of `confusion`, rows `names` (true labels) and `columns` (default: `names` as predicted)."""
+    columns = names if columns is None else columns
     with _plots.drawing() as pyplot:
-        size = max(4.0, 0.6 * len(names) + 2)
-        figure, axes = pyplot.subplots(figsize=(size + 1, size))
-        image = axes.imshow(confusion, cmap="Blues")
-        axes.set_xticks(range(len(names)), names, rotation=45, ha="right")
+        height = max(4.0, 0.6 * len(names) + 2)
+        width = max(4.0, (0.6 if columns is names else 1.4) * len(columns) + 2)
+        figure, axes = pyplot.subplots(figsize=(width + 1, height))
+        image = axes.imshow(confusion, cmap="Blues", aspect="auto")
+        axes.set_xticks(range(len(columns)), [str(c).replace("_", " ") for c in columns], rotation=45, ha="right")
         axes.set_yticks(range(len(names)), names)
-        axes.set_xlabel("predicted")
-        axes.set_ylabel("true")
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel("true" if columns is names else "label")
         threshold = confusion.max() / 2 if confusion.size else 0
         for (row, column), count in np.ndenumerate(confusion):
             axes.text(

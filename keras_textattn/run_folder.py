@@ -8,7 +8,8 @@ A run folder, written by `keras_textattn.training.train` (and `tune`'s `best/`):
     labels.json      class names, index = label id
     history.csv      loss, accuracy and seconds per epoch (rows of retrained epochs dropped)
     metrics.json     written last: a run folder with it is finished; `versions`: the
-                     keras-textattn, Keras and TensorFlow that wrote it
+                     keras-textattn, Keras and TensorFlow that wrote it; `multi_label`: a multi-label
+                     run's thresholds, one per label (`run_thresholds`)
     logs/            TensorBoard
     backup/          checkpoints while the run is unfinished
     candidates/      with `--model auto`: each raced model's run folder (the best is copied here)
@@ -339,3 +340,22 @@ def load_run(folder):
         )
     _check_vocabulary(folder, paths, encoder)  # of the right size, but the same tokens?
     return model, encoder, label_names
+
+
+def run_thresholds(folder, label_names):
+    """The decision thresholds of a multi-label run (metrics.json's `multi_label`), one per name of
+    `label_names` in that order; None for a single-label run. A damaged record is a `RunError`."""
+    path = os.path.join(os.fspath(folder), FINISHED_MARKER)
+    record = read_json(path).get("multi_label")
+    if record is None:
+        return None
+    thresholds = record.get("thresholds") if isinstance(record, dict) else None
+    if not (
+        isinstance(thresholds, dict)
+        and sorted(thresholds) == sorted(label_names)
+        and all(isinstance(t, (int, float)) and 0 <= t <= 1 for t in thresholds.values())
+    ):
+        raise RunError(
+            f"{path}: multi_label.thresholds must give each label a threshold in [0, 1]; found {thresholds!r:.80}"
+        )
+    return [float(thresholds[name]) for name in label_names]

@@ -85,13 +85,14 @@ FILE_FORMAT = ("text_column", "header", "delimiter")
 
 
 def add_file_format_flags(parser, labels):
-    """`--text-column`, `--no-header`, `--delimiter`, and with `labels` `--label-column` and `--label-offset`."""
+    """`--text-column`, `--no-header`, `--delimiter`, and with `labels` `--label-column`, `--label-offset`
+    and `--label-delimiter`."""
     add_config_flags(parser, FILE_FORMAT[:1])
     if labels:
         add_config_flags(parser, ("label_column",))
     add_config_flags(parser, FILE_FORMAT[1:])
     if labels:
-        add_config_flags(parser, ("label_offset",))
+        add_config_flags(parser, ("label_offset", "label_delimiter"))
 
 
 def text_column(args, default="text"):

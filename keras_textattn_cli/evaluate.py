@@ -53,7 +53,7 @@ def run(args):
         args.data,
         args.output,
         text_column=text_column(args),
-        label_column="label" if args.label_column is None else args.label_column,
+        label_column=flags.text_columns(args.label_column, "label"),
         header=not args.no_header,
         delimiter=args.delimiter,
         label_offset=args.label_offset,
@@ -62,13 +62,21 @@ def run(args):
         overwrite=args.overwrite,
         long_texts=args.long_texts,
         stride=args.stride,
+        label_delimiter=args.label_delimiter,
     )
     for member in result.get("members", []):
         print(f"{member['run']} alone: accuracy {member['accuracy']:.4f}, macro F1 {member['macro_f1']:.4f}")
-    print(
-        f"{result['rows']} rows: accuracy {result['accuracy']:.4f}, macro F1 {result['macro_f1']:.4f}, "
-        f"weighted F1 {result['weighted_f1']:.4f}. Report: {args.output}/report.md, confusion.png, metrics.json"
-    )
+    if result.get("multi_label"):
+        scores = (
+            f"macro F1 {result['macro_f1']:.4f}, micro F1 {result['micro_f1']:.4f}, "
+            f"subset accuracy {result['subset_accuracy']:.4f}"
+        )
+    else:
+        scores = (
+            f"accuracy {result['accuracy']:.4f}, macro F1 {result['macro_f1']:.4f}, "
+            f"weighted F1 {result['weighted_f1']:.4f}"
+        )
+    print(f"{result['rows']} rows: {scores}. Report: {args.output}/report.md, confusion.png, metrics.json")
     said = longer_than_read_said(result["longer_than_read"], result["rows"], args.long_texts)
     if said:
         print(said)

@@ -34,6 +34,10 @@ def add_parser(subcommand):
     )
     explain.add_argument("--top-tokens-md", type=flags.path_argument, help="the same as a markdown table")
     explain.add_argument("--top", type=int, default=10, help="tokens per class in the tables")
+    explain.add_argument(
+        "--label",
+        help="keep the texts predicted with this label (of a multi-label run: among their labels)",
+    )
     explain.add_argument("--overwrite", action="store_true", help="replace existing files of --html, --png, ...")
 
 
@@ -86,15 +90,21 @@ def run(args):
             else "give texts to explain, or --data FILE"
         )
     explanations = explain(args.run, texts)  # one run: it refuses a repeated --run
+    if args.label is not None:
+        known = list(explanations[0].probabilities)
+        if args.label not in known:
+            raise UserError(f"--label {args.label!r} is not a label of the run; its labels: {', '.join(known)}")
+        explanations = [e for e in explanations if args.label in e.predicted()]
+        if not explanations:
+            raise UserError(f"no text given is predicted {args.label!r}; nothing to explain")
     shown = explanations[: args.show]
     print("predicted label (its probability): the 5 most attended tokens (mean over heads) <- the text's start")
     for explanation in shown:
         weights = next(iter(explanation.attention.values())).mean(0) if explanation.attention else []
         top = sorted(zip(weights, (t["token"] for t in explanation.tokens)), reverse=True)[:5]
-        print(
-            f"{explanation.label} ({explanation.probabilities[explanation.label]:.3f}): "
-            f"{' '.join(token for _, token in top)}  <- {explanation.text[:60]!r}"
-        )
+        said = [f"{label} ({explanation.probabilities[label]:.3f})" for label in explanation.predicted()]
+        said = said or ["no label"]
+        print(f"{', '.join(said)}: {' '.join(token for _, token in top)}  <- {explanation.text[:60]!r}")
     if len(shown) < len(explanations):
         print(f"({len(shown)} of {len(explanations)} texts shown; --show N for more, --html for every map)")
     if args.html:

@@ -74,6 +74,8 @@ def run(args):
         while batch := list(itertools.islice(texts, args.batch_size)):
             for text, row in zip(batch, classifier.predict(batch, top_k=args.top_k, batch_size=args.batch_size)):
                 top = ", ".join(f"{label} {p:.3f}" for label, p in row["top"])
+                if "labels" in row:  # multi-label: the labels decided, then the top k
+                    top = f"[{', '.join(row['labels'])}]  {top}"
                 print(f"{top}  <- {text[:60]!r}", flush=True)
         return 0
     if not args.output:

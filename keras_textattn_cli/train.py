@@ -58,8 +58,10 @@ def run(args, config):
     from keras_textattn import training
 
     metrics = training.train(model=args.model, data=args.data, output=args.output, config=config)
-    accuracy = ", ".join(f"{split} {value:.4f}" for split, value in metrics["accuracy"].items())
-    print(f"Finished {metrics['model']}: accuracy {accuracy}. Results in {args.output}/ (metrics.json, model.keras)")
+    score = "macro_f1" if metrics.get("multi_label") else "accuracy"
+    values = ", ".join(f"{split} {value:.4f}" for split, value in metrics[score].items())
+    said = "macro F1 (at the thresholds chosen on the validation split)" if score == "macro_f1" else "accuracy"
+    print(f"Finished {metrics['model']}: {said} {values}. Results in {args.output}/ (metrics.json, model.keras)")
     if all(name.isdigit() for name in metrics["label_names"]):
         print(
             f"The classes are the file's integer labels, named {', '.join(metrics['label_names'][:5])}"

@@ -62,7 +62,8 @@ def count(text):
 
 
 def text_columns(columns, default=None):
-    """Repeated `--text-column`s as the API takes them: one name or index, a list, or `default`."""
+    """Repeated `--text-column`s (or `--label-column`s) as the API takes them: one name or index, a
+    list, or `default`."""
     if not columns:
         return default
     return columns[0] if len(columns) == 1 else columns

@@ -45,6 +45,11 @@ SPARSE_TABLE_ROWS = 100_000
 # examples a second, and held-out accuracy held where the rate grew with it (docs: what we tried).
 BATCH_SIZES = (32, 64, 128, 256)
 STEPS_PER_EPOCH = 100
+EPOCHS = 3  # a run's epochs when neither the user nor the preset's recipe gives them
+# A multi-label run's epochs and patience where neither the user nor the recipe gives either: its
+# sigmoids learn the rare labels more slowly than a softmax learns classes, and on held-out rows every
+# paper model scored as well or better trained until its validation loss stopped falling.
+MULTI_LABEL_TRAINING = {"epochs": 20, "early_stopping": 2}
 ADAPT_ROWS = 200_000  # the vocabulary is counted on at most this many training rows
 
 # The groups of fields, in the order `--help` shows them: (name, title).
@@ -140,6 +145,13 @@ def _monitor(name, value):
         raise RunError(f"early_stopping_monitor (--early-stopping-monitor) must be loss or accuracy; got {value!r}")
 
 
+def _label_delimiter(name, value):
+    if not (isinstance(value, str) and value):
+        raise RunError(
+            f"label_delimiter (--label-delimiter) must be one or more characters such as ',' or '|'; got {value!r}"
+        )
+
+
 def _optimizer(name, value):
     if value not in (None, *OPTIMIZERS):
         raise RunError(f"optimizer (--optimizer) must be one of {', '.join(OPTIMIZERS)}; got {value!r}")
@@ -188,7 +200,21 @@ class TrainConfig:
         parse={"type": flags.column, "action": "append"},
         from_flag=flags.text_columns,
     )
-    label_column: object = _data(None, "name or index (default: label)", parse={"type": flags.column})
+    label_column: object = _data(
+        None,
+        "name or index (default: label); repeat for multi-label data of one 0/1 column per label",
+        parse={"type": flags.column, "action": "append"},
+        from_flag=flags.text_columns,
+    )
+    multi_label: bool | None = _data(
+        None,
+        "each text has a set of labels, separated by --label-delimiter in the label column (a JSONL list "
+        "as it stands); several --label-column are multi-label without it",
+        check=lambda name, value: value is None or check_flag(name, value),
+        parse=SWITCH,
+        from_flag=lambda given: True if given else None,
+    )
+    label_delimiter: str = _data(",", "what separates the labels of a multi-label column", check=_label_delimiter)
     header: bool = _data(
         True,
         "the file has no header row (give columns by index)",
@@ -339,9 +365,10 @@ class TrainConfig:
     )
 
     # training
-    epochs: int = _optimisation(
-        3,
-        "passes over the training data; the most, with early stopping",
+    epochs: int | None = _optimisation(
+        None,
+        "passes over the training data; the most, with early stopping (default: 3; multi-label data: "
+        f"{MULTI_LABEL_TRAINING['epochs']}, with early stopping, patience {MULTI_LABEL_TRAINING['early_stopping']})",
         check=check_count,
         parse={"type": int},
         resumed=False,

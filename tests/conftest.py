@@ -35,7 +35,7 @@ def shared_data_dir():
 # The trained runs below are session fixtures: under `-n 3 --dist loadgroup` (README) every test
 # that uses one joins that run's xdist group, so each run is trained once, on one worker, while
 # the other workers train the other run or run the rest.
-TRAINED_RUNS = ("lama_run", "hcan_run", "auto_run")
+TRAINED_RUNS = ("lama_run", "hcan_run", "auto_run", "multi_label_run")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups

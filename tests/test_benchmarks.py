@@ -691,3 +691,18 @@ def test_long_texts_quick(shared_data, tmp_path):
     assert row["test_rows"] == 1000 and all(0.3 < value <= 1 for value in row["test_accuracy"].values())
     assert row["cpu_seconds_per_text"]["windows"] > row["cpu_seconds_per_text"]["cut"]
     assert "| imdb | scalable_attention, 32 |" in out
+
+
+def test_multi_label_quick(shared_data, tmp_path):
+    """multi_label.py trains scalable attention on a GoEmotions sample and fits the one-vs-rest baseline,
+    both with thresholds chosen on the rows train() holds out, and reports each on the dev sample."""
+    results = tmp_path / "multi_label.jsonl"
+    arguments, out = run_quick("multi_label.py", results, shared_data)
+    rows = {row["model"]: row for row in map(json.loads, results.read_text().splitlines())}
+    assert sorted(rows) == ["scalable_attention", "tfidf_ovr_lr"]
+    assert rows["tfidf_ovr_lr"]["C"] in (1.0, 4.0, 10.0)
+    for row in rows.values():
+        assert row["dataset"] == "goemotions@2000" and 0 < row["test"]["macro_f1"] <= row["test"]["micro_f1"] + 0.2
+        assert 0 <= row["test"]["hamming_loss"] < 1 and 0 <= row["held_out_macro_f1"] <= 1
+    assert "| tfidf_ovr_lr (goemotions@2000) | tuned C | 1 |" in out
+    assert run_script("multi_label.py", *arguments)[0] == 0 and len(results.read_text().splitlines()) == 2

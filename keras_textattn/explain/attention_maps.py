@@ -25,7 +25,9 @@ from keras_textattn.layers import ConvMultiheadTargetAttention
 from keras_textattn.layers import DualAxialSelfAttention
 from keras_textattn.layers import MultiQueryAttention
 from keras_textattn.layers import ScalableAttention
+from keras_textattn.multi_label import label_sets
 from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import run_thresholds
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import PAD_ID
 
@@ -39,13 +41,16 @@ class Explanation:
     Attributes:
         text: the text as given.
         tokens: `[{"token", "start", "end"}]`, `text[start:end] == token` (characters).
-        label: the predicted class name; `probabilities`: class name to probability.
+        label: the predicted class name (of a multi-label run: its most probable label);
+            `probabilities`: class name to probability.
         attention: map name to an array `(rows, len(tokens))`: one row per head or
             query (one row for single-map layers), weights of padded steps dropped.
         sentences: HCAN only: `[{"start", "end"}]` of the encoded sentences, and
             `sentence_attention`: map name to `(heads, len(sentences))`.
         dimension_attention: dual-axial only: map name to `(len(tokens), features)`,
             the per-dimension weights of each word (the paper's Figure 5).
+        labels: of a multi-label run, every label whose probability reaches its threshold
+            (most probable first; maybe none); None otherwise (`predicted`: `[label]`).
     """
 
     text: str
@@ -56,6 +61,11 @@ class Explanation:
     sentences: list = dataclasses.field(default_factory=list)
     sentence_attention: dict = dataclasses.field(default_factory=dict)
     dimension_attention: dict = dataclasses.field(default_factory=dict)
+    labels: list = None
+
+    def predicted(self):
+        """The labels predicted: `labels` of a multi-label run, else `[label]`."""
+        return [self.label] if self.labels is None else self.labels
 
 
 def as_explanations(value, function):
@@ -135,7 +145,7 @@ def _attention_probe(model):
     return probabilities_and_maps
 
 
-def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256):
+def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256, thresholds=None):
     """Explain the predictions of a model on `texts`.
 
     Args:
@@ -148,6 +158,8 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
             ...); a run folder names its classes itself (giving them too is refused).
         batch_size: texts per model call (all of them at once would hold every text's
             activations and attention maps together).
+        thresholds: with a multi-label Keras model: each label's decision threshold, for
+            `Explanation.labels` (a multi-label run folder gives its own).
 
     Returns:
         A list of `Explanation`, one per text.
@@ -166,7 +178,12 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
                 f"explain: a run folder names its classes (labels.json); label_names is for a Keras "
                 f"model. Received: label_names={label_names!r:.80}"
             )
+        if thresholds is not None:
+            raise UserError(
+                "explain: a multi-label run folder has its own thresholds; thresholds are for a Keras model"
+            )
         model, encoder, label_names = load_run(os.fspath(model_or_run))
+        thresholds = run_thresholds(os.fspath(model_or_run), label_names)
     else:
         model = model_or_run
         if not isinstance(model, keras.Model):
@@ -194,6 +211,8 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
         for name, value in batch_maps.items():  # batch first (HCAN's words: batch x sentences)
             maps.setdefault(name, []).append(value)
     probabilities = np.concatenate(probabilities)
+    if thresholds is not None and len(thresholds) != classes:
+        raise UserError(f"explain: thresholds are one per label: {classes} expected, {len(thresholds)} given")
     check_answered(
         probabilities,
         texts,
@@ -204,12 +223,16 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256)
     explanations = []
     for row, text in enumerate(texts):
         spans = encoder.token_spans(text)
+        label = label_names[int(np.argmax(probabilities[row]))]
         explanation = Explanation(
             text=text,
             tokens=[{"token": token, "start": start, "end": end} for _, token, start, end in spans],
-            label=label_names[int(np.argmax(probabilities[row]))],
+            label=label,
             probabilities={name: float(p) for name, p in zip(label_names, probabilities[row])},
             attention={},
+            labels=None
+            if thresholds is None
+            else [name for name, _ in label_sets(probabilities[row : row + 1], thresholds, label_names)[0]],
         )
         for name, value in maps.items():
             if hierarchical and _word_level(value, len(texts), encoder):  # (batch * sentences, heads, words)
@@ -261,7 +284,8 @@ def top_tokens(explanations, k=10, min_count=2):
 
     A token's score is its mean attention relative to uniform attention (weight times
     the text's token count, so 1.0 means "an average token"), over every occurrence
-    in the texts predicted as the class; the first attention map, averaged over its
+    in the texts predicted as the class (of a multi-label run: with the label among their
+    `labels`); the first attention map, averaged over its
     heads; tokens case-folded and seen at least `min_count` times. A plain sum would
     rank the most frequent tokens ("the", ".") first.
 
@@ -278,10 +302,11 @@ def top_tokens(explanations, k=10, min_count=2):
         if not explanation.attention or not explanation.tokens:
             continue
         weights = next(iter(explanation.attention.values())).mean(0) * len(explanation.tokens)
-        counter = totals.setdefault(explanation.label, {})
-        for token, weight in zip(explanation.tokens, weights):
-            total, count = counter.get(token["token"].casefold(), (0.0, 0))
-            counter[token["token"].casefold()] = (total + float(weight), count + 1)
+        for label in explanation.predicted():
+            counter = totals.setdefault(label, {})
+            for token, weight in zip(explanation.tokens, weights):
+                total, count = counter.get(token["token"].casefold(), (0.0, 0))
+                counter[token["token"].casefold()] = (total + float(weight), count + 1)
     table = {}
     for label, counter in sorted(totals.items()):
         scores = [(token, total / count) for token, (total, count) in counter.items() if count >= min_count]

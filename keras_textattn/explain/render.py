@@ -108,7 +108,8 @@ def to_html(explanations, title="Attention"):
             for name, weights in explanation.sentence_attention.items()
         ]
         blocks.append(
-            f'<section><h2>{html.escape(explanation.label)}</h2><p class="p">{probabilities}</p>'
+            f"<section><h2>{html.escape(', '.join(explanation.predicted()) or 'no label')}</h2>"
+            f'<p class="p">{probabilities}</p>'
             f"{''.join(rows)}</section>"
         )
     legend = (
@@ -182,7 +183,7 @@ def to_png(explanation, path, width=1200, height=400, max_tokens=60):
                 transform=axes.transAxes,
                 fontsize=12,
             )
-        axes.set_title(f"predicted: {explanation.label}", fontsize=10)
+        axes.set_title(f"predicted: {', '.join(explanation.predicted()) or 'no label'}", fontsize=10)
         write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=100, format=file_format))
         plt.close(figure)
 

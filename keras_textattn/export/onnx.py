@@ -15,6 +15,7 @@ from keras_textattn.errors import check_flag
 from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export.tflite import compare_with_keras
+from keras_textattn.export.tflite import labels_record
 from keras_textattn.export.tflite import the_one_run
 from keras_textattn.export.tflite import write_json
 from keras_textattn.export.tflite import write_tokenizer_files
@@ -65,7 +66,7 @@ def onnx(run, output, *, overwrite=False):
         with open(os.path.join(folder, "model.onnx"), "wb") as handle:
             handle.write(content)
         write_tokenizer_files(folder, encoder, {tensor.name: [None, *tensor.shape[1:]] for tensor in model.inputs})
-        write_json(os.path.join(folder, "labels.json"), label_names)
+        write_json(os.path.join(folder, "labels.json"), labels_record(run, label_names))
         report.update(verify_onnx(content, model, encoder))
         write_json(os.path.join(folder, "verification.json"), report)
 

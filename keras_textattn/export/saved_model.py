@@ -18,8 +18,10 @@ from keras_textattn.errors import check_flag
 from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
+from keras_textattn.export.tflite import labels_record
 from keras_textattn.run_folder import class_order
 from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import run_thresholds
 from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import RESERVED
 
@@ -37,7 +39,12 @@ def saved_model(run, output, *, overwrite=False):
     Signatures:
         serving_default: `text` string `[None]` (raw UTF-8) -> `probabilities`
             float32 `[None, num_classes]`, `label_id` int32 `[None]`, `label`
-            string `[None]` (the class name).
+            string `[None]` (the class name). A multi-label run's outputs are instead
+            `probabilities` float32 `[None, labels]`, `decided` bool `[None, labels]` (the
+            label's probability reaches its threshold), `labels` string `[None, labels]` (column
+            j: label j's name where decided, else "") and `thresholds` float32 `[None, labels]`
+            (the run's, each row alike: every output has the batch dimension, as TF Serving's
+            row format, `{"instances": [...]}`, asks).
         token_ids (one run only): the model's own inputs (`token_ids` int32 `[None, length]`,
             `[None, sentences, words]` for HCAN, plus `bigram_ids` of that shape for
             a model with bigrams) -> the same three outputs.
@@ -68,6 +75,12 @@ def saved_model(run, output, *, overwrite=False):
         raise UserError("no run to export: give a run folder, or a list of them (an ensemble)")
     loaded = [load_run(path) for path in paths]
     label_names = loaded[0][2]
+    thresholds = run_thresholds(paths[0], label_names)
+    several_multi_label = [path for path, run in zip(paths, loaded) if run_thresholds(path, run[2]) is not None]
+    if several_multi_label and len(paths) > 1:
+        raise UserError(
+            f"an ensemble averages single-label runs; {several_multi_label[0]} is multi-label: export it alone"
+        )
     members = [
         (computing_in_float32(model), encoder, class_order(names, label_names, path, paths[0]))
         for path, (model, encoder, names) in zip(paths, loaded)
@@ -80,14 +93,20 @@ def saved_model(run, output, *, overwrite=False):
                 _serving_encoder(encoder, os.path.join(scratch, str(index)))
                 for index, (_, encoder, _) in enumerate(members)
             ]
-            _archive(members, serving_encoders, label_names).write_out(folder, verbose=False)
+            _archive(members, serving_encoders, label_names, thresholds).write_out(folder, verbose=False)
         # The class names by id, for clients that want more than the top label
         # (`keras_textattn.inference`); TF Serving ignores assets.extra/.
         os.makedirs(os.path.join(folder, "assets.extra"))
         with open(os.path.join(folder, "assets.extra", "labels.json"), "w", encoding="utf-8") as handle:
-            json.dump(label_names, handle, ensure_ascii=False)
+            json.dump(labels_record(paths[0], label_names), handle, ensure_ascii=False)
         report.update(
-            _verify(folder, lambda batch: _mean_probabilities(members, batch), label_names, probe_texts(members[0][1]))
+            _verify(
+                folder,
+                lambda batch: _mean_probabilities(members, batch),
+                label_names,
+                probe_texts(members[0][1]),
+                thresholds=thresholds,
+            )
         )
 
     with full_disk_as_os_error():
@@ -125,10 +144,12 @@ def _serving_encoder(encoder, folder):
     return serving_encoder
 
 
-def _archive(members, serving_encoders, label_names):
+def _archive(members, serving_encoders, label_names, thresholds=None):
     labels = tf.constant(label_names)
 
     def outputs(probabilities):
+        if thresholds is not None:
+            return multi_label_outputs(probabilities, labels, tf.constant(thresholds, tf.float32))
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {"probabilities": probabilities, "label_id": label_id, "label": tf.gather(labels, label_id)}
 
@@ -177,6 +198,19 @@ def _archive(members, serving_encoders, label_names):
     return archive
 
 
+def multi_label_outputs(probabilities, labels, thresholds):
+    """A multi-label SavedModel's outputs (see `saved_model`) for `probabilities` `[batch, labels]`."""
+    rows = tf.shape(probabilities)
+    decided = probabilities >= thresholds
+    names = tf.where(decided, tf.broadcast_to(labels, rows), tf.constant(""))
+    return {
+        "probabilities": probabilities,
+        "decided": decided,
+        "labels": names,
+        "thresholds": tf.broadcast_to(thresholds, rows),
+    }
+
+
 def verify_saved_model(folder, model, encoder, label_names, texts=None, atol=1e-5):
     """Check a SavedModel against the Keras model on `texts` (default: probe texts
     of the vocabulary plus empty, invalid UTF-8 and 1 MB strings).
@@ -197,8 +231,9 @@ def verify_saved_model(folder, model, encoder, label_names, texts=None, atol=1e-
     )
 
 
-def _verify(folder, probabilities, label_names, texts, atol=1e-5):
-    """`verify_saved_model` against `probabilities`, the expected outputs of a string batch."""
+def _verify(folder, probabilities, label_names, texts, atol=1e-5, thresholds=None):
+    """`verify_saved_model` against `probabilities`, the expected outputs of a string batch (with
+    `thresholds`, of a multi-label run: its decided labels too)."""
     texts = list(texts)
     serve = tf.saved_model.load(folder).signatures["serving_default"]
     batch = tf.constant(texts, tf.string)
@@ -206,12 +241,16 @@ def _verify(folder, probabilities, label_names, texts, atol=1e-5):
     expected = keras.ops.convert_to_numpy(probabilities(batch))
     check_answered(expected, texts, "The Keras model (checked against its export)")
     difference = float(np.max(np.abs(exported["probabilities"] - expected))) if len(texts) else 0.0
-    labels = np.array(label_names, dtype=object)[exported["label_id"]]
-    if (
-        exported["probabilities"].shape != (len(texts), len(label_names))
-        or not difference <= atol
-        or list(labels) != [label.decode("utf-8") for label in exported["label"]]
-    ):
+    if thresholds is None:
+        labels = np.array(label_names, dtype=object)[exported["label_id"]]
+        named = list(labels) == [label.decode("utf-8") for label in exported["label"]]
+    else:
+        decided = exported["probabilities"] >= np.asarray(thresholds, np.float32)
+        names = np.where(decided, np.array(label_names, dtype=object), "")
+        named = np.array_equal(decided, exported["decided"]) and names.tolist() == [
+            [name.decode("utf-8") for name in row] for row in exported["labels"]
+        ]
+    if exported["probabilities"].shape != (len(texts), len(label_names)) or not difference <= atol or not named:
         raise ValueError(
             f"The SavedModel at {folder} does not reproduce the Keras model: largest probability "
             f"difference {difference:.3g} (allowed {atol}), output shape {exported['probabilities'].shape}."

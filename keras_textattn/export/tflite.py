@@ -29,6 +29,7 @@ from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
 from keras_textattn.run_folder import load_run
+from keras_textattn.run_folder import run_thresholds
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 
@@ -122,7 +123,7 @@ def tflite(run, output, *, quantization=None, calibration_texts=None, overwrite=
         with open(os.path.join(folder, "model.tflite"), "wb") as handle:
             handle.write(content)
         write_tokenizer_files(folder, encoder, {tensor.name: [1, *tensor.shape[1:]] for tensor in model.inputs})
-        write_json(os.path.join(folder, "labels.json"), label_names)
+        write_json(os.path.join(folder, "labels.json"), labels_record(run, label_names))
         report.update(verify_tflite(content, model, encoder, quantization=quantization))
         if sampled:
             held_out = verify_tflite(content, model, encoder, sampled[1::2], quantization=quantization)
@@ -213,6 +214,14 @@ def write_tokenizer_files(folder, encoder, inputs=None):
 def write_json(path, value):
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(value, handle, indent=2)
+
+
+def labels_record(run, label_names):
+    """What an export's labels.json holds: the class names by id, or for a multi-label run
+    `{"labels": [names by id], "thresholds": [each label's]}` (a text has every label whose
+    probability reaches its threshold; `run_folder.run_thresholds`)."""
+    thresholds = run_thresholds(run, label_names)
+    return list(label_names) if thresholds is None else {"labels": list(label_names), "thresholds": thresholds}
 
 
 class RecurrentInt8Error(UserError):

@@ -105,13 +105,18 @@ def padding_mask(ids):
     return ops.not_equal(ids, PAD_ID)
 
 
-def classifier_head(features, num_classes, name="probabilities"):
+def classifier_head(features, num_classes, multi_label=False, name="probabilities"):
     """The softmax output every paper's classifier ends with: a Dense layer "logits" and its
     softmax `name`, both float32 under mixed precision. Two layers, so that `logits_model`
-    can train on the logits (see there)."""
+    can train on the logits (see there). With `multi_label`, `num_classes` independent sigmoids
+    instead (a text may have any set of the labels: binary cross-entropy trains them)."""
     if not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"`num_classes` must be an int >= 2. Received: num_classes={num_classes!r}")
+    if not isinstance(multi_label, bool):
+        raise ValueError(f"`multi_label` must be True or False. Received: multi_label={multi_label!r}")
     logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")(features)
+    if multi_label:
+        return keras.layers.Activation("sigmoid", dtype="float32", name=name)(logits)
     return keras.layers.Softmax(dtype="float32", name=name)(logits)
 
 

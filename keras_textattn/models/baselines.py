@@ -27,6 +27,7 @@ def build_transformer_classifier(
     dropout=0.1,
     max_length=None,
     bigram_buckets=0,
+    multi_label=False,
     name="transformer_encoder",
 ):
     """One Transformer encoder layer on `keras.layers.MultiHeadAttention` (the LAMA
@@ -48,7 +49,7 @@ def build_transformer_classifier(
     ff = keras.layers.Dense(units, name="feedforward_out")(keras.layers.Dropout(dropout)(ff))
     x = keras.layers.LayerNormalization(name="feedforward_norm")(x + ff)
     x = MaskedGlobalAveragePooling1D(name="mean_pool")(x, mask=mask)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 def build_bigru_classifier(
@@ -59,6 +60,7 @@ def build_bigru_classifier(
     embedding_dim=100,
     gru_units=50,
     bigram_buckets=0,
+    multi_label=False,
     name="bigru",
 ):
     """Embedding, BiGRU, masked max pooling over time, softmax."""
@@ -67,7 +69,7 @@ def build_bigru_classifier(
     x = embed_tokens(model_inputs, embedding_dim)
     x = keras.layers.Bidirectional(keras.layers.GRU(gru_units, return_sequences=True), name="bigru")(x, mask=mask)
     x = MaskedGlobalMaxPooling1D(name="max_pool")(x, mask=mask)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 def build_kim_cnn_classifier(
@@ -80,6 +82,7 @@ def build_kim_cnn_classifier(
     kernel_sizes=(3, 4, 5),
     dropout=0.5,
     bigram_buckets=0,
+    multi_label=False,
     name="kim_cnn",
 ):
     """Kim (2014): convolutions of widths 3, 4, 5 with 100 maps each, ReLU, max over
@@ -97,7 +100,7 @@ def build_kim_cnn_classifier(
         for k in kernel_sizes
     ]
     x = keras.layers.Dropout(dropout, name="dropout")(keras.layers.Concatenate(name="concat")(pooled))
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 def build_han_classifier(
@@ -108,6 +111,7 @@ def build_han_classifier(
     max_sentences=None,
     units=64,
     bigram_buckets=0,
+    multi_label=False,
     name="han",
 ):
     """Yang et al.'s (2016) hierarchical attention network, HCAN's RNN baseline: per sentence a
@@ -137,7 +141,7 @@ def build_han_classifier(
             x, mask=mask
         )
         x = MultiQueryAttention(num_queries=1, name=f"{level}_attention")(x, mask=mask)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 # cpu presets: sizes that train on 2 cores in minutes, faster than the papers' (the Transformer encoder

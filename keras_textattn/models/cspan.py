@@ -23,6 +23,7 @@ def build_cspan_classifier(
     lstm_layers=None,
     num_queries=None,
     bigram_buckets=0,
+    multi_label=False,
     name="cspan",
 ):
     """Embedding (300), `CascadedSemanticPositional` (Bi-LSTM 150 per direction),
@@ -42,7 +43,7 @@ def build_cspan_classifier(
     x = embed_tokens(model_inputs, embedding_dim)
     x = CascadedSemanticPositional(lstm_layers=options["lstm_layers"], name="cascade")(x, mask=mask)
     x = MultiQueryAttention(num_queries=options["num_queries"], name="multi_query")(x, mask=mask)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 # Sec. 3.2: Adam at 1e-3 with weight decay 1e-4, mini-batches of 64, the learning rate divided by 10 at

@@ -27,6 +27,7 @@ def build_dual_axial_classifier(
     fc_units=256,
     variant="dual_axial",
     aggregation="sum",
+    multi_label=False,
     name="dual_axial",
 ):
     """Embedding plus bigram embedding, `DualAxialSelfAttention`, FC with sigmoid, softmax.
@@ -51,7 +52,7 @@ def build_dual_axial_classifier(
         x, mask=padding_mask(model_inputs.token_ids)
     )
     x = keras.layers.Dense(fc_units, activation="sigmoid", name="fc")(x)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 # cpu preset: embedding 32, FC 64 (several times the paper's sizes' training speed on 2 cores).

@@ -52,6 +52,7 @@ def build_hcan_classifier(
     pooling="target",
     bigram_buckets=0,
     layer_norm_epsilon=1e-6,
+    multi_label=False,
     name="hcan",
 ):
     """Hierarchical Convolutional Attention Network.
@@ -109,7 +110,7 @@ def build_hcan_classifier(
     )
     if not hierarchical:
         x = _hierarchy(embed_tokens(model_inputs, units), padding_mask(ids), words, prefix="word", **options)
-        return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+        return keras.Model(inputs, classifier_head(x, num_classes, multi_label), name=name)
     sentence_inputs = sentence_rows(model_inputs)
     sentence_ids = sentence_inputs.token_ids
     sentence_vectors = _hierarchy(
@@ -118,7 +119,7 @@ def build_hcan_classifier(
     sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
     sentence_mask = ops.any(padding_mask(ids), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
-    return keras.Model(inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 # Sec. 4: word embeddings from word2vec trained on the dataset "using a minimum word frequency of 5": rarer

@@ -28,6 +28,7 @@ def build_lama_classifier(
     regularization=None,
     regularization_weight=0.2,
     bigram_buckets=0,
+    multi_label=False,
     name="lama",
 ):
     """Embedding (100), BiGRU (50 per direction), LAMA, MLP 512 with dropout 0.4, softmax.
@@ -64,7 +65,7 @@ def build_lama_classifier(
         x = lama(hidden, mask=mask)
     x = keras.layers.Dense(mlp_units, activation="relu", name="mlp")(x)
     x = keras.layers.Dropout(dropout, name="mlp_dropout")(x)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 # Sec. 4: word2vec trained on the corpus (100-d), "all words appearing less than 5 times are discarded"

@@ -20,6 +20,7 @@ def build_scalable_attention_classifier(
     bigram_buckets=0,
     hidden_units=(),
     attention_activation="softplus",
+    multi_label=False,
     name="scalable_attention",
 ):
     """Embedding (100, section 3.4), `ScalableAttention`, FC with ReLU, softmax (section 3.3).
@@ -41,7 +42,7 @@ def build_scalable_attention_classifier(
         x, mask=padding_mask(model_inputs.token_ids)
     )
     x = keras.layers.Dense(fc_units, activation="relu", name="fc")(x)
-    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes), name=name)
+    return keras.Model(model_inputs.inputs, classifier_head(x, num_classes, multi_label), name=name)
 
 
 # No paper recipe: its Adam is train()'s default, and its mini-batches of 1,000 (sec. 3.4, for

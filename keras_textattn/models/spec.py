@@ -21,6 +21,7 @@ GIVEN_BY_TRAINING = {
     "sequence_length": "sequence_length (--sequence-length)",
     "max_sentences": "max_sentences (--max-sentences)",
     "bigram_buckets": "bigram_buckets (--bigram-buckets)",
+    "multi_label": "multi_label (--multi-label)",
     "encoder": None,
     "name": None,
 }

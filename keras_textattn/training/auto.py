@@ -21,8 +21,8 @@ from keras_textattn.run_folder import remove_temporary_files
 from keras_textattn_config.train_config import CANDIDATES
 
 RULE = (
-    f"the highest held-out accuracy of {' and '.join(CANDIDATES)}, each trained with these options "
-    "(a tie keeps the first)"
+    f"the highest held-out accuracy (macro F1 for multi-label data) of {' and '.join(CANDIDATES)}, each "
+    "trained with these options (a tie keeps the first)"
 )
 
 
@@ -55,12 +55,14 @@ def race(train_candidate, data, output, config):
             metrics = read_json(os.path.join(folder, FINISHED_MARKER))
         else:
             metrics = train_candidate(model, data, folder, config)
-        held_out[model] = metrics["accuracy"]["validation"]
+        score = "macro_f1" if metrics.get("multi_label") else "accuracy"
+        held_out[model] = metrics[score]["validation"]
     chosen = max(CANDIDATES, key=lambda model: held_out[model])  # max keeps the first of equals
+    said = "macro F1" if score == "macro_f1" else "accuracy"
     if config.verbose:
-        compared = ", ".join(f"{model} {accuracy:.4f}" for model, accuracy in held_out.items())
-        print(f"--model auto: held-out accuracy {compared}; keeping {chosen} (the highest; a tie keeps the first)")
-    choice = {"rule": RULE, "held_out_accuracy": held_out, "chosen": chosen}
+        compared = ", ".join(f"{model} {value:.4f}" for model, value in held_out.items())
+        print(f"--model auto: held-out {said} {compared}; keeping {chosen} (the highest; a tie keeps the first)")
+    choice = {"rule": RULE, f"held_out_{score}": held_out, "chosen": chosen}
     return _copy_run(os.path.join(output, CANDIDATES_FOLDER, chosen), output, choice)
 
 

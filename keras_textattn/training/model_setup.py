@@ -7,9 +7,10 @@ import os
 import keras
 import numpy as np
 
-from keras_textattn._scores import macro_f1
+from keras_textattn import multi_label
 from keras_textattn.datasets import sample_rows
 from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
+from keras_textattn.metrics import SubsetAccuracy
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
 from keras_textattn.optimizers import LazyAdam
@@ -25,7 +26,9 @@ from keras_textattn.text.vectors import initial_embedding
 from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.text.vectors import vectors_words
 from keras_textattn_config.train_config import BATCH_SIZES
+from keras_textattn_config.train_config import EPOCHS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
+from keras_textattn_config.train_config import MULTI_LABEL_TRAINING
 from keras_textattn_config.train_config import OPTIMIZERS
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 from keras_textattn_config.train_config import STEPS_PER_EPOCH
@@ -81,9 +84,19 @@ def with_fallbacks(config):
         optimizer=optimizer,
         learning_rate=config.learning_rate or OPTIMIZERS[optimizer],
         batch_size=config.batch_size or BATCH_SIZES[0],
+        epochs=config.epochs or EPOCHS,
         weight_decay=config.weight_decay or 0.0,
         min_frequency=1 if config.min_frequency is None else config.min_frequency,
     )
+
+
+def with_multi_label_training(config, recipe, used):
+    """`(used, what changed)`: the run's `used` config with `MULTI_LABEL_TRAINING` where neither
+    `config` (the options given) nor the preset's `recipe` gives epochs or early stopping."""
+    given = {name for name in MULTI_LABEL_TRAINING if getattr(config, name) is not None or name in recipe}
+    if given:
+        return used, {}
+    return dataclasses.replace(used, **MULTI_LABEL_TRAINING), dict(MULTI_LABEL_TRAINING)
 
 
 def batch_for_rows(rows):
@@ -131,8 +144,9 @@ def make_optimizer(config, updates="dense"):
     return (LazyAdam if updates == "sparse" else keras.optimizers.Adam)(**options)
 
 
-def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None):
-    """The model of `spec` for `encoder`'s ids, under `dtype_policy` (None: the global one).
+def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_policy=None, multi_label=False):
+    """The model of `spec` for `encoder`'s ids, under `dtype_policy` (None: the global one), with a
+    sigmoid per label when `multi_label`.
     A builder's `TypeError` or `ValueError` is the user's mistake when they gave builder
     arguments (`given`, `--set`)."""
     try:
@@ -141,6 +155,7 @@ def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_poli
             num_classes,
             dtype_policy=dtype_policy,
             vocabulary_size=encoder.vocabulary_size(),
+            multi_label=multi_label,
             **spec.shape_arguments(encoder),
             **model_kwargs,
         )
@@ -152,16 +167,20 @@ def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_poli
         ) from None
 
 
-def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size"):
+def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size", multi_label=False):
     """The cross-entropy of integer labels a run trains with: with `label_smoothing` (in [0, 1)), of
-    the smoothed targets (`SmoothedSparseCategoricalCrossentropy`); without it (None or 0), Keras's."""
+    the smoothed targets (`SmoothedSparseCategoricalCrossentropy`); without it (None or 0), Keras's.
+    With `multi_label`, the binary cross-entropy of each label's 0/1 (smoothed towards 1/2)."""
+    if multi_label:
+        return keras.losses.BinaryCrossentropy(label_smoothing=label_smoothing or 0.0, reduction=reduction)
     if label_smoothing is None or (label_smoothing == 0 and not isinstance(label_smoothing, bool)):
         return keras.losses.SparseCategoricalCrossentropy(reduction=reduction)
     return SmoothedSparseCategoricalCrossentropy(label_smoothing, reduction=reduction)
 
 
-def compile_classifier(model, optimizer, label_smoothing=None):
-    """Compile `model` for integer labels (`classifier_loss`) with `optimizer` and `accuracy_metric`, the optimizer
+def compile_classifier(model, optimizer, label_smoothing=None, multi_label=False):
+    """Compile `model` for integer labels, or for 0/1 vectors when `multi_label` (`classifier_loss`),
+    with `optimizer` and `accuracy_metric`, the optimizer
     wrapped in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
     wraps it too, but the saved compile config then names the bare optimizer, and
     `keras.models.load_model` rebuilds a functional model under the loader's global dtype policy
@@ -169,22 +188,51 @@ def compile_classifier(model, optimizer, label_smoothing=None):
     trained further) and its saved optimizer state was skipped, with Keras's warning."""
     if model.dtype_policy.name == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale_optimizer")
-    model.compile(optimizer=optimizer, loss=classifier_loss(label_smoothing), metrics=[accuracy_metric()])
+    model.compile(
+        optimizer=optimizer,
+        loss=classifier_loss(label_smoothing, multi_label=multi_label),
+        metrics=[accuracy_metric(multi_label)],
+    )
 
 
-def accuracy_metric():
+def accuracy_metric(multi_label=False):
     """Keras's "accuracy" for integer labels, its variables made now: the string "accuracy" makes
-    them inside the first trace of the training step, which tf.function then traces again."""
-    return keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+    them inside the first trace of the training step, which tf.function then traces again. With
+    `multi_label`, the subset accuracy at threshold 1/2 (`SubsetAccuracy`): every label of a row right."""
+    return SubsetAccuracy() if multi_label else keras.metrics.SparseCategoricalAccuracy(name="accuracy")
 
 
-def scores(classifier, rows, batches):
-    """Accuracy and macro F1 (`macro_f1`) of `classifier` on `batches`, the unshuffled
-    batches of the `(text, label)` (or `(ids, label)`) `rows`."""
+def predictions(classifier, rows, batches):
+    """`(truth, probabilities)` of `classifier` on `batches`, the unshuffled batches of the
+    `(text, label)` (or `(ids, label)`) `rows`: the labels as the rows hold them (ids, or 0/1 rows of
+    multi-label data) and the model's outputs."""
     labels = rows.map(lambda _, label: label).batch(65_536)  # in blocks: row by row took a second per 10,000
-    truth = np.concatenate([np.zeros(0, np.int64), *labels.as_numpy_iterator()]).astype(np.int64)
-    predicted = np.argmax(classifier.predict(batches, verbose=0), axis=-1)
-    return float(np.mean(truth == predicted)), macro_f1(truth, predicted)
+    blocks = list(labels.as_numpy_iterator())
+    truth = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
+    return truth, classifier.predict(batches, verbose=0)
+
+
+def accuracy_of(truth, probabilities):
+    """The share of rows whose most probable class is their label."""
+    return float(np.mean(truth == np.argmax(probabilities, axis=-1)))
+
+
+def multi_label_record(predicted, label_names):
+    """`(subset accuracy, macro F1, what metrics.json records of the multi-label decisions)` by
+    split, from `predicted` (split to `(truth, probabilities)`): each label's threshold chosen on the
+    validation split (`multi_label.choose_thresholds`), every split scored with them."""
+    thresholds, global_threshold = multi_label.choose_thresholds(*predicted["validation"])
+    split_scores = {
+        split: multi_label.scores(truth, multi_label.decide(probabilities, thresholds))
+        for split, (truth, probabilities) in predicted.items()
+    }
+    record = {
+        "thresholds": dict(zip(label_names, thresholds.tolist())),
+        "global_threshold": global_threshold,
+        "scores": split_scores,
+    }
+    accuracy = {split: values["subset_accuracy"] for split, values in split_scores.items()}
+    return accuracy, {split: values["macro_f1"] for split, values in split_scores.items()}, record
 
 
 def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):

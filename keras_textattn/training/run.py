@@ -20,6 +20,7 @@ from keras_textattn import _backend
 from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
+from keras_textattn._scores import macro_f1
 from keras_textattn.datasets import encoded_rows
 from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import keeps_ids
@@ -48,8 +49,10 @@ from keras_textattn.training.callbacks import EpochSeconds
 from keras_textattn.training.callbacks import StopOnDivergence
 from keras_textattn.training.callbacks import diverged_run
 from keras_textattn.training.callbacks import weights_are_numbers
+from keras_textattn.training.checks import check_multi_label
 from keras_textattn.training.checks import check_run_options
 from keras_textattn.training.checks import check_sizes_fit
+from keras_textattn.training.model_setup import accuracy_of
 from keras_textattn.training.model_setup import build_classifier
 from keras_textattn.training.model_setup import compile_classifier
 from keras_textattn.training.model_setup import embedding_updates
@@ -57,9 +60,11 @@ from keras_textattn.training.model_setup import fit_encoder
 from keras_textattn.training.model_setup import initialise_embeddings
 from keras_textattn.training.model_setup import initialise_from
 from keras_textattn.training.model_setup import make_optimizer
-from keras_textattn.training.model_setup import scores
+from keras_textattn.training.model_setup import multi_label_record
+from keras_textattn.training.model_setup import predictions
 from keras_textattn.training.model_setup import source_run_metrics
 from keras_textattn.training.model_setup import with_batch_for_rows
+from keras_textattn.training.model_setup import with_multi_label_training
 from keras_textattn.training.model_setup import with_recipe
 from keras_textattn.training.multi_worker import train_multi_worker
 from keras_textattn.training.run_state import count_rows
@@ -142,6 +147,13 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     _check_batch_splits(used.batch_size, strategy, config.distribute)
     run_state(output, config.overwrite, run_json)  # a quick first look, before the data is read
     dataset, source = _load_data(data, config)  # bad data fails here, before anything on disk changes
+    if dataset.multi_label:
+        used, chosen = with_multi_label_training(config, recipe, used)
+        if chosen and config.verbose:
+            print(
+                "Multi-label data (give --epochs / --early-stopping to set): "
+                + ", ".join(f"{name} {value}" for name, value in chosen.items())
+            )
     chief = is_chief(strategy)
     with locked(output) if chief else contextlib.nullcontext(), out_of_memory_said(model):
         if chief and recover_replacement(output) == "rolled back":  # said in --quiet too: not progress
@@ -264,7 +276,10 @@ def _load_data(data, config):
         skip_bad_rows=config.skip_bad_rows,
         group_column=config.group_column,
         delimiter=config.delimiter,
+        multi_label=config.multi_label,
+        label_delimiter=config.label_delimiter,
     )
+    check_multi_label(config, dataset.multi_label)
     if dataset.skipped and config.verbose:
         for split, skipped in dataset.skipped.items():
             print(
@@ -303,7 +318,13 @@ def _train_run(run):
     encoder = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
     with run.strategy.scope():
         classifier = build_classifier(
-            spec, dataset.num_classes, encoder, model_kwargs, config.model_kwargs, config.dtype_policy
+            spec,
+            dataset.num_classes,
+            encoder,
+            model_kwargs,
+            config.model_kwargs,
+            config.dtype_policy,
+            dataset.multi_label,
         )
         embeddings = initialise_embeddings(classifier, run.model, encoder, dataset["train"], config)
         initialised_from = initialise_from(classifier, source_model, config.init_from, config.verbose)
@@ -313,7 +334,9 @@ def _train_run(run):
                 f"The embedding tables hold {SPARSE_TABLE_ROWS:,} rows or more: each step updates only the rows "
                 "its batch used (--embedding-updates dense updates every row)"
             )
-        compile_classifier(classifier, make_optimizer(config, updates), config.label_smoothing)
+        compile_classifier(
+            classifier, make_optimizer(config, updates), config.label_smoothing, multi_label=dataset.multi_label
+        )
         # Built here, not by Keras inside the first trace of the training step: a traced function
         # that creates variables is traced a second time.
         classifier.optimizer.build(classifier.trainable_variables)
@@ -326,15 +349,25 @@ def _train_run(run):
         encoder,
         rows,
         class_weights,
-        rebuild=lambda: build_classifier(spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy),
+        rebuild=lambda: build_classifier(
+            spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy, dataset.multi_label
+        ),
     )
     classifier, history, best, resumed_from_epoch, trained_on = fitted
     predict_batch_size = inference_batch_size(config.batch_size)
-    accuracy, f1 = {}, {}
+    predicted = {}
     for split, count in rows.items():
         split_rows = trained_on.get(split, dataset[split])  # training's ids: not encoded again
         batches = make_batches(split_rows, encoder, predict_batch_size, rows=count, cache=False)
-        accuracy[split], f1[split] = scores(classifier, split_rows, batches)
+        predicted[split] = predictions(classifier, split_rows, batches)
+    if dataset.multi_label:
+        accuracy, f1, multi_label = multi_label_record(predicted, dataset.label_names)
+    else:
+        accuracy = {split: accuracy_of(*pair) for split, pair in predicted.items()}
+        f1 = {
+            split: macro_f1(truth, np.argmax(probabilities, -1)) for split, (truth, probabilities) in predicted.items()
+        }
+        multi_label = None
     metrics = {
         "model": run.model,
         "preset": preset,
@@ -343,6 +376,7 @@ def _train_run(run):
         "label_names": dataset.label_names,
         "accuracy": accuracy,
         "macro_f1": f1,
+        "multi_label": multi_label,
         "rows": rows,
         "skipped": dataset.skipped,
         "class_weight": class_weight,

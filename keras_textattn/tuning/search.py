@@ -471,6 +471,11 @@ def tune(
     )
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **{name: getattr(options, name) for name in DATA_OPTIONS})
+    if dataset.multi_label:
+        raise UserError(
+            "tune does not search multi-label data yet; train the model with train --multi-label (its "
+            "thresholds are chosen on the held-out rows)"
+        )
     _check_same_search(directory, config, tuner)
     encoder_path = os.path.join(directory, "encoder.keras")
     new_encoder = not os.path.exists(encoder_path)
