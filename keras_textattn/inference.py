@@ -559,7 +559,7 @@ def multi_label_evaluation(classifier, texts, label_sets_read, data, output, bat
     """`evaluate` of a multi-label `classifier` on `texts` and their label sets as read: subset
     accuracy (also as `accuracy`), Hamming loss, micro / macro / samples F1, each label's precision,
     recall, F1 and support at the run's thresholds (`multi_label.scores`), each label's counts of
-    true and false positives and negatives (`label_confusion`, drawn in confusion.png), and the
+    true and false positives and negatives (drawn in confusion.png), and the
     `mistakes` decisions furthest on the wrong side of their threshold."""
     names = classifier.label_names
     truth = _label_set_matrix(label_sets_read, names, data)

@@ -77,11 +77,11 @@ class ModelSpec:
         return [name for name in self.builder_arguments() if name not in GIVEN_BY_TRAINING]
 
     def flag_arguments(self):
-        """The builder arguments that are True or False (those whose default is a bool)."""
+        """The builder arguments a user sets that are True or False (those whose default is a bool)."""
         return [
             name
             for name, parameter in inspect.signature(self.build).parameters.items()
-            if isinstance(parameter.default, bool)
+            if isinstance(parameter.default, bool) and name not in GIVEN_BY_TRAINING
         ]
 
     def is_hierarchical(self, model_kwargs=None):
