@@ -559,7 +559,8 @@ def multi_label_evaluation(classifier, texts, label_sets_read, data, output, bat
     """`evaluate` of a multi-label `classifier` on `texts` and their label sets as read: subset
     accuracy (also as `accuracy`), Hamming loss, micro / macro / samples F1, each label's precision,
     recall, F1 and support at the run's thresholds (`multi_label.scores`), each label's counts of
-    true and false positives and negatives (drawn in confusion.png), and the
+    true and false positives and negatives (confusion.png draws all but the true negatives, which
+    would outweigh the rest), and the
     `mistakes` decisions furthest on the wrong side of their threshold."""
     names = classifier.label_names
     truth = _label_set_matrix(label_sets_read, names, data)
@@ -598,14 +599,17 @@ def multi_label_evaluation(classifier, texts, label_sets_read, data, output, bat
         }
         for k in worst
     ]
-    table = np.array([[confusion[name][kind] for kind in KINDS] for name in names])
+    # True negatives, thousands a label where the others are tens, would wash out every other cell.
+    drawn = [kind for kind in KINDS if kind != "true_negatives"]
+    table = np.array([[confusion[name][kind] for kind in drawn] for name in names])
+    rows_named = [f"{name} ({scores['labels'][name]['support']})" for name in names]
 
     def write(folder):
         with open(os.path.join(folder, "metrics.json"), "w", encoding="utf-8") as handle:
             json.dump({**result, "label_mistakes": label_mistakes}, handle, indent=2, ensure_ascii=False)
         with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as handle:
             handle.write(_multi_label_report(result, label_mistakes, run, data))
-        _confusion_png(table, names, os.path.join(folder, "confusion.png"), columns=list(KINDS), xlabel="decision")
+        _confusion_png(table, rows_named, os.path.join(folder, "confusion.png"), columns=drawn, xlabel="decisions")
 
     write_folder_atomically(os.fspath(output), write, REPORT_ENTRIES, overwrite)
     return result
@@ -748,7 +752,7 @@ def _confusion_png(confusion, names, path, columns=None, xlabel="predicted"):
         axes.set_xticks(range(len(columns)), [str(c).replace("_", " ") for c in columns], rotation=45, ha="right")
         axes.set_yticks(range(len(names)), names)
         axes.set_xlabel(xlabel)
-        axes.set_ylabel("true" if columns is names else "label")
+        axes.set_ylabel("true" if columns is names else "label (rows with it)")
         threshold = confusion.max() / 2 if confusion.size else 0
         for (row, column), count in np.ndenumerate(confusion):
             axes.text(
