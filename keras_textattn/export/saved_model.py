@@ -26,7 +26,8 @@ from keras_textattn.text import TextEncoder
 from keras_textattn.vocabulary import RESERVED
 
 # The only ops of an exported graph that are not core TensorFlow: the encoder's
-# tensorflow-text ops. TF Serving links tensorflow-text's ops in
+# tensorflow-text ops (the regex split only in a hierarchical encoder's sentence split; words
+# are split by core ops). TF Serving links tensorflow-text's ops in
 # (`@org_tensorflow_text//tensorflow_text:ops_lib` in its model server build).
 TENSORFLOW_TEXT_OPS = ("CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets")
 # What an export writes: `overwrite` replaces a folder holding these alone (`check_output`).

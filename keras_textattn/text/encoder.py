@@ -187,6 +187,7 @@ class TextEncoder(keras.layers.Layer):
         # Tokens are the text between delimiters, and the delimiters matched by `_kept`.
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
         self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
+        self._dropped = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+"
         self._sentence_end = CJK_SENTENCE_END if self.split_cjk else SENTENCE_END
         self.lookup = keras.layers.StringLookup(mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup")
         self._adapted = False
@@ -338,8 +339,13 @@ class TextEncoder(keras.layers.Layer):
 
     def tokenize(self, texts):
         """The tokens `call` looks up, as strings: standardised, ragged `(batch, None)`,
-        not truncated (whole texts, not split into sentences)."""
-        return self._standardize(self.tokenize_with_offsets(texts)[0])
+        not truncated (whole texts, not split into sentences). They are those of
+        `tokenize_with_offsets`, found without offsets: what is dropped (spaces, HTML tags)
+        becomes a space and each kept delimiter is set apart by spaces, then the text is split
+        at spaces, several times faster than tensorflow-text's regex split."""
+        texts = tf.strings.regex_replace(self._as_strings(texts), self._dropped, " ")
+        texts = tf.strings.regex_replace(texts, self._kept, r" \0 ")
+        return self._standardize(tf.strings.split(texts))
 
     @staticmethod
     def _as_strings(texts):

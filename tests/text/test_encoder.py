@@ -740,3 +740,58 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
     assert max(np.bincount(encoder.windows(texts)[1])) > 3  # long reviews did take several windows
     with pytest.raises(ValueError, match=f"`stride` must be an integer from 1 to {width}. Received: 0"):
         encoder.windows(texts, 0)
+
+
+def _tokens_with_offsets(encoder, texts):
+    """The standardised tokens of `tokenize_with_offsets` (tensorflow-text's regex split): the
+    definition `tokenize` finds faster."""
+    return encoder._standardize(encoder.tokenize_with_offsets(texts)[0]).to_list()
+
+
+_TOKENIZER_OPTIONS = [{}, {"strip_html": False}, {"split_cjk": True}, {"lowercase": False, "normalization": None}]
+_EDGE_TEXTS = [
+    "",
+    "   \t\n ",
+    "a<<b>c",
+    "<br /><br />x<br/>",
+    "x<" + "y" * 201 + ">z",
+    "end<",
+    "don't, stop!!! ...ok?",
+    "a\x00b\u0085c\u2028d\u00a0e\u3000f\x1cg\x0bh",
+    "東京で会う。日本語！",
+    "e\u0301t\u00e9 \u00ad \u200b",
+    "😀🎉 emoji😀word",
+    "tab\tsep|pipe_under_score 3.14 1,000",
+]
+
+
+@pytest.mark.parametrize("options", _TOKENIZER_OPTIONS)
+def test_tokenize_finds_the_tokens_of_tokenize_with_offsets(options):
+    encoder = TextEncoder(**options)
+    assert encoder.tokenize(_EDGE_TEXTS).to_list() == _tokens_with_offsets(encoder, _EDGE_TEXTS)
+
+
+@pytest.mark.parametrize(
+    "path", ["imdb/train.csv.gz", "ag_news/train_sample_5k.csv.gz", "r8/train.csv.gz", "trec/train.csv.gz"]
+)
+def test_tokenize_finds_the_tokens_of_tokenize_with_offsets_on_real_texts(shared_data, path):
+    with gzip.open(shared_data / path, "rt", encoding="utf-8", newline="") as handle:
+        texts = [row["text"] for _, row in zip(range(3000), csv.DictReader(handle))]
+    for options in _TOKENIZER_OPTIONS[:3]:
+        encoder = TextEncoder(**options)
+        assert encoder.tokenize(texts).to_list() == _tokens_with_offsets(encoder, texts)
+
+
+@hypothesis.settings(max_examples=100, deadline=None)
+@hypothesis.given(st.lists(st.text(max_size=80), min_size=1, max_size=4), st.sampled_from(_TOKENIZER_OPTIONS))
+def test_property_tokenize_finds_the_tokens_of_tokenize_with_offsets(texts, options):
+    encoder = TextEncoder(**options)
+    texts = [t.encode("utf-8", "surrogatepass") for t in texts]
+    assert encoder.tokenize(texts).to_list() == _tokens_with_offsets(encoder, texts)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(st.lists(st.binary(max_size=80), min_size=1, max_size=4))
+def test_property_tokenize_of_any_bytes_finds_the_tokens_of_tokenize_with_offsets(texts):
+    encoder = TextEncoder()
+    assert encoder.tokenize(texts).to_list() == _tokens_with_offsets(encoder, texts)
