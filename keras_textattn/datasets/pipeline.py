@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_textattn.datasets.formats import DataError
 from keras_textattn.datasets.splits import split_by_index
+from keras_textattn.vocabulary import PAD_ID
 
 SHUFFLE_ROWS = 100_000
 
@@ -37,6 +38,7 @@ def make_batches(
     bucket_boundaries=None,
     rows=None,
     shuffle_buffer=None,
+    cut_padding=False,
 ):
     """`(text, label)` rows to prefetched batches of `(token_ids, label)`.
 
@@ -62,6 +64,10 @@ def make_batches(
         rows: the number of rows, when known: the batches then have a known
             cardinality (Keras shows the epoch's length and does not warn that the
             data "ran out" at its end). Not with `bucket_boundaries`.
+        cut_padding: for a model that reads ids shorter than the encoder's length
+            (`ModelSpec.reads_any_length`) and a flat encoder: rows of similar length
+            batched together (`length_sorted_batches`), each batch cut to its longest
+            text. The rows come in another order.
 
     Returns:
         A `tf.data.Dataset` of `(ids, labels)`; `ids` is `(token_ids, bigram_ids)`
@@ -75,6 +81,11 @@ def make_batches(
     if shuffle:
         buffer = shuffle_buffer or (10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS)))
         dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    if cut_padding and not encoder.hierarchical:
+        dataset = length_sorted_batches(dataset, batch_size, shuffle=shuffle, seed=seed, encoder=encoder)
+        if rows is not None:
+            dataset = dataset.apply(tf.data.experimental.assert_cardinality(math.ceil(rows / batch_size)))
+        return dataset.prefetch(tf.data.AUTOTUNE)
     if bucket_boundaries:
         dataset = dataset.bucket_by_sequence_length(
             lambda text, label: tf.size(tf.strings.split(text)),
@@ -88,6 +99,55 @@ def make_batches(
     if not encoded:
         dataset = dataset.map(_encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+# `length_sorted_batches`: rows are sorted by length within chunks of this many batches, and
+# a batch is cut to its longest text rounded up to a multiple of `LENGTH_STEP` tokens (a few
+# shapes, so that TensorFlow traces the step a few times, not once per batch).
+SORTED_CHUNK_BATCHES = 32
+LENGTH_STEP = 32
+
+
+def length_sorted_batches(rows, batch_size, shuffle=False, seed=0, encoder=None):
+    """Batches of `batch_size` of the `(ids, label)` `rows` (flat ids, or `(token ids, bigram
+    ids)`, padded with `PAD_ID` after each text; or `(text, label)` rows, encoded a chunk at a
+    time by the flat `encoder`, none held longer) in which texts of similar length go together,
+    each batch cut to its longest text (rounded up to `LENGTH_STEP`): a model whose cost grows
+    with the length reads little padding. The rows are sorted by length within chunks of
+    `SORTED_CHUNK_BATCHES` batches; with `shuffle` (training, rows shuffled before), the batches
+    are shuffled in a buffer of as many, so an epoch does not run from short texts to long ones.
+    Every batch holds `batch_size` rows but the last: an epoch has as many steps as plain batches."""
+
+    def sorted_by_length(ids, labels):
+        order = tf.argsort(_text_lengths(ids), stable=True)
+        return tf.nest.map_structure(lambda tensor: tf.gather(tensor, order), (ids, labels))
+
+    if tf.nest.flatten(rows.element_spec)[0].dtype == tf.string:
+        encoding = _encoding(encoder)
+        rows = (
+            rows.batch(INFERENCE_ROWS).map(encoding, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+        )
+    # Padded to the chunk's longest (ids of a fixed length are already); a chunk's rows are a
+    # whole number of batches, so no batch spans two chunks of other widths.
+    chunks = rows.padded_batch(batch_size * SORTED_CHUNK_BATCHES)
+    batches = chunks.map(sorted_by_length).unbatch().batch(batch_size)
+    if shuffle:
+        batches = batches.shuffle(SORTED_CHUNK_BATCHES, seed=seed, reshuffle_each_iteration=True)
+    return batches.map(_cut_to_longest, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def _text_lengths(ids):
+    """Tokens of each row of `(rows, length)` ids (or their `(token ids, bigram ids)`): ids hold
+    their text first, then `PAD_ID`."""
+    tokens = tf.nest.flatten(ids)[0]
+    return tf.reduce_sum(tf.cast(tokens != PAD_ID, tf.int32), axis=-1)
+
+
+def _cut_to_longest(ids, labels):
+    length = tf.shape(tf.nest.flatten(ids)[0])[-1]
+    longest = -(-tf.reduce_max(_text_lengths(ids)) // LENGTH_STEP) * LENGTH_STEP
+    cut = tf.minimum(tf.maximum(longest, LENGTH_STEP), length)
+    return tf.nest.map_structure(lambda tensor: tensor[:, :cut], ids), labels
 
 
 def encoded_rows(dataset, encoder):

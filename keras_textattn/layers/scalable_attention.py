@@ -19,7 +19,10 @@ class ScalableAttention(keras.layers.Layer):
     (the unnumbered equation of section 3.2). The output is `h = tanh(sum_i alpha_i x_i)`.
 
     Because every position has its own weights, the time length is fixed when the
-    layer is built: inputs need a static `time` axis (a `ValueError` says so otherwise).
+    layer is built: it is built on a static `time` axis (a `ValueError` says so
+    otherwise). A later input may be shorter: its positions read the first weights,
+    which gives the same output as that input padded (and masked) to the built length,
+    so a training loop may cut each batch's trailing padding. A longer one is refused.
 
     Choices where the paper is silent:
         - `hidden_activation` defaults to `"tanh"` (the paper leaves it to the user
@@ -120,15 +123,22 @@ class ScalableAttention(keras.layers.Layer):
                     initializer=self.bias_initializer,
                 )
             )
-        self.input_spec = utils.built_input_spec(input_shape, axes=(1, 2))
+        self.time = time
+        self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
         utils.check_call_inputs(self, inputs, mask)
+        if inputs.shape[1] is not None and inputs.shape[1] > self.time:
+            raise ValueError(
+                f"{type(self).__name__} has weights for {self.time} positions: inputs may be at most that "
+                f"long. Received: input shape {tuple(inputs.shape)}"
+            )
         inputs = utils.zero_padding(inputs, mask)
+        length = ops.shape(inputs)[1]
         y = inputs
         last = len(self.kernels) - 1
         for j, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
-            y = ops.einsum("bti,tiu->btu", y, kernel) + bias
+            y = ops.einsum("bti,tiu->btu", y, _first(kernel, length)) + _first(bias, length)
             if j < last:
                 y = self.hidden_activation(y)
         logits = ops.squeeze(y, axis=-1)  # (batch, time)
@@ -168,3 +178,10 @@ class ScalableAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _first(weights, length):
+    """The first `length` positions of per-position `weights` (all of them at the built length)."""
+    if isinstance(length, int) and length == weights.shape[0]:
+        return weights
+    return ops.slice(ops.convert_to_tensor(weights), (0,) * len(weights.shape), (length, *weights.shape[1:]))

@@ -152,7 +152,12 @@ SPECS = (
         build_transformer_classifier,
         cpu_defaults={"units": 64, "num_heads": 4, "feedforward_units": 128},
         embedding_size_argument="units",
+        reads_any_length=True,
     ),
-    ModelSpec("bigru", build_bigru_classifier, cpu_defaults={"embedding_dim": 64, "gru_units": 32}),
-    ModelSpec("kim_cnn", build_kim_cnn_classifier, cpu_defaults={"embedding_dim": 64, "filters": 64}),
+    ModelSpec(
+        "bigru", build_bigru_classifier, cpu_defaults={"embedding_dim": 64, "gru_units": 32}, reads_any_length=True
+    ),
+    ModelSpec(
+        "kim_cnn", build_kim_cnn_classifier, cpu_defaults={"embedding_dim": 64, "filters": 64}, reads_any_length=True
+    ),
 )

@@ -58,4 +58,5 @@ SPEC = ModelSpec(
     cpu_defaults={"embedding_dim": 64},
     paper_training={"lr_schedule": "step:20,25", "weight_decay": 1e-4, "batch_size": 64},
     cpu_training={"lr_schedule": "cosine"},
+    reads_any_length=True,
 )

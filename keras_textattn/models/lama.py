@@ -90,4 +90,5 @@ SPEC = ModelSpec(
         "weight_decay": 1e-4,
         "batch_size": 32,
     },
+    reads_any_length=True,
 )

@@ -58,4 +58,5 @@ SPEC = ModelSpec(
     cpu_defaults={"embedding_dim": 64, "fc_units": 64},
     longest_text=1024,
     cpu_training={"lr_schedule": "cosine"},
+    reads_any_length=True,
 )

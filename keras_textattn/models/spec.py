@@ -54,6 +54,10 @@ class ModelSpec:
         cpu_training: `train()` arguments of the "cpu" preset for those a user leaves
             unset, where held-out data preferred them to `train()`'s own defaults
             (scalable attention: the cosine schedule).
+        reads_any_length: the flat classifier's token ids may be shorter than the length it
+            was built for, with the outputs of the same ids padded to it: `train` then cuts
+            each batch's trailing padding (`datasets.length_sorted_batches`). Not where a
+            layer's weights span the length (dual-axial's feature axis, HCAN's positions).
     """
 
     name: str
@@ -66,6 +70,7 @@ class ModelSpec:
     embedding_size_argument: str = "embedding_dim"
     paper_training: dict = dataclasses.field(default_factory=dict)
     cpu_training: dict = dataclasses.field(default_factory=dict)
+    reads_any_length: bool = False
 
     def builder_arguments(self):
         """The names the builder takes besides `num_classes`."""

@@ -202,14 +202,42 @@ def accuracy_metric(multi_label=False):
     return SubsetAccuracy() if multi_label else keras.metrics.SparseCategoricalAccuracy(name="accuracy")
 
 
-def predictions(classifier, rows, batches):
-    """`(truth, probabilities)` of `classifier` on `batches`, the unshuffled batches of the
-    `(text, label)` (or `(ids, label)`) `rows`: the labels as the rows hold them (ids, or 0/1 rows of
-    multi-label data) and the model's outputs."""
-    labels = rows.map(lambda _, label: label).batch(65_536)  # in blocks: row by row took a second per 10,000
-    blocks = list(labels.as_numpy_iterator())
-    truth = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
-    return truth, classifier.predict(batches, verbose=0)
+def predictions(classifier, batches, rows=None):
+    """`(truth, probabilities)` of `classifier` on `batches`, the unshuffled batches of `(ids, label)`:
+    the labels as the rows hold them (ids, or 0/1 rows of multi-label data) and the model's outputs.
+    Without `rows`, both are read from the batches in one pass, in their order (length-sorted
+    batches hold the rows in another order than the data's); with the `(text, label)` (or `(ids,
+    label)`) `rows` the batches were made of, in the rows' order by Keras's `predict` (under a
+    distribution strategy too)."""
+    if rows is not None:
+        labels = rows.map(lambda _, label: label).batch(65_536)  # in blocks: row by row took a second per 10,000
+        blocks = list(labels.as_numpy_iterator())
+        truth = np.concatenate(blocks) if blocks else np.zeros(0, np.int64)
+        return truth, classifier.predict(batches, verbose=0)
+    truth, probabilities = [], []
+    for ids, labels in batches:
+        probabilities.append(classifier.predict_on_batch(ids))
+        truth.append(labels.numpy())
+    if not truth:
+        return np.zeros(0, np.int64), np.zeros((0, classifier.output_shape[-1]), "float32")
+    return np.concatenate(truth), np.concatenate(probabilities)
+
+
+def cuts_padding(spec, encoder, config):
+    """Whether the run batches its texts by length and cuts each batch's padding (`make_batches`'s
+    `cut_padding`): for a model that `reads_any_length`, a flat encoder, no distribution strategy
+    (a batch of one shape is what a strategy splits over its replicas)."""
+    return spec.reads_any_length and not encoder.hierarchical and config.distribute is None
+
+
+def accept_shorter_ids(classifier):
+    """Let `classifier` (of a spec that `reads_any_length`) take token ids shorter than its inputs'
+    length, as batches cut to their longest text are: Keras checks a functional model's inputs
+    against the shapes it was built on. Nothing of it is saved: a loaded model checks them again."""
+    classifier.input_spec = [
+        keras.InputSpec(shape=(None, None), allow_last_axis_squeeze=True, name=tensor.name)
+        for tensor in classifier.inputs
+    ]
 
 
 def accuracy_of(truth, probabilities):

@@ -52,9 +52,11 @@ from keras_textattn.training.callbacks import weights_are_numbers
 from keras_textattn.training.checks import check_multi_label
 from keras_textattn.training.checks import check_run_options
 from keras_textattn.training.checks import check_sizes_fit
+from keras_textattn.training.model_setup import accept_shorter_ids
 from keras_textattn.training.model_setup import accuracy_of
 from keras_textattn.training.model_setup import build_classifier
 from keras_textattn.training.model_setup import compile_classifier
+from keras_textattn.training.model_setup import cuts_padding
 from keras_textattn.training.model_setup import embedding_updates
 from keras_textattn.training.model_setup import fit_encoder
 from keras_textattn.training.model_setup import initialise_embeddings
@@ -342,6 +344,9 @@ def _train_run(run):
         classifier.optimizer.build(classifier.trainable_variables)
         if config.adversarial:
             use_adversarial_training(classifier, config.adversarial)
+        cut = cuts_padding(spec, encoder, config)
+        if cut:
+            accept_shorter_ids(classifier)
     class_weights, class_weight = weigh_classes(config.class_weight, dataset["train"], dataset.label_names)
     fitted = _fit(
         run,
@@ -349,25 +354,13 @@ def _train_run(run):
         encoder,
         rows,
         class_weights,
+        cut,
         rebuild=lambda: build_classifier(
             spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy, dataset.multi_label
         ),
     )
     classifier, history, best, resumed_from_epoch, trained_on = fitted
-    predict_batch_size = inference_batch_size(config.batch_size)
-    predicted = {}
-    for split, count in rows.items():
-        split_rows = trained_on.get(split, dataset[split])  # training's ids: not encoded again
-        batches = make_batches(split_rows, encoder, predict_batch_size, rows=count, cache=False)
-        predicted[split] = predictions(classifier, split_rows, batches)
-    if dataset.multi_label:
-        accuracy, f1, multi_label = multi_label_record(predicted, dataset.label_names)
-    else:
-        accuracy = {split: accuracy_of(*pair) for split, pair in predicted.items()}
-        f1 = {
-            split: macro_f1(truth, np.argmax(probabilities, -1)) for split, (truth, probabilities) in predicted.items()
-        }
-        multi_label = None
+    accuracy, f1, multi_label = _scores(run, classifier, encoder, rows, trained_on, cut)
     metrics = {
         "model": run.model,
         "preset": preset,
@@ -392,6 +385,27 @@ def _train_run(run):
         save_run(output, classifier, encoder, dataset.label_names, metrics)
         shutil.rmtree(os.path.join(output, "backup"), ignore_errors=True)
     return metrics
+
+
+def _scores(run, classifier, encoder, rows, trained_on, cut_padding):
+    """`(accuracy, macro F1, the multi-label record or None)` by split of the trained `classifier`:
+    the `trained_on` ids where training kept them, the split's texts encoded again elsewhere."""
+    dataset = run.dataset
+    predict_batch_size = inference_batch_size(run.config.batch_size)
+    predicted = {}
+    for split, count in rows.items():
+        split_rows = trained_on.get(split, dataset[split])  # training's ids: not encoded again
+        batches = make_batches(
+            split_rows, encoder, predict_batch_size, rows=count, cache=False, cut_padding=cut_padding
+        )
+        predicted[split] = (
+            predictions(classifier, batches) if cut_padding else predictions(classifier, batches, split_rows)
+        )
+    if dataset.multi_label:
+        return multi_label_record(predicted, dataset.label_names)
+    accuracy = {split: accuracy_of(*pair) for split, pair in predicted.items()}
+    f1 = {split: macro_f1(truth, np.argmax(probabilities, -1)) for split, (truth, probabilities) in predicted.items()}
+    return accuracy, f1, None
 
 
 def _training_record(run, history, best, resumed_from_epoch, train_rows):
@@ -451,16 +465,26 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
     return encoder
 
 
-def _fit(run, classifier, encoder, rows, class_weights, rebuild):
+def _fit(run, classifier, encoder, rows, class_weights, cut_padding, rebuild):
     """Train `classifier` from where the run's backup left it: `(classifier, history, best epoch's
     callback or None, the epoch it resumed from, the `encoded_rows` it trained and validated on by
-    split where their token ids are kept in memory)`. `rebuild()` makes the same model outside any
-    strategy (for the multi-worker loop's evaluation)."""
+    split where their token ids are kept in memory)`. With `cut_padding`, on batches of texts of
+    similar length cut to their longest (`make_batches`). `rebuild()` makes the same model outside
+    any strategy (for the multi-worker loop's evaluation)."""
     config, dataset = run.config, run.dataset
     cache = not dataset.streamed  # streamed rows are read again each epoch, never held
 
     def batches_of(rows_dataset, batch, count=None, shuffle=False):
-        return make_batches(rows_dataset, encoder, batch, shuffle=shuffle, seed=config.seed, rows=count, cache=cache)
+        return make_batches(
+            rows_dataset,
+            encoder,
+            batch,
+            shuffle=shuffle,
+            seed=config.seed,
+            rows=count,
+            cache=cache,
+            cut_padding=cut_padding,
+        )
 
     if config.distribute == "multi-worker":
         return (*train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild), {})

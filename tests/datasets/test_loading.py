@@ -3,6 +3,7 @@ import csv
 import gzip
 import itertools
 import logging
+import math
 import os
 import re
 import socket
@@ -20,6 +21,7 @@ from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
+from keras_textattn.datasets.pipeline import LENGTH_STEP
 from keras_textattn.datasets.pipeline import sample_rows
 from keras_textattn.text import TextEncoder
 
@@ -586,6 +588,48 @@ def test_make_batches_shapes_shuffle_and_buckets(shared_data):
     fixed.adapt(data["train"].take(500))
     (ids, bigrams), labels = next(iter(make_batches(data["train"], fixed, 8)))
     assert ids.shape == bigrams.shape == (8, 16)
+
+
+def test_length_sorted_batches_cut_padding_and_keep_every_row(shared_data):
+    """IMDB's reviews, encoded at a fixed length with bigrams: the batches that cut their padding
+    hold every row once (ids and label together, none of a text's tokens cut), as many batches as
+    plain ones, each as long as its longest text rounded up to `LENGTH_STEP`, far less padding
+    in all; shuffled anew each epoch, the same for the same seed; unshuffled, sorted by length,
+    from ids kept in memory or texts encoded as they come."""
+    data = load_dataset(str(shared_data / "imdb" / "test.csv.gz"), splits=("train",))["train"].take(1000)
+    encoder = TextEncoder(max_tokens=2000, sequence_length=600, bigram_buckets=100)
+    encoder.adapt(data)
+    rows = 1000
+
+    def epoch(batches):
+        return [((ids.numpy(), bigrams.numpy()), labels.numpy()) for (ids, bigrams), labels in batches]
+
+    def as_rows(batches):
+        out = []
+        for (ids, bigrams), labels in batches:
+            for i in range(len(labels)):
+                length = int((ids[i] != 0).sum())
+                out.append((tuple(ids[i, :length]), tuple(bigrams[i, :length]), int(labels[i])))
+        return sorted(out)
+
+    plain = epoch(make_batches(data, encoder, 64, rows=rows))
+    cut = make_batches(data, encoder, 64, shuffle=True, seed=1, rows=rows, cut_padding=True)
+    first, second = epoch(cut), epoch(cut)
+    assert len(first) == len(plain) == math.ceil(rows / 64) == int(cut.cardinality())
+    assert sorted(len(labels) for _, labels in first) == [40] + [64] * 15  # the short one anywhere
+    assert as_rows(first) == as_rows(second) == as_rows(plain)
+    for (ids, bigrams), _ in first:
+        longest = int((ids != 0).sum(axis=1).max())
+        assert ids.shape == bigrams.shape and ids.shape[1] == min(600, math.ceil(longest / LENGTH_STEP) * LENGTH_STEP)
+    assert sum(ids.size for (ids, _), _ in first) < 0.75 * sum(ids.size for (ids, _), _ in plain)
+    assert [labels.tolist() for _, labels in first] != [labels.tolist() for _, labels in second]
+    again = epoch(make_batches(data, encoder, 64, shuffle=True, seed=1, rows=rows, cut_padding=True))
+    assert all(np.array_equal(a[0][0], b[0][0]) for a, b in zip(first, again))
+    for cache in (True, False):  # ids kept in memory, or texts encoded a chunk at a time
+        in_order = epoch(make_batches(data, encoder, 64, rows=rows, cache=cache, cut_padding=True))
+        assert as_rows(in_order) == as_rows(plain)
+        lengths = np.concatenate([(ids != 0).sum(axis=1) for (ids, _), _ in in_order])
+        assert np.all(np.diff(lengths) >= 0)  # the rows of a chunk (here all of them), shortest first
 
 
 class _CountingEncoder:

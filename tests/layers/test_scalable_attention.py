@@ -92,11 +92,35 @@ def test_needs_static_time():
         ScalableAttention()(keras.Input(shape=(None, 8)))
 
 
-def test_rejects_other_length_than_built():
+def test_rejects_a_longer_input_than_built():
     layer = ScalableAttention()
     layer(np.zeros((1, 5, 3), "float32"))
-    with pytest.raises(ValueError, match=r"expected axis 1 of input shape to have value 5.*\(1, 6, 3\)"):
+    with pytest.raises(ValueError, match=r"weights for 5 positions: inputs may be at most that long.*\(1, 6, 3\)"):
         layer(np.zeros((1, 6, 3), "float32"))
+
+
+@pytest.mark.parametrize("hidden_units", [(), (3,)])
+def test_a_shorter_input_gives_what_it_gives_padded(hidden_units):
+    """An input cut to fewer positions than built reads the first positions' weights: the output
+    and the scores of the cut positions are those of the input padded to the built length, also
+    in a compiled function whose length is only known when it runs (a batch cut to its texts)."""
+    rng = np.random.default_rng(0)
+    layer = ScalableAttention(hidden_units=hidden_units)
+    layer.build((None, 9, 4))
+    set_random_weights(layer, rng, scale=1.0)
+    x = rng.normal(size=(2, 9, 4)).astype("float32")
+    mask = np.array([[1] * 5 + [0] * 4, [1] * 3 + [0] * 6], bool)
+    padded, padded_alpha = to_numpy(layer(x, mask=mask, return_attention_scores=True))
+    calls = [lambda a, m: layer(a, mask=m, return_attention_scores=True)]
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        calls.append(tf.function(calls[0], reduce_retracing=True))
+    for call in calls:
+        for length in (5, 6, 9):
+            outputs, alpha = to_numpy(call(x[:, :length], mask[:, :length]))
+            np.testing.assert_allclose(outputs, padded, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(alpha, padded_alpha[:, :length], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize(

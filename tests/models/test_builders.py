@@ -11,6 +11,7 @@ from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
 from keras_textattn.models.dual_axial import VARIANTS
 from keras_textattn.text import TextEncoder
+from keras_textattn.training.model_setup import accept_shorter_ids
 from tests.small_models import SMALL
 
 TEXTS = ["A great film. Loved it!", "Dull and slow. Bad acting?", "", "fine"]
@@ -275,3 +276,28 @@ def test_han_reads_raw_text_and_needs_fixed_sizes():
     assert model.predict(tf.constant(TEXTS), verbose=0).shape == (4, 2)
     with pytest.raises(ValueError, match="HAN needs fixed sizes.*max_sentences=None"):
         build_han_classifier(2, vocabulary_size=10, sequence_length=5)
+
+
+@pytest.mark.parametrize("name", [name for name, spec in SPECS.items() if not spec.hierarchical])
+def test_reads_any_length_is_what_the_classifier_does(name):
+    """A classifier whose spec `reads_any_length` gives, on ids (and bigram ids) cut after the
+    batch's longest text, the outputs of the same ids padded to its length, as `train` feeds it
+    in training and scoring (`accept_shorter_ids`); the others cannot read them (a layer's
+    weights span the length)."""
+    rng = np.random.default_rng(0)
+    model = build_model(name, 3, vocabulary_size=50, sequence_length=40, bigram_buckets=30, **SMALL.get(name, {}))
+    lengths = np.array([25, 9, 17, 1])
+    real = np.arange(40) < lengths[:, None]
+    ids = np.where(real, rng.integers(2, 50, (4, 40)), 0).astype("int32")
+    bigrams = np.where(real, rng.integers(1, 31, (4, 40)), 0).astype("int32")
+    padded = keras.ops.convert_to_numpy(model([ids, bigrams]))
+    accept_shorter_ids(model)
+    if not get_spec(name).reads_any_length:
+        with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
+            model([ids[:, :25], bigrams[:, :25]])
+        return
+    model.compile(loss="sparse_categorical_crossentropy")
+    model.train_on_batch([ids[:, :25], bigrams[:, :25]], np.array([0, 1, 2, 0]))  # Keras's own check passes
+    cut = keras.ops.convert_to_numpy(model([ids[:, :25], bigrams[:, :25]]))
+    np.testing.assert_allclose(cut, keras.ops.convert_to_numpy(model([ids, bigrams])), rtol=1e-5, atol=1e-6)
+    assert padded.shape == cut.shape
