@@ -110,8 +110,8 @@ LENGTH_STEP = 32
 
 def length_sorted_batches(rows, batch_size, shuffle=False, seed=0, encoder=None):
     """Batches of `batch_size` of the `(ids, label)` `rows` (flat ids, or `(token ids, bigram
-    ids)`, padded with `PAD_ID` after each text; or `(text, label)` rows, encoded a chunk at a
-    time by the flat `encoder`, none held longer) in which texts of similar length go together,
+    ids)`, padded with `PAD_ID` after each text; or `(text, label)` rows, encoded by the flat
+    `encoder` as they come, none held longer than its chunk) in which texts of similar length go together,
     each batch cut to its longest text (rounded up to `LENGTH_STEP`): a model whose cost grows
     with the length reads little padding. The rows are sorted by length within chunks of
     `SORTED_CHUNK_BATCHES` batches; with `shuffle` (training, rows shuffled before), the batches
