@@ -123,10 +123,7 @@ def length_sorted_batches(rows, batch_size, shuffle=False, seed=0, encoder=None)
         return tf.nest.map_structure(lambda tensor: tf.gather(tensor, order), (ids, labels))
 
     if tf.nest.flatten(rows.element_spec)[0].dtype == tf.string:
-        encoding = _encoding(encoder)
-        rows = (
-            rows.batch(INFERENCE_ROWS).map(encoding, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
-        )
+        rows = _encoded(rows, encoder)
     # Padded to the chunk's longest (ids of a fixed length are already); a chunk's rows are a
     # whole number of batches, so no batch spans two chunks of other widths.
     chunks = rows.padded_batch(batch_size * SORTED_CHUNK_BATCHES)
@@ -153,10 +150,15 @@ def _cut_to_longest(ids, labels):
 def encoded_rows(dataset, encoder):
     """`(text, label)` rows as `(ids, label)` rows, encoded in batches of `INFERENCE_ROWS` (for an
     encoder of ids of a fixed shape) and kept in memory after the first pass."""
+    return _encoded(dataset, encoder).cache()
+
+
+def _encoded(dataset, encoder):
+    """`(text, label)` rows as `(ids, label)` rows, encoded in batches of `INFERENCE_ROWS`."""
     encoded = dataset.batch(INFERENCE_ROWS).map(
         _encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
-    return encoded.unbatch().cache()
+    return encoded.unbatch()
 
 
 def _encoding(encoder):

@@ -123,14 +123,14 @@ class ScalableAttention(keras.layers.Layer):
                     initializer=self.bias_initializer,
                 )
             )
-        self.time = time
         self.input_spec = utils.built_input_spec(input_shape, axes=(2,))
 
     def call(self, inputs, mask=None, return_attention_scores=False):
         utils.check_call_inputs(self, inputs, mask)
-        if inputs.shape[1] is not None and inputs.shape[1] > self.time:
+        positions = self.kernels[0].shape[0]
+        if inputs.shape[1] is not None and inputs.shape[1] > positions:
             raise ValueError(
-                f"{type(self).__name__} has weights for {self.time} positions: inputs may be at most that "
+                f"{type(self).__name__} has weights for {positions} positions: inputs may be at most that "
                 f"long. Received: input shape {tuple(inputs.shape)}"
             )
         inputs = utils.zero_padding(inputs, mask)

@@ -186,8 +186,8 @@ class TextEncoder(keras.layers.Layer):
         self.added_tokens = added_tokens
         # Tokens are the text between delimiters, and the delimiters matched by `_kept`.
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
-        self._delimiter = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+|{self._kept}"
         self._dropped = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+"
+        self._delimiter = f"{self._dropped}|{self._kept}"
         self._sentence_end = CJK_SENTENCE_END if self.split_cjk else SENTENCE_END
         self.lookup = keras.layers.StringLookup(mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup")
         self._adapted = False
