@@ -455,7 +455,8 @@ class TrainConfig:
     class_weight: object = _optimisation(
         None,
         "weigh each class's loss: balanced (inverse class frequency) or a JSON "
-        "mapping of class name to weight, e.g. '{\"spam\": 5}'",
+        "mapping of class name to weight, e.g. '{\"spam\": 5}' (multi-label: "
+        "each label's positive and negative rows; a name weighs its positives)",
         parse={"type": flags.class_weight, "metavar": "balanced|JSON"},
     )
     seed: int = _optimisation(

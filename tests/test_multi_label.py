@@ -88,3 +88,88 @@ def test_scores_as_counted_by_hand():
 def test_macro_f1_leaves_out_a_label_with_no_rows_never_decided():
     truth = np.array([[1, 0], [0, 0]])
     assert multi_label.scores(truth, truth)["macro_f1"] == 1.0  # label 2: no rows, none decided
+
+
+def _best_threshold_macro_f1(truth, probabilities):
+    """Each label's best F1 over the candidates, by counting; the mean over labels with a positive."""
+    present = [label for label in range(truth.shape[1]) if truth[:, label].any()]
+    best = [max(_f1(truth[:, j], probabilities[:, j] >= t) for t in multi_label.CANDIDATES) for j in present]
+    return float(np.mean(best))
+
+
+def test_the_streamed_macro_f1_is_each_labels_best_f1_as_counted():
+    import keras
+
+    from keras_textattn.metrics import BestThresholdMacroF1
+
+    rng = np.random.default_rng(2)
+    truth = rng.random((300, 5)) < [0.05, 0.2, 0.4, 0.1, 0.0]  # the last label has no positive: not averaged
+    probabilities = np.clip(0.3 * truth + 0.7 * rng.random(truth.shape), 0, 1).astype("float32")
+    metric = BestThresholdMacroF1(5)
+    for start in range(0, 300, 64):  # batches of rows, as fit and evaluate give them
+        metric.update_state(truth[start : start + 64], probabilities[start : start + 64])
+    expected = _best_threshold_macro_f1(truth, probabilities)
+    assert float(metric.result()) == pytest.approx(expected, abs=1e-6)
+    assert 0.2 < expected < 0.9  # neither 0 nor 1: the counts, not a constant, decide it
+    # A weight of 2 counts a row twice.
+    twice = np.repeat(np.arange(300), 1 + (np.arange(300) % 2))
+    weighted = BestThresholdMacroF1(5)
+    weighted.update_state(truth, probabilities, sample_weight=1 + (np.arange(300) % 2))
+    assert float(weighted.result()) == pytest.approx(
+        _best_threshold_macro_f1(truth[twice], probabilities[twice]), abs=1e-6
+    )
+    metric.reset_state()
+    assert float(metric.result()) == 0.0
+    again = keras.metrics.deserialize(keras.metrics.serialize(weighted))
+    assert again.labels == 5 and again.name == "macro_f1"
+    with pytest.raises(ValueError, match=r"y_true must be \(batch, 5\) of 0/1; got shape \(4, 3\)"):
+        metric.update_state(np.zeros((4, 3)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="labels must be a whole number of at least 1; got 0"):
+        BestThresholdMacroF1(0)
+
+
+def test_the_label_weighted_loss_weighs_each_labels_positives_and_negatives():
+    import keras
+
+    from keras_textattn.losses import LabelWeightedBinaryCrossentropy
+
+    rng = np.random.default_rng(3)
+    truth = (rng.random((16, 3)) < 0.3).astype("float32")
+    probabilities = rng.uniform(0.01, 0.99, (16, 3)).astype("float32")
+    positive, negative = [4.0, 1.0, 0.5], [0.25, 1.0, 2.0]
+    weights = truth * positive + (1 - truth) * negative
+    for smoothing in (0.0, 0.2):
+        targets = truth * (1 - smoothing) + 0.5 * smoothing
+        each = -(targets * np.log(probabilities) + (1 - targets) * np.log(1 - probabilities))
+        loss = LabelWeightedBinaryCrossentropy(positive, negative, smoothing)
+        assert float(loss(truth, probabilities)) == pytest.approx(np.mean(weights * each), rel=1e-5)
+        # Weights of 1 are Keras's binary cross-entropy.
+        ones = LabelWeightedBinaryCrossentropy([1.0] * 3, [1.0] * 3, smoothing)
+        keras_loss = keras.losses.BinaryCrossentropy(label_smoothing=smoothing)
+        assert float(ones(truth, probabilities)) == pytest.approx(float(keras_loss(truth, probabilities)), rel=1e-5)
+    again = keras.losses.deserialize(keras.losses.serialize(LabelWeightedBinaryCrossentropy(positive, negative, 0.1)))
+    assert (again.positive_weights, again.negative_weights, again.label_smoothing) == (positive, negative, 0.1)
+    with pytest.raises(ValueError, match=r"y_pred must be \(batch, 3\): one probability per weighted label"):
+        again(truth[:, :2], probabilities[:, :2])
+    with pytest.raises(ValueError, match="one weight per label each; got 3 and 2"):
+        LabelWeightedBinaryCrossentropy(positive, [1.0, 1.0])
+    with pytest.raises(ValueError, match="negative_weights must be positive finite numbers"):
+        LabelWeightedBinaryCrossentropy(positive, [1.0, 0.0, float("inf")])
+
+
+def test_balanced_label_weights_are_counted_per_label_on_the_training_rows():
+    import tensorflow as tf
+
+    from keras_textattn.datasets import DataError
+    from keras_textattn.datasets import weigh_labels
+
+    truth = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 0], [1, 0, 0]], "float32")  # label 2 has no positive
+    rows = tf.data.Dataset.from_tensor_slices((tf.constant(["a", "b", "c", "d"]), truth))
+    positive, negative, record = weigh_labels("balanced", rows, ["x", "y", "z"])
+    # n / (2 * positives) and n / (2 * negatives): x 3 of 4, y 1 of 4; z's positive side has no row.
+    assert positive == pytest.approx([4 / 6, 4 / 2, 1.0]) and negative == pytest.approx([4 / 2, 4 / 6, 4 / 8])
+    assert record["y"] == {"positive": pytest.approx(2.0), "negative": pytest.approx(4 / 6)}
+    assert weigh_labels({"y": 3}, rows, ["x", "y", "z"])[:2] == ([1.0, 3.0, 1.0], [1.0, 1.0, 1.0])
+    with pytest.raises(DataError, match=r"names labels the data does not have: \['w'\]; the labels are"):
+        weigh_labels({"w": 2}, rows, ["x", "y", "z"])
+    assert weigh_labels(None, rows, ["x", "y", "z"]) == (None, None, None)

@@ -10,6 +10,7 @@ from keras_textattn.datasets.pipeline import keeps_ids
 from keras_textattn.datasets.pipeline import make_batches
 from keras_textattn.datasets.pipeline import sample_rows
 from keras_textattn.datasets.pipeline import weigh_classes
+from keras_textattn.datasets.pipeline import weigh_labels
 from keras_textattn.datasets.sources import load_dataset
 from keras_textattn.datasets.sources import load_labelled_data
 from keras_textattn.datasets.sources import resolve_source
@@ -30,4 +31,5 @@ __all__ = [
     "resolve_source",
     "sample_rows",
     "weigh_classes",
+    "weigh_labels",
 ]

@@ -205,22 +205,50 @@ def weigh_classes(class_weight, train_rows, label_names):
         counts = np.bincount(labels, minlength=len(label_names))
         weights = {i: (len(labels) / (len(label_names) * count) if count else 1.0) for i, count in enumerate(counts)}
     else:
-        unknown = sorted(set(map(str, class_weight)) - set(label_names))
-        if unknown:
-            raise DataError(
-                f"class_weight (--class-weight) names classes the data does not have: {unknown}; "
-                f"the classes are {label_names}"
-            )
-        bad = {
-            k: v
-            for k, v in class_weight.items()  # inf (JSON's 1e400) weighed every other class as 0
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < FLOAT32_MAX
-        }
-        if bad:
-            raise DataError(f"class weights must be positive numbers (finite in float32); got {bad}")
-        given = {str(name): float(weight) for name, weight in class_weight.items()}
+        given = _given_weights(class_weight, label_names, "classes")
         weights = {i: given.get(name, 1.0) for i, name in enumerate(label_names)}
     return weights, {label_names[i]: weight for i, weight in weights.items()}
+
+
+def weigh_labels(class_weight, train_rows, label_names):
+    """`(positive weights, negative weights, the same by label name for metrics.json)` of multi-label
+    data, one of each per label, for `LabelWeightedBinaryCrossentropy`; None for no `class_weight`.
+    "balanced" weighs each label as scikit-learn's balanced weights weigh a binary problem:
+    n / (2 * positives) its positive rows, n / (2 * negatives) its negative rows, counted on the
+    training split (1 for a side with no row); a mapping of label name to weight weighs that label's
+    positive rows (its negatives, and labels left out, weigh 1)."""
+    if class_weight is None:
+        return None, None, None
+    if class_weight == "balanced":
+        truth = np.concatenate([*train_rows.map(lambda _, label: label).batch(65_536).as_numpy_iterator()])
+        rows, positives = len(truth), np.sum(truth, axis=0)
+        negatives = rows - positives
+        positive = np.where(positives > 0, rows / (2 * np.maximum(positives, 1)), 1.0).tolist()
+        negative = np.where(negatives > 0, rows / (2 * np.maximum(negatives, 1)), 1.0).tolist()
+    else:
+        given = _given_weights(class_weight, label_names, "labels")
+        positive, negative = [given.get(name, 1.0) for name in label_names], [1.0] * len(label_names)
+    record = {name: {"positive": p, "negative": n} for name, p, n in zip(label_names, positive, negative)}
+    return positive, negative, record
+
+
+def _given_weights(class_weight, label_names, what):
+    """`{name: weight}` of a `class_weight` mapping, each name one of `label_names` (the data's
+    `what`: classes or labels) and each weight positive and finite in float32; a `DataError` otherwise."""
+    unknown = sorted(set(map(str, class_weight)) - set(label_names))
+    if unknown:
+        raise DataError(
+            f"class_weight (--class-weight) names {what} the data does not have: {unknown}; "
+            f"the {what} are {label_names}"
+        )
+    bad = {
+        k: v
+        for k, v in class_weight.items()  # inf (JSON's 1e400) weighed every other class as 0
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < FLOAT32_MAX
+    }
+    if bad:
+        raise DataError(f"class weights must be positive numbers (finite in float32); got {bad}")
+    return {str(name): float(weight) for name, weight in class_weight.items()}
 
 
 # The vocabulary is counted on at most this many training rows (`sample_rows`): every shared

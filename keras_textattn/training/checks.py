@@ -60,7 +60,6 @@ def check_multi_label(config, multi_label):
     if not multi_label:
         return
     refused = {
-        "class_weight (--class-weight)": config.class_weight is not None,
         f"distribute {config.distribute} (--distribute)": config.distribute in ("multi-worker", "ray"),
     }
     given = [name for name, taken in refused.items() if taken]

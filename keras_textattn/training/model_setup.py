@@ -8,8 +8,13 @@ import keras
 import numpy as np
 
 from keras_textattn import multi_label
+from keras_textattn._scores import macro_f1
 from keras_textattn.datasets import sample_rows
+from keras_textattn.datasets import weigh_classes
+from keras_textattn.datasets import weigh_labels
+from keras_textattn.losses import LabelWeightedBinaryCrossentropy
 from keras_textattn.losses import SmoothedSparseCategoricalCrossentropy
+from keras_textattn.metrics import BestThresholdMacroF1
 from keras_textattn.metrics import SubsetAccuracy
 from keras_textattn.models import build_model
 from keras_textattn.models import get_spec
@@ -167,10 +172,14 @@ def build_classifier(spec, num_classes, encoder, model_kwargs, given, dtype_poli
         ) from None
 
 
-def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size", multi_label=False):
+def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size", multi_label=False, label_weights=None):
     """The cross-entropy of integer labels a run trains with: with `label_smoothing` (in [0, 1)), of
     the smoothed targets (`SmoothedSparseCategoricalCrossentropy`); without it (None or 0), Keras's.
-    With `multi_label`, the binary cross-entropy of each label's 0/1 (smoothed towards 1/2)."""
+    With `multi_label`, the binary cross-entropy of each label's 0/1 (smoothed towards 1/2), its
+    positive and negative rows weighed by `label_weights` (`(positive, negative)`, one of each per
+    label: `LabelWeightedBinaryCrossentropy`) where given."""
+    if multi_label and label_weights is not None:
+        return LabelWeightedBinaryCrossentropy(*label_weights, label_smoothing or 0.0, reduction=reduction)
     if multi_label:
         return keras.losses.BinaryCrossentropy(label_smoothing=label_smoothing or 0.0, reduction=reduction)
     if label_smoothing is None or (label_smoothing == 0 and not isinstance(label_smoothing, bool)):
@@ -178,9 +187,10 @@ def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size", multi
     return SmoothedSparseCategoricalCrossentropy(label_smoothing, reduction=reduction)
 
 
-def compile_classifier(model, optimizer, label_smoothing=None, multi_label=False):
-    """Compile `model` for integer labels, or for 0/1 vectors when `multi_label` (`classifier_loss`),
-    with `optimizer` and `accuracy_metric`, the optimizer
+def compile_classifier(model, optimizer, label_smoothing=None, multi_label=False, label_weights=None):
+    """Compile `model` for integer labels, or for 0/1 vectors when `multi_label` (`classifier_loss`,
+    with `label_weights`),
+    with `optimizer` and `classifier_metrics`, the optimizer
     wrapped in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
     wraps it too, but the saved compile config then names the bare optimizer, and
     `keras.models.load_model` rebuilds a functional model under the loader's global dtype policy
@@ -190,16 +200,20 @@ def compile_classifier(model, optimizer, label_smoothing=None, multi_label=False
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale_optimizer")
     model.compile(
         optimizer=optimizer,
-        loss=classifier_loss(label_smoothing, multi_label=multi_label),
-        metrics=[accuracy_metric(multi_label)],
+        loss=classifier_loss(label_smoothing, multi_label=multi_label, label_weights=label_weights),
+        metrics=classifier_metrics(model.output_shape[-1], multi_label),
     )
 
 
-def accuracy_metric(multi_label=False):
-    """Keras's "accuracy" for integer labels, its variables made now: the string "accuracy" makes
-    them inside the first trace of the training step, which tf.function then traces again. With
-    `multi_label`, the subset accuracy at threshold 1/2 (`SubsetAccuracy`): every label of a row right."""
-    return SubsetAccuracy() if multi_label else keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+def classifier_metrics(outputs, multi_label=False):
+    """What a classifier of `outputs` classes (or labels) logs, its variables made now (the string
+    "accuracy" makes them inside the first trace of the training step, which tf.function then
+    traces again): Keras's accuracy for integer labels; with `multi_label`, the subset accuracy at
+    threshold 1/2 (`SubsetAccuracy`: every label of a row right) and the macro F1 at each label's
+    best threshold (`BestThresholdMacroF1`, "macro_f1": what a search of multi-label data maximises)."""
+    if multi_label:
+        return [SubsetAccuracy(), BestThresholdMacroF1(outputs)]
+    return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
 
 def predictions(classifier, batches, rows=None):
@@ -243,6 +257,29 @@ def accept_shorter_ids(classifier):
 def accuracy_of(truth, probabilities):
     """The share of rows whose most probable class is their label."""
     return float(np.mean(truth == np.argmax(probabilities, axis=-1)))
+
+
+def class_weights_of(class_weight, dataset):
+    """`(fit's class_weight, the loss's label weights, what metrics.json records)` of a run's
+    `class_weight` ("balanced", `{name: weight}` or None) on `dataset`: for single-label data, weights
+    of whole rows by class for `fit` (`weigh_classes`); for multi-label data, each label's positive
+    and negative weights for the loss (`weigh_labels`), which `fit`'s one class per row cannot give."""
+    if dataset.multi_label:
+        positive, negative, record = weigh_labels(class_weight, dataset["train"], dataset.label_names)
+        return None, (None if positive is None else (positive, negative)), record
+    weights, record = weigh_classes(class_weight, dataset["train"], dataset.label_names)
+    return weights, None, record
+
+
+def split_scores(predicted, label_names, multi_label=False):
+    """`(accuracy, macro F1, the multi-label record or None)` by split, from `predicted` (split to
+    `(truth, probabilities)`): of the most probable class, or for `multi_label` data of the label
+    sets decided at thresholds chosen on the validation split (`multi_label_record`)."""
+    if multi_label:
+        return multi_label_record(predicted, label_names)
+    accuracy = {split: accuracy_of(*pair) for split, pair in predicted.items()}
+    f1 = {split: macro_f1(truth, np.argmax(probabilities, -1)) for split, (truth, probabilities) in predicted.items()}
+    return accuracy, f1, None
 
 
 def multi_label_record(predicted, label_names):

@@ -20,13 +20,11 @@ from keras_textattn import _backend
 from keras_textattn._files import check_path
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
-from keras_textattn._scores import macro_f1
 from keras_textattn.datasets import encoded_rows
 from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import keeps_ids
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
-from keras_textattn.datasets import weigh_classes
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
@@ -53,8 +51,8 @@ from keras_textattn.training.checks import check_multi_label
 from keras_textattn.training.checks import check_run_options
 from keras_textattn.training.checks import check_sizes_fit
 from keras_textattn.training.model_setup import accept_shorter_ids
-from keras_textattn.training.model_setup import accuracy_of
 from keras_textattn.training.model_setup import build_classifier
+from keras_textattn.training.model_setup import class_weights_of
 from keras_textattn.training.model_setup import compile_classifier
 from keras_textattn.training.model_setup import cuts_padding
 from keras_textattn.training.model_setup import embedding_updates
@@ -62,9 +60,9 @@ from keras_textattn.training.model_setup import fit_encoder
 from keras_textattn.training.model_setup import initialise_embeddings
 from keras_textattn.training.model_setup import initialise_from
 from keras_textattn.training.model_setup import make_optimizer
-from keras_textattn.training.model_setup import multi_label_record
 from keras_textattn.training.model_setup import predictions
 from keras_textattn.training.model_setup import source_run_metrics
+from keras_textattn.training.model_setup import split_scores
 from keras_textattn.training.model_setup import with_batch_for_rows
 from keras_textattn.training.model_setup import with_multi_label_training
 from keras_textattn.training.model_setup import with_recipe
@@ -318,6 +316,7 @@ def _train_run(run):
         preset = config.preset
         model_kwargs = {**spec.preset_arguments(preset), **config.model_kwargs}
     encoder = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
+    class_weights, label_weights, class_weight = class_weights_of(config.class_weight, dataset)
     with run.strategy.scope():
         classifier = build_classifier(
             spec,
@@ -337,7 +336,11 @@ def _train_run(run):
                 "its batch used (--embedding-updates dense updates every row)"
             )
         compile_classifier(
-            classifier, make_optimizer(config, updates), config.label_smoothing, multi_label=dataset.multi_label
+            classifier,
+            make_optimizer(config, updates),
+            config.label_smoothing,
+            multi_label=dataset.multi_label,
+            label_weights=label_weights,
         )
         # Built here, not by Keras inside the first trace of the training step: a traced function
         # that creates variables is traced a second time.
@@ -347,7 +350,6 @@ def _train_run(run):
         cut = cuts_padding(spec, encoder, config)
         if cut:
             accept_shorter_ids(classifier)
-    class_weights, class_weight = weigh_classes(config.class_weight, dataset["train"], dataset.label_names)
     fitted = _fit(
         run,
         classifier,
@@ -401,11 +403,7 @@ def _scores(run, classifier, encoder, rows, trained_on, cut_padding):
         predicted[split] = (
             predictions(classifier, batches) if cut_padding else predictions(classifier, batches, split_rows)
         )
-    if dataset.multi_label:
-        return multi_label_record(predicted, dataset.label_names)
-    accuracy = {split: accuracy_of(*pair) for split, pair in predicted.items()}
-    f1 = {split: macro_f1(truth, np.argmax(probabilities, -1)) for split, (truth, probabilities) in predicted.items()}
-    return accuracy, f1, None
+    return split_scores(predicted, dataset.label_names, dataset.multi_label)
 
 
 def _training_record(run, history, best, resumed_from_epoch, train_rows):

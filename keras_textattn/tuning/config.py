@@ -47,7 +47,7 @@ ENCODER_SETTINGS = {
     "split_long_sentences": bool,
     "bigram_buckets": int,
 }
-OBJECTIVES = ("val_accuracy", "val_loss", "accuracy", "loss")
+OBJECTIVES = ("val_accuracy", "val_loss", "val_macro_f1", "accuracy", "loss", "macro_f1")
 TYPES = ("int", "float", "choice", "boolean")
 KEYS = {
     "int": {"type", "min", "max", "step", "sampling", "default"},
@@ -109,7 +109,7 @@ class TuningConfig:
     path: str
     model: str
     preset: str = "cpu"
-    objective: str = "val_accuracy"
+    objective: str = None  # None: by the data, `objective_for`
     max_trials: int = 10
     epochs: int = 3
     batch_size: int = 32
@@ -123,7 +123,21 @@ class TuningConfig:
 
     @property
     def direction(self):
-        return "max" if "accuracy" in self.objective else "min"
+        return "min" if self.objective.endswith("loss") else "max"
+
+    def objective_for(self, multi_label):
+        """The objective a search maximises (a loss: minimises): the config's, else the validation
+        accuracy, or for `multi_label` data the validation macro F1 at each label's best threshold
+        (`BestThresholdMacroF1`: the subset accuracy rewards a model for leaving rare labels out).
+        A macro F1 objective on single-label data is a `ConfigError`: only multi-label runs log it."""
+        if self.objective is None:
+            return "val_macro_f1" if multi_label else "val_accuracy"
+        if self.objective.endswith("macro_f1") and not multi_label:
+            raise ConfigError(
+                f"{self.path}: objective: {self.objective} is for multi-label data (each label's threshold); "
+                "a search of single-label data takes val_accuracy or val_loss"
+            )
+        return self.objective
 
     def largest(self, name):
         """The largest value of the encoder hyperparameter `name` (`max_tokens` or
@@ -195,7 +209,7 @@ def _checked_config(path, raw):
         fail("preset", f"unknown preset {preset!r}", ", ".join(PRESETS))
     config.preset = preset
     objective = raw.get("objective", config.objective)
-    if objective not in OBJECTIVES:
+    if objective is not None and objective not in OBJECTIVES:
         fail("objective", f"unknown objective {objective!r}", ", ".join(OBJECTIVES))
     config.objective = objective
     _set_sections(fail, config, raw)

@@ -24,7 +24,6 @@ from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets import sample_rows
-from keras_textattn.datasets import weigh_classes
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_whole
 from keras_textattn.models import build_model
@@ -48,6 +47,9 @@ from keras_textattn.training import check_preset
 from keras_textattn.training import choose_lengths_saying_so
 from keras_textattn.training import compile_classifier
 from keras_textattn.training import schedule_callbacks
+from keras_textattn.training.model_setup import class_weights_of
+from keras_textattn.training.model_setup import predictions
+from keras_textattn.training.model_setup import split_scores
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
 from keras_textattn.tuning.config import TuningConfig
@@ -81,17 +83,21 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
     `sequence_length` keeps the first that many ids of each text, which is what an encoder
     of that length gives (`TextEncoder.cut_length`); every other hyperparameter is a
     builder argument. `dtype_policy`: the models' Keras dtype policy (None: the
-    global one). `embedding_rows(size)`, None until `tune` sets it after `check_space` (making
+    global one). `multi_label`: a sigmoid per label, trained with the binary cross-entropy, its
+    labels' positive and negative rows weighed by `label_weights` where given (`class_weights_of`).
+    `embedding_rows(size)`, None until `tune` sets it after `check_space` (making
     the rows can mean training word2vec): the initial token embedding of that size for the
     encoder's whole vocabulary, and which ids have a vector (`config.embeddings` says where
     it comes from); each trial starts from the first rows (those of its vocabulary), frozen
     as `freeze_embeddings` (searched or fixed) says.
     """
 
-    def __init__(self, config, num_classes, encoder, dtype_policy=None):
+    def __init__(self, config, num_classes, encoder, dtype_policy=None, multi_label=False, label_weights=None):
         super().__init__(name=config.model)
         self.config = config
         self.num_classes = num_classes
+        self.multi_label = multi_label
+        self.label_weights = label_weights
         self.encoder = encoder
         self.dtype_policy = dtype_policy
         self.embedding_rows = None
@@ -154,6 +160,7 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
                 self.config.model,
                 self.num_classes,
                 dtype_policy=self.dtype_policy,
+                multi_label=self.multi_label,
                 vocabulary_size=self.vocabulary_size(hp),
                 **{
                     **get_spec(self.config.model).shape_arguments(self.encoder),
@@ -175,7 +182,8 @@ class TextAttentionHyperModel(keras_tuner.HyperModel):
             rows, _ = self.embedding_rows(layer.output_dim)
             layer.embeddings.assign(rows[: self.vocabulary_size(hp)])
             layer.trainable = not self.frozen(values)
-        compile_classifier(model, keras.optimizers.Adam(self.learning_rate(hp)))
+        optimizer = keras.optimizers.Adam(self.learning_rate(hp))
+        compile_classifier(model, optimizer, multi_label=self.multi_label, label_weights=self.label_weights)
         return model
 
     def learning_rate(self, hp):
@@ -471,16 +479,20 @@ def tune(
     )
     keras.utils.set_random_seed(config.seed)
     dataset, _ = load_labelled_data(data, seed=config.seed, **{name: getattr(options, name) for name in DATA_OPTIONS})
-    if dataset.multi_label:
-        raise UserError(
-            "tune does not search multi-label data yet; train the model with train --multi-label (its "
-            "thresholds are chosen on the held-out rows)"
+    if config.objective is None and dataset.multi_label and verbose:
+        print(
+            "Multi-label data: the search maximises val_macro_f1, the validation macro F1 with each label at "
+            "its best threshold (objective: in the config to change it)"
         )
+    config.objective = config.objective_for(dataset.multi_label)
     _check_same_search(directory, config, tuner)
     encoder_path = os.path.join(directory, "encoder.keras")
     new_encoder = not os.path.exists(encoder_path)
     encoder = load_encoder(encoder_path) if not new_encoder else _search_encoder(config, dataset, options)
-    hypermodel = TextAttentionHyperModel(config, dataset.num_classes, encoder, options.dtype_policy)
+    class_weights, label_weights, weights_by_name = class_weights_of(options.class_weight, dataset)
+    hypermodel = TextAttentionHyperModel(
+        config, dataset.num_classes, encoder, options.dtype_policy, dataset.multi_label, label_weights
+    )
     hypermodel.check_space()  # before the directory records this search: a mended config may start it
     os.makedirs(directory, exist_ok=True)  # only now: a search refused before it starts leaves no folder behind
     _record_search(directory, config, tuner)
@@ -507,7 +519,6 @@ def tune(
     validation_batches = make_batches(
         dataset["validation"], encoder, predict_batch_size, cache=cache, rows=(dataset.rows or {}).get("validation")
     )
-    class_weights, weights_by_name = weigh_classes(options.class_weight, dataset["train"], dataset.label_names)
     with without_optimizer_state_warning():  # hyperband starts a continued trial from its parent's checkpoint
         try:
             search.search(
@@ -627,7 +638,8 @@ def _search_encoder(config, dataset, options):
 
 
 def _save_best(search, hypermodel, config, dataset, folder, score, weights_by_name, predict_batch_size):
-    """The best trial's model as a run folder at `folder`, with its scores on every split."""
+    """The best trial's model as a run folder at `folder`, with its scores on every split (for
+    multi-label data, with the thresholds chosen on the validation split, as `train` chooses them)."""
     with without_optimizer_state_warning():  # the best trial's checkpoint holds its optimizer's state
         best_model = search.get_best_models(1)[0]
     best_hp = search.get_best_hyperparameters(1)[0]
@@ -635,19 +647,22 @@ def _save_best(search, hypermodel, config, dataset, folder, score, weights_by_na
     encoder = hypermodel.trial_encoder(best_hp)  # as the best trial read its texts
     searched = hypermodel.declare(best_hp)
     best = {**_preset_arguments(config), **searched}
-    accuracy = {}
-    for split in dataset.splits:
-        batches = make_batches(
-            dataset[split], encoder, predict_batch_size, cache=False, rows=(dataset.rows or {}).get(split)
+    rows = dataset.rows or {}
+    predicted = {
+        split: predictions(
+            best_model, make_batches(dataset[split], encoder, predict_batch_size, cache=False, rows=rows.get(split))
         )
-        results = best_model.evaluate(batches, verbose=0, return_dict=True)
-        accuracy[split] = float(results["accuracy"])
+        for split in dataset.splits
+    }
+    accuracy, f1, multi_label = split_scores(predicted, dataset.label_names, dataset.multi_label)
     metrics = {
         "model": config.model,
         "preset": config.preset,
         "model_kwargs": _builder_arguments(best),
         "hyperparameters": {**config.fixed, **searched},
         "accuracy": accuracy,
+        "macro_f1": f1,
+        "multi_label": multi_label,
         "objective": config.objective,
         "score": score,
         "tuner_config": config.path,

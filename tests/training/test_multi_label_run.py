@@ -205,14 +205,37 @@ def test_a_killed_multi_label_run_resumes_with_thresholds_of_its_own_model(share
     assert macro_f1(recorded) == pytest.approx(metrics["multi_label"]["scores"]["validation"]["macro_f1"], abs=0.01)
 
 
+def test_balanced_class_weights_weigh_each_labels_rows_and_raise_the_rare_labels(shared_data, tmp_path):
+    from keras_textattn.losses import LabelWeightedBinaryCrossentropy
+    from keras_textattn.run_folder import load_run
+
+    folder, names = _goemotions(shared_data)
+    data = {"train": _file(folder / "dev.tsv.gz")}  # 5,426 comments: a quick epoch
+    runs = {
+        weight: train(
+            "scalable_attention", data, str(tmp_path / str(weight)), label_names=names, epochs=1, class_weight=weight
+        )
+        for weight in (None, "balanced")
+    }
+    record = runs["balanced"]["class_weight"]
+    positive = [record[name]["positive"] for name in names]
+    assert runs[None]["class_weight"] is None and min(positive) > 1 > max(record[n]["negative"] for n in names)
+    model, _, _ = load_run(tmp_path / "balanced")  # the run's model trains on with the weights it was given
+    assert isinstance(model.loss, LabelWeightedBinaryCrossentropy) and model.loss.positive_weights == positive
+    # The rarest labels' positives weigh most, and the weighted run gives them more probability.
+    texts, _, _ = _truth(folder / "dev.tsv.gz", names)
+    rare = np.argsort(positive)[-5:]
+    mean = {w: np.mean(Classifier(tmp_path / str(w)).probabilities(texts[:1000])[:, rare]) for w in runs}
+    assert mean["balanced"] > 3 * mean[None], mean
+
+
 @pytest.mark.parametrize(
     "extra, content, message",
     [
         ([], "text\tlabels\na\tjoy\nb\t\n", "train.tsv, row 3: column 'labels': the label is empty"),
-        (["--class-weight", "balanced"], None, "a multi-label run does not take class_weight (--class-weight) yet"),
         (["--distribute", "multi-worker"], None, "a multi-label run does not take distribute multi-worker"),
     ],
-    ids=["empty-label", "class-weight", "multi-worker"],
+    ids=["empty-label", "multi-worker"],
 )
 def test_what_a_multi_label_run_cannot_take_is_one_line_and_exit_2(tmp_path, capsys, extra, content, message):
     path = tmp_path / "train.tsv"
@@ -248,22 +271,65 @@ def test_explain_shows_each_texts_label_set_and_the_tokens_of_a_chosen_label(mul
     assert "--label 'glee' is not a label of the run" in capsys.readouterr().err
 
 
-def test_a_search_of_multi_label_data_is_refused_in_one_line(tmp_path, capsys):
-    path = tmp_path / "train.tsv"
-    path.write_text("text\tlabels\n" + "a b\tjoy,love\nc d\tanger\n" * 20)
-    command = [
-        "tune",
-        "--config",
-        "scalable_attention",
-        "--data",
-        str(path),
-        "--label-column",
-        "labels",
-        "--multi-label",
-    ]
-    assert main([*command, "--directory", str(tmp_path / "search")]) == 2
+SEARCH = """\
+model: scalable_attention
+tuner: {max_trials: 2, epochs: 3, batch_size: 64}
+encoder: {max_tokens: 5000, sequence_length: 32}
+fixed: {embedding_dim: 16, learning_rate: 0.003}
+hyperparameters:
+  fc_units: {type: choice, values: [8, 32], default: 8}
+"""
+
+
+def test_a_search_of_multi_label_data_maximises_macro_f1_and_its_best_run_keeps_thresholds(shared_data, tmp_path):
+    from keras_textattn.datasets import load_labelled_data
+    from keras_textattn.datasets import make_batches
+    from keras_textattn.metrics import BestThresholdMacroF1
+    from keras_textattn.run_folder import load_run
+    from keras_textattn.tuning import tune
+
+    folder, names = _goemotions(shared_data)
+    config = tmp_path / "search.yaml"
+    config.write_text(SEARCH)
+    data = {"text_column": 0, "label_column": 1, "header": False, "label_delimiter": ",", "label_names": names}
+    data["multi_label"] = True
+    rows = tune(config, str(folder / "train.tsv.gz"), tmp_path / "search", class_weight="balanced", verbose=0, **data)
+    assert len(rows) == 2 and rows[0]["score"] >= rows[1]["score"]
+    # The score is the validation macro F1 at each label's best threshold, of the best model as saved.
+    model, encoder, _ = load_run(tmp_path / "search" / "best")
+    validation = load_labelled_data(str(folder / "train.tsv.gz"), seed=0, **data)[0]["validation"]
+    metric = BestThresholdMacroF1(len(names))
+    for ids, labels in make_batches(validation, encoder, 256):
+        metric.update_state(labels, model.predict_on_batch(ids))
+    assert float(metric.result()) == pytest.approx(rows[0]["score"], abs=1e-4)
+    # Well above the macro F1 of deciding every label for every row (each label's best by guessing).
+    prevalence = np.mean(np.concatenate([labels.numpy() for _, labels in make_batches(validation, encoder, 256)]), 0)
+    guessing = np.mean([2 * p / (1 + p) for p in prevalence if p > 0])
+    assert 2 * guessing < rows[0]["score"] < 0.9, (guessing, rows)
+    # The best run decides as a multi-label run does: thresholds chosen on those rows.
+    metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    assert metrics["objective"] == "val_macro_f1"
+    weights = [metrics["class_weight"][name]["positive"] for name in names]  # each label's, as train weighs them
+    assert model.loss.positive_weights == weights and min(weights) > 1
+    assert sorted(metrics["multi_label"]["thresholds"]) == sorted(names)
+    assert metrics["macro_f1"]["validation"] == metrics["multi_label"]["scores"]["validation"]["macro_f1"] > 0.1
+    predicted = Classifier(tmp_path / "search" / "best").predict(["Thank you so much!", "I am so angry"])
+    thresholds = metrics["multi_label"]["thresholds"]
+    assert all(
+        probability >= thresholds[label]
+        for row in predicted
+        for label, probability in zip(row["labels"], row["probabilities"], strict=True)
+    )
+
+
+def test_a_macro_f1_objective_on_single_label_data_is_one_line(shared_data, tmp_path, capsys):
+    config = tmp_path / "search.yaml"
+    config.write_text("objective: val_macro_f1\n" + SEARCH)
+    data = str(shared_data / "trec" / "train.csv.gz")
+    assert main(["tune", "--config", str(config), "--data", data, "--directory", str(tmp_path / "search")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
-        "keras-textattn: error: tune does not search multi-label data yet; train the model with train "
-        "--multi-label (its thresholds are chosen on the held-out rows)"
+        f"keras-textattn: error: {config}: objective: val_macro_f1 is for multi-label data (each label's "
+        "threshold); a search of single-label data takes val_accuracy or val_loss"
     )
+    assert not (tmp_path / "search").exists()
