@@ -47,3 +47,21 @@ def check_answered(probabilities, texts, who):
             f"the first {first!r:.60}: its weights are not numbers (a run that diverged) or its model "
             "averages over no tokens (an empty text)"
         )
+
+
+LONG_TEXTS = ("cut", "windows")  # what a classifier or a SavedModel does with a text longer than the model reads
+
+
+def check_long_texts(long_texts, stride, encoders):
+    """A `UserError` unless `long_texts` is one of `LONG_TEXTS` and `stride` (None: the default)
+    goes with it and is one every encoder of `encoders` can read windows at."""
+    if long_texts not in LONG_TEXTS:
+        raise UserError(f"long texts are read as one of {', '.join(LONG_TEXTS)}; got {long_texts!r}")
+    if stride is not None and long_texts != "windows":
+        raise UserError("a stride goes with reading long texts in windows (--long-texts windows)")
+    if long_texts == "windows":
+        for encoder in encoders:
+            try:
+                encoder.windows([], stride)
+            except ValueError as error:
+                raise UserError(str(error)) from None

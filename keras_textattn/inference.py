@@ -41,6 +41,7 @@ from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_batch_size
 from keras_textattn.errors import check_flag
+from keras_textattn.errors import check_long_texts
 from keras_textattn.errors import check_texts
 from keras_textattn.errors import check_whole
 from keras_textattn.multi_label import label_sets
@@ -50,7 +51,6 @@ from keras_textattn.run_folder import load_run
 from keras_textattn.run_folder import run_thresholds
 
 SAVED_MODEL_LABELS = os.path.join("assets.extra", "labels.json")  # written by export.saved_model
-LONG_TEXTS = ("cut", "windows")  # what `Classifier` does with a text longer than the model reads
 REPORT_ENTRIES = frozenset({"metrics.json", "report.md", "confusion.png"})  # what `evaluate` writes
 
 
@@ -84,10 +84,7 @@ class Classifier:
         paths = as_paths(path)
         if not paths:
             raise UserError("no run to classify with: give a run folder (or its export), or a list of them")
-        if long_texts not in LONG_TEXTS:
-            raise UserError(f"long texts are read as one of {', '.join(LONG_TEXTS)}; got {long_texts!r}")
-        if stride is not None and long_texts != "windows":
-            raise UserError("a stride goes with reading long texts in windows (--long-texts windows)")
+        check_long_texts(long_texts, stride, [])
         members = [_load_member(os.fspath(member)) for member in paths]
         self.label_names = members[0][1]
         self.thresholds = members[0][3]
@@ -110,11 +107,7 @@ class Classifier:
                     f"reading long texts in windows needs the run folder (its encoder); {exports[0]} is an export: "
                     "give its run folder, or --long-texts cut"
                 )
-            for encoder in self._encoders:
-                try:
-                    encoder.windows([], stride)  # a stride the encoder cannot take is refused here
-                except ValueError as error:
-                    raise UserError(str(error)) from None
+            check_long_texts(long_texts, stride, self._encoders)  # a stride an encoder cannot take
         self.long_texts, self.stride = long_texts, stride
         self._members = [(probabilities, order) for (probabilities, _, _, _), order in zip(members, columns)]
 

@@ -41,6 +41,19 @@ def add_parser(subcommand):
         help="with --quantization int8: texts like those the model will read (the training file "
         "will do), a CSV/TSV, JSONL or TFRecord file; 200 of its rows calibrate the ranges",
     )
+    export.add_argument(
+        "--long-texts",
+        choices=["cut", "windows"],
+        default="cut",
+        help="saved_model only: what serving_default does with a text longer than the model reads: cut "
+        "(its start read) or windows (read whole in overlapping windows, their probabilities averaged)",
+    )
+    export.add_argument(
+        "--stride",
+        type=flags.count,
+        help="with --long-texts windows: tokens (HCAN: sentences) from one window to the next (default: half "
+        "the model's length)",
+    )
     add_file_format_flags(export, labels=False)
     export.add_argument(
         "--overwrite",
@@ -59,8 +72,15 @@ def run(args):
         raise UserError("--calibration-data goes with --quantization int8 only")
     if args.format != "tflite" and args.quantization != "none":
         raise UserError("--quantization applies to --format tflite only")
+    if args.format != "saved_model" and (args.long_texts != "cut" or args.stride is not None):
+        raise UserError(
+            f"--long-texts windows and --stride are for --format saved_model: a {args.format} client tokenises "
+            "the texts itself, and its model reads each one's start"
+        )
     if args.format == "saved_model":  # each takes one run or a list (a repeated --run)
-        report = export.saved_model(args.run, args.output, overwrite=args.overwrite)
+        report = export.saved_model(
+            args.run, args.output, long_texts=args.long_texts, stride=args.stride, overwrite=args.overwrite
+        )
     elif args.format == "onnx":
         report = export.onnx(args.run, args.output, overwrite=args.overwrite)
     else:

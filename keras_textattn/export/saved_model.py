@@ -15,6 +15,7 @@ from keras_textattn._files import write_folder_atomically
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_flag
+from keras_textattn.errors import check_long_texts
 from keras_textattn.export._disk import full_disk_as_os_error
 from keras_textattn.export._float32 import computing_in_float32
 from keras_textattn.export._probes import probe_texts
@@ -34,7 +35,7 @@ TENSORFLOW_TEXT_OPS = ("CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets")
 SAVED_MODEL_ENTRIES = frozenset({"saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"})
 
 
-def saved_model(run, output, *, overwrite=False):
+def saved_model(run, output, *, long_texts="cut", stride=None, overwrite=False):
     """Export a run folder (or an ensemble of them) as a SavedModel for TF Serving.
 
     Signatures:
@@ -62,6 +63,12 @@ def saved_model(run, output, *, overwrite=False):
             averages them), each run with its own encoder and vocabulary asset, the classes in
             the first run's order. It has no `token_ids` signature (its runs read other ids).
         output: the SavedModel folder; for TF Serving, `<models>/<name>/<version>`.
+        long_texts: what `serving_default` does with a text longer than the model reads: "cut"
+            (its start is read) or "windows" (read whole in overlapping windows, each
+            classified, its probabilities their mean: `inference.Classifier`'s windows, cut from
+            the text's tokens in the graph by `TextEncoder.window_ids`).
+        stride: with "windows", tokens (HCAN: sentences) from one window's start to the next's
+            (default: half of what the model reads).
         overwrite: replace an earlier export at `output`; otherwise an existing `output` is
             refused, and so is one holding files an export does not write.
 
@@ -82,6 +89,8 @@ def saved_model(run, output, *, overwrite=False):
         raise UserError(
             f"an ensemble averages single-label runs; {several_multi_label[0]} is multi-label: export it alone"
         )
+    check_long_texts(long_texts, stride, [encoder for _, encoder, _ in loaded])
+    windows = (stride,) if long_texts == "windows" else None
     members = [
         (computing_in_float32(model), encoder, class_order(names, label_names, path, paths[0]))
         for path, (model, encoder, names) in zip(paths, loaded)
@@ -94,7 +103,7 @@ def saved_model(run, output, *, overwrite=False):
                 _serving_encoder(encoder, os.path.join(scratch, str(index)))
                 for index, (_, encoder, _) in enumerate(members)
             ]
-            _archive(members, serving_encoders, label_names, thresholds).write_out(folder, verbose=False)
+            _archive(members, serving_encoders, label_names, thresholds, windows).write_out(folder, verbose=False)
         # The class names by id, for clients that want more than the top label
         # (`keras_textattn.inference`); TF Serving ignores assets.extra/.
         os.makedirs(os.path.join(folder, "assets.extra"))
@@ -103,32 +112,42 @@ def saved_model(run, output, *, overwrite=False):
         report.update(
             _verify(
                 folder,
-                lambda batch: _mean_probabilities(members, batch),
+                lambda batch: _mean_probabilities(members, batch, windows=windows),
                 label_names,
                 probe_texts(members[0][1]),
                 thresholds=thresholds,
             )
         )
+        report["long_texts"] = long_texts
 
     with full_disk_as_os_error():
         write_folder_atomically(output, write, SAVED_MODEL_ENTRIES, overwrite)
     return {"path": os.path.abspath(output), **report}
 
 
-def _mean_probabilities(members, batch, encoders=None):
+def _mean_probabilities(members, batch, encoders=None, windows=None):
     """The mean over `members` (`(model, encoder, class order)`) of their probabilities for the
     string tensor `batch`, each in the first member's class order (`encoders`: other encoders
-    to use, one per member)."""
+    to use, one per member); with `windows` (`(stride,)`), each text's the mean of its windows'."""
     encoders = encoders or [encoder for _, encoder, _ in members]
     return tf.reduce_mean(
         tf.stack(
             [
-                tf.gather(model(encoder(batch), training=False), order, axis=-1)
+                tf.gather(_probabilities(model, encoder, batch, windows), order, axis=-1)
                 for (model, _, order), encoder in zip(members, encoders)
             ]
         ),
         axis=0,
     )
+
+
+def _probabilities(model, encoder, batch, windows):
+    """`model`'s probabilities for the texts `batch`: of the ids `encoder` gives them, or with
+    `windows` (`(stride,)`) the mean over each text's windows (`TextEncoder.window_ids`)."""
+    if windows is None:
+        return model(encoder(batch), training=False)
+    ids, owners = encoder.window_ids(batch, *windows)
+    return tf.math.unsorted_segment_mean(model(ids, training=False), owners, tf.shape(batch, out_type=tf.int64)[0])
 
 
 def _serving_encoder(encoder, folder):
@@ -145,7 +164,7 @@ def _serving_encoder(encoder, folder):
     return serving_encoder
 
 
-def _archive(members, serving_encoders, label_names, thresholds=None):
+def _archive(members, serving_encoders, label_names, thresholds=None, windows=None):
     labels = tf.constant(label_names)
 
     def outputs(probabilities):
@@ -156,7 +175,7 @@ def _archive(members, serving_encoders, label_names, thresholds=None):
 
     def serve_text(text):
         # A signature does not check its input's shape: a [2, 2] batch would be flattened to 4 texts.
-        return outputs(_mean_probabilities(members, tf.ensure_shape(text, [None]), serving_encoders))
+        return outputs(_mean_probabilities(members, tf.ensure_shape(text, [None]), serving_encoders, windows))
 
     def checked_ids(ids, spec, limit):
         """`ids` of the input `spec`, refused unless every id is in [0, limit)."""

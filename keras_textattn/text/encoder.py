@@ -262,27 +262,63 @@ class TextEncoder(keras.layers.Layer):
         Returns:
             `(windows, owners)`: the windows' texts, and for each the index of its text.
         """
-        width = self.max_sentences if self.hierarchical else self.sequence_length
+        width, stride = self._window_width("windows", stride)
         if width is None:
             return list(texts), np.arange(len(texts))
-        stride = (width // 2 or 1) if stride is None else stride
-        if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= width:
-            raise ValueError(
-                f"TextEncoder.windows: `stride` must be an integer from 1 to {width}. Received: {stride!r}"
-            )
         windows, owners = [], []
         for start in range(0, len(texts), 256):
             batch = self._as_strings(_string_batch(texts[start : start + 256], "windows"))
-            for offset, (raw, spans) in enumerate(zip(batch.numpy(), self._unit_spans(batch))):
-                pieces = _window_pieces(
-                    spans, width, stride, 0 if self.hierarchical else int(bool(self.bigram_buckets))
-                )
-                if pieces is None:
+            spans = self._unit_spans(batch)
+            text_of, firsts = (t.numpy() for t in _window_starts([len(s) for s in spans], width, stride))
+            for offset, first in zip(text_of, firsts):
+                units, raw = spans[offset], batch[offset].numpy()
+                if len(units) <= width:  # read whole: the text itself
                     windows.append(texts[start + offset])
                 else:
-                    windows += [raw[begin:end].decode("utf-8") for begin, end in pieces]
-                owners += [start + offset] * (1 if pieces is None else len(pieces))
+                    end = units[min(first + width + self._window_extra(), len(units)) - 1][1]
+                    windows.append(raw[units[first][0] : end].decode("utf-8"))
+                owners.append(start + offset)
         return windows, np.asarray(owners, int)
+
+    def window_ids(self, texts, stride=None):
+        """The ids of `windows(texts, stride)` computed in the graph (a SavedModel's long texts):
+        `(ids, owners)`, `ids` as `call` gives them for the windows (with bigrams, `(ids,
+        bigram_ids)`), `owners` int64 `[windows]` each window's text. The windows are cut from the
+        texts' tokens (sentences) rather than re-tokenised from their characters, which gives the
+        same ids (tested).
+
+        Args:
+            texts: a string tensor `[batch]`.
+            stride: as for `windows`.
+        """
+        width, stride = self._window_width("window_ids", stride)
+        texts = self._as_strings(texts)
+        units = self._sentence_words(texts) if self.hierarchical else self.tokenize(texts)  # (batch, units, ...)
+        if width is None:
+            return self._encoded(units), tf.range(tf.shape(texts, out_type=tf.int64)[0])
+        counts = units.row_lengths()
+        owners, starts = _window_starts(counts, width, stride)
+        lengths = tf.minimum(tf.constant(width + self._window_extra(), tf.int64), tf.gather(counts, owners) - starts)
+        firsts = tf.gather(units.row_starts(), owners) + starts
+        read = tf.gather(units.values, tf.ragged.range(firsts, firsts + lengths).flat_values)
+        return self._encoded(tf.RaggedTensor.from_row_lengths(read, lengths)), owners
+
+    def _window_width(self, method, stride):
+        """`(units a window holds, stride)`: the tokens (sentences) the encoder reads, None when it
+        reads any length, and `stride` checked (default: half of them)."""
+        width = self.max_sentences if self.hierarchical else self.sequence_length
+        if width is None:
+            return None, stride
+        stride = (width // 2 or 1) if stride is None else stride
+        if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= width:
+            raise ValueError(
+                f"TextEncoder.{method}: `stride` must be an integer from 1 to {width}. Received: {stride!r}"
+            )
+        return width, stride
+
+    def _window_extra(self):
+        """Units a window reads past its width: with bigrams, the token its last bigram pairs."""
+        return 0 if self.hierarchical else int(bool(self.bigram_buckets))
 
     def longer_than_read(self, texts):
         """Whether each of `texts` (a list of strings) is longer than the encoder reads, a bool array:
@@ -586,17 +622,20 @@ class TextEncoder(keras.layers.Layer):
             raise ValueError("TextEncoder has no vocabulary: call `adapt(texts)` or `set_vocabulary(...)` first.")
         one_text = inputs.shape.rank == 0  # its ids without the batch axis, as Keras's TextVectorization
         texts = self._as_strings(tf.reshape(inputs, [1]) if one_text else inputs)
-        if self.hierarchical:
-            ids = self._encode_hierarchical(texts)
-        else:
-            ids = self._ids_and_bigrams(self.tokenize(texts), [None, self.sequence_length])
+        ids = self._encoded(self._sentence_words(texts) if self.hierarchical else self.tokenize(texts))
         return keras.tree.map_structure(lambda batch: batch[0], ids) if one_text else ids
 
-    def _encode_hierarchical(self, texts):
+    def _sentence_words(self, texts):
+        """Ragged `(batch, sentences, words)`: each text's sentences that hold a word."""
         sentences = tf_text.regex_split(texts, self._sentence_end)  # (batch, sentences)
-        words = self.tokenize(sentences.flat_values)  # (all sentences, words)
-        words = sentences.with_flat_values(words)  # (batch, sentences, words)
-        words = tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
+        words = sentences.with_flat_values(self.tokenize(sentences.flat_values))
+        return tf.ragged.boolean_mask(words, words.row_lengths(axis=-1) > 0)
+
+    def _encoded(self, words):
+        """The ids (`call`'s) of ragged `words`: `(batch, words)`, or when hierarchical `(batch,
+        sentences, words)`, long sentences split into rows where the encoder splits them."""
+        if not self.hierarchical:
+            return self._ids_and_bigrams(words, [None, self.sequence_length])
         if self._splits_sentences():
             words = _split_rows(words, self.sequence_length, self.max_sentences)
         return self._ids_and_bigrams(words[:, : self.max_sentences], [None, self.max_sentences, self.sequence_length])
@@ -691,16 +730,16 @@ class TextEncoder(keras.layers.Layer):
         self._adapted = True
 
 
-def _window_pieces(spans, width, stride, extra):
-    """The `(start, end)` byte spans of the windows over units `spans` (None: the text fits in one):
-    `width` units each, `stride` apart, the last ending with the text; each reaches `extra` units
-    further where the text has them."""
-    if len(spans) <= width:
-        return None
-    starts = list(range(0, len(spans) - width + 1, stride))
-    if starts[-1] + width < len(spans):
-        starts.append(len(spans) - width)
-    return [(spans[first][0], spans[min(first + width + extra, len(spans)) - 1][1]) for first in starts]
+def _window_starts(counts, width, stride):
+    """`(owners, starts)`, int64 `[windows]`: the windows over texts of `counts` units (tokens or
+    sentences), each window's text and first unit. A text of at most `width` units is one window
+    from 0; a longer one has windows `stride` apart, the last moved back to end with the text."""
+    counts = tf.cast(counts, tf.int64)
+    over = tf.maximum(counts - width, 0)  # units past the first window
+    windows = -(-over // stride) + 1  # ceil(over / stride) + 1
+    owners = tf.repeat(tf.range(tf.size(counts, out_type=tf.int64)), windows)
+    starts = tf.minimum(tf.ragged.range(windows).flat_values * stride, tf.gather(over, owners))
+    return owners, starts
 
 
 def _split_rows(words, width, max_rows=None):

@@ -170,6 +170,56 @@ def test_an_ensemble_exports_as_one_saved_model(lama_run, tmp_path, capsys):
     np.testing.assert_allclose(exported.probabilities(texts), Classifier(members).probabilities(texts), atol=1e-5)
 
 
+@pytest.mark.parametrize("run_fixture, stride", [("lama_run", 16), ("hcan_run", None)], ids=["tokens", "sentences"])
+def test_a_saved_model_reads_long_texts_in_windows_as_the_run_does(run_fixture, stride, request, tmp_path, capsys):
+    """serving_default with --long-texts windows answers each text with the mean of its windows'
+    probabilities, as `Classifier(run, long_texts="windows")` does in Python (LAMA reads 64 tokens,
+    HCAN 6 sentences); a text the model reads whole gets what a cut export gives it."""
+    run = request.getfixturevalue(run_fixture)
+    texts = ag_news_test_texts(60)
+    texts = texts[:20] + [". ".join(texts[i : i + 8]) for i in range(20, 60, 8)]  # 5 texts of 8 stories
+    outputs = {}
+    for long_texts in ("cut", "windows"):
+        outputs[long_texts] = tmp_path / long_texts
+        given = ["--long-texts", long_texts] + (["--stride", str(stride)] if stride and long_texts == "windows" else [])
+        assert (
+            main(["export", "--run", str(run), "--format", "saved_model", "--output", str(outputs[long_texts]), *given])
+            == 0
+        )
+    assert "long_texts windows" in capsys.readouterr().out
+    served = {
+        name: tf.saved_model.load(str(folder))
+        .signatures["serving_default"](text=tf.constant(texts))["probabilities"]
+        .numpy()
+        for name, folder in outputs.items()
+    }
+    expected = Classifier(run, long_texts="windows", stride=stride).probabilities(texts)
+    np.testing.assert_allclose(served["windows"], expected, atol=1e-5)
+    longer = load_run(run)[1].longer_than_read(texts)
+    assert longer[20:].all() and not longer[:20].all()
+    np.testing.assert_allclose(served["windows"][~longer], served["cut"][~longer], atol=1e-6)
+    assert np.max(np.abs(served["windows"][longer] - served["cut"][longer])) > 1e-3  # the rest of each text counted
+
+
+def test_windows_are_for_saved_models_only(lama_run, tmp_path, capsys):
+    command = ["export", "--run", str(lama_run), "--format", "tflite", "--output", str(tmp_path / "t")]
+    assert main([*command, "--long-texts", "windows"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.endswith(
+            "--long-texts windows and --stride are for --format saved_model: a tflite client tokenises the texts "
+            "itself, and its model reads each one's start"
+        )
+        and len(err.splitlines()) == 1
+    )
+    saved = ["export", "--run", str(lama_run), "--format", "saved_model", "--output", str(tmp_path / "s")]
+    assert main([*saved, "--long-texts", "windows", "--stride", "65"]) == 2
+    assert "`stride` must be an integer from 1 to 64. Received: 65" in capsys.readouterr().err
+    assert main([*saved, "--stride", "8"]) == 2
+    assert "a stride goes with reading long texts in windows" in capsys.readouterr().err
+    assert not (tmp_path / "t").exists() and not (tmp_path / "s").exists()
+
+
 def test_token_id_signature_and_saved_model_cli(lama_run, lama_saved_model):
     model, encoder, _ = load_run(lama_run)
     ids = encoder(tf.constant(["Oil prices rose sharply.", "The team won the cup."]))

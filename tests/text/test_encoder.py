@@ -725,6 +725,12 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
         assert sorted(set(owners.tolist())) == list(range(len(texts))) and np.all(np.diff(owners) >= 0)
         np.testing.assert_array_equal(encoder.longer_than_read(texts), np.bincount(owners) > 1)
         read = [keras.ops.convert_to_numpy(x) for x in keras.tree.flatten(encoder(windows))]
+        # In the graph (a SavedModel's windows), cut from the tokens: the same windows, the same ids.
+        in_graph = tf.function(lambda batch, stride=stride: encoder.window_ids(batch, stride))
+        graph_ids, graph_owners = in_graph(tf.constant(texts))
+        np.testing.assert_array_equal(graph_owners.numpy(), owners)
+        for ids, expected in zip(keras.tree.flatten(graph_ids), read, strict=True):
+            np.testing.assert_array_equal(ids.numpy(), expected)
         for text in range(len(texts)):
             full = [keras.ops.convert_to_numpy(x)[0] for x in keras.tree.flatten(whole([texts[text]]))]
             units = len(full[0]) if texts[text] else 0
@@ -740,6 +746,10 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
     assert max(np.bincount(encoder.windows(texts)[1])) > 3  # long reviews did take several windows
     with pytest.raises(ValueError, match=f"`stride` must be an integer from 1 to {width}. Received: 0"):
         encoder.windows(texts, 0)
+    with pytest.raises(
+        ValueError, match=f"window_ids: `stride` must be an integer from 1 to {width}. Received: {width + 1}"
+    ):
+        encoder.window_ids(tf.constant(texts), width + 1)
 
 
 def _tokens_with_offsets(encoder, texts):
