@@ -51,20 +51,7 @@ def check_run_options(model, config):
         raise RunError(f"{error} (--label-smoothing)") from None
     check_class_weight(config.class_weight)
     _check_distribution(config)
-    check_multi_label(config, bool(config.multi_label) or isinstance(config.label_column, (list, tuple)))
     return spec
-
-
-def check_multi_label(config, multi_label):
-    """A `RunError` for the options a multi-label run (`multi_label`) does not take."""
-    if not multi_label:
-        return
-    refused = {
-        f"distribute {config.distribute} (--distribute)": config.distribute in ("multi-worker", "ray"),
-    }
-    given = [name for name, taken in refused.items() if taken]
-    if given:
-        raise RunError(f"a multi-label run does not take {given[0]} yet; leave it out")
 
 
 def check_sizes_fit(spec, config):

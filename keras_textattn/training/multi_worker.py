@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_textattn.datasets import inference_batch_size
+from keras_textattn.metrics import all_labels_right
 from keras_textattn.training.adversarial import adversarial_gradients
 from keras_textattn.training.backup import BestEpoch
 from keras_textattn.training.backup import RunBackup
@@ -29,7 +30,7 @@ from keras_textattn.training.run_state import read_history
 from keras_textattn.training.schedules import schedule_callbacks
 
 
-def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild):
+def train_multi_worker(run, classifier, rows, batches_of, class_weights, label_weights, rebuild):
     """The multi-worker part of `train()`: `(classifier, history, best epoch's callback or None, the
     epoch it resumed from)`, the classifier rebuilt outside the strategy (`rebuild()`) with the
     trained weights and optimizer state, for the evaluation and model.keras.
@@ -87,6 +88,8 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild
                 adversarial=config.adversarial,
                 label_smoothing=config.label_smoothing,
                 initial_epoch=resumed_from_epoch,
+                multi_label=run.dataset.multi_label,
+                label_weights=label_weights,
             )
         history = read_history(worker_history)
         if best:
@@ -98,7 +101,11 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild
     classifier.set_weights(trained.get_weights())
     # The run's optimizer and its trained state, so that model.keras trains on as a one-device run's does.
     compile_classifier(
-        classifier, make_optimizer(config, embedding_updates(config, classifier)), config.label_smoothing
+        classifier,
+        make_optimizer(config, embedding_updates(config, classifier)),
+        config.label_smoothing,
+        multi_label=run.dataset.multi_label,
+        label_weights=label_weights,
     )
     classifier.optimizer.build(classifier.trainable_variables)
     for variable, value in zip(classifier.optimizer.variables, trained.optimizer.variables, strict=True):
@@ -122,6 +129,8 @@ def fit_multi_worker(
     adversarial=None,
     label_smoothing=None,
     initial_epoch=0,
+    multi_label=False,
+    label_weights=None,
 ):
     """Data-parallel training across workers with a plain distributed loop.
 
@@ -136,7 +145,9 @@ def fit_multi_worker(
     equal single-device gradients. `class_weights` (`{label id: weight}`, as `fit`'s
     `class_weight`) weigh each row's loss, as `fit` does (not the accuracy). `adversarial`: an
     epsilon, to train as `use_adversarial_training` makes `fit` train. `label_smoothing`: as
-    `classifier_loss`'s, to train with the loss `compile_classifier` gives `fit`.
+    `classifier_loss`'s, to train with the loss `compile_classifier` gives `fit`; so are
+    `multi_label` (0/1 rows of labels: the binary cross-entropy, and the subset accuracy) and
+    `label_weights` (each label's positive and negative weights, `class_weights_of`).
     `batches`: the global batches of an epoch. `initial_epoch`: the first epoch to train (a
     resumed run's, as `fit`'s).
 
@@ -167,7 +178,13 @@ def fit_multi_worker(
         distributed("validation", validation_batches_of, validation_batch_size) if validation_batches_of else None
     )
     replica_step, replica_scores = _replica_functions(
-        model, dataset.num_classes, class_weights, label_smoothing, adversarial, global_batch_size
+        model,
+        dataset.num_classes,
+        class_weights,
+        classifier_loss(label_smoothing, reduction=None, multi_label=multi_label, label_weights=label_weights),
+        adversarial,
+        global_batch_size,
+        multi_label,
     )
     step = _summed(strategy, replica_step, train_batches)
     scores = _summed(strategy, replica_scores, validation_batches) if validation_batches is not None else None
@@ -218,22 +235,31 @@ def fit_multi_worker(
     }
 
 
-def _replica_functions(model, num_classes, class_weights, label_smoothing, adversarial, global_batch_size):
-    """The training step and the scoring of one replica's batch, as `fit` and `evaluate` compute them."""
-    loss_function = classifier_loss(label_smoothing, reduction=None)
+def _replica_functions(
+    model, num_classes, class_weights, loss_function, adversarial, global_batch_size, multi_label=False
+):
+    """The training step and the scoring of one replica's batch, as `fit` and `evaluate` compute
+    them with `loss_function` (a row's loss, unreduced)."""
     weights_of_classes = tf.constant(
         [(class_weights or {}).get(label, 1.0) for label in range(num_classes)], tf.float32
     )
 
     def correct(labels, probabilities):
+        if multi_label:
+            return tf.reduce_sum(all_labels_right(labels, probabilities))
         return tf.reduce_sum(
             tf.cast(tf.equal(tf.argmax(probabilities, -1, output_type=tf.int32), tf.cast(labels, tf.int32)), tf.float32)
         )
 
+    def row_weights(labels):
+        if multi_label:  # its weights are the loss's, label by label
+            return tf.ones(tf.shape(labels)[:1], tf.float32)
+        return tf.gather(weights_of_classes, tf.cast(labels, tf.int32))
+
     adversarial_gradients_of = adversarial_gradients(model, adversarial) if adversarial else None
 
     def replica_step(ids, labels):
-        weights = tf.gather(weights_of_classes, tf.cast(labels, tf.int32))
+        weights = row_weights(labels)
 
         def loss_of(probabilities):
             loss = tf.nn.compute_average_loss(
@@ -254,13 +280,13 @@ def _replica_functions(model, num_classes, class_weights, label_smoothing, adver
                 scaled_loss = model.optimizer.scale_loss(loss)
             gradients = tape.gradient(scaled_loss, model.trainable_variables)
         model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        return loss, correct(labels, probabilities), tf.cast(tf.size(labels), tf.float32)
+        return loss, correct(labels, probabilities), tf.cast(tf.shape(labels)[0], tf.float32)
 
     def replica_scores(ids, labels):
         """The batch's summed loss (with the model's own losses per row, as `evaluate` adds them),
         right answers and rows."""
         probabilities = model(ids, training=False)
-        rows = tf.cast(tf.size(labels), tf.float32)
+        rows = tf.cast(tf.shape(labels)[0], tf.float32)
         loss = tf.reduce_sum(loss_function(labels, probabilities))
         if model.losses:
             loss += tf.cast(tf.add_n(model.losses), tf.float32) * rows

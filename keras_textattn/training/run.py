@@ -47,7 +47,6 @@ from keras_textattn.training.callbacks import EpochSeconds
 from keras_textattn.training.callbacks import StopOnDivergence
 from keras_textattn.training.callbacks import diverged_run
 from keras_textattn.training.callbacks import weights_are_numbers
-from keras_textattn.training.checks import check_multi_label
 from keras_textattn.training.checks import check_run_options
 from keras_textattn.training.checks import check_sizes_fit
 from keras_textattn.training.model_setup import accept_shorter_ids
@@ -279,7 +278,6 @@ def _load_data(data, config):
         multi_label=config.multi_label,
         label_delimiter=config.label_delimiter,
     )
-    check_multi_label(config, dataset.multi_label)
     if dataset.skipped and config.verbose:
         for split, skipped in dataset.skipped.items():
             print(
@@ -356,6 +354,7 @@ def _train_run(run):
         encoder,
         rows,
         class_weights,
+        label_weights,
         cut,
         rebuild=lambda: build_classifier(
             spec, dataset.num_classes, encoder, model_kwargs, {}, config.dtype_policy, dataset.multi_label
@@ -463,7 +462,7 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
     return encoder
 
 
-def _fit(run, classifier, encoder, rows, class_weights, cut_padding, rebuild):
+def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_padding, rebuild):
     """Train `classifier` from where the run's backup left it: `(classifier, history, best epoch's
     callback or None, the epoch it resumed from, the `encoded_rows` it trained and validated on by
     split where their token ids are kept in memory)`. With `cut_padding`, on batches of texts of
@@ -485,7 +484,7 @@ def _fit(run, classifier, encoder, rows, class_weights, cut_padding, rebuild):
         )
 
     if config.distribute == "multi-worker":
-        return (*train_multi_worker(run, classifier, rows, batches_of, class_weights, rebuild), {})
+        return (*train_multi_worker(run, classifier, rows, batches_of, class_weights, label_weights, rebuild), {})
     predict_batch_size = inference_batch_size(config.batch_size)
     kept = {
         split: encoded_rows(dataset[split], encoder)

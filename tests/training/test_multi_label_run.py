@@ -229,13 +229,88 @@ def test_balanced_class_weights_weigh_each_labels_rows_and_raise_the_rare_labels
     assert mean["balanced"] > 3 * mean[None], mean
 
 
+def test_the_multi_worker_loop_trains_multi_label_rows_as_fit_does():
+    """The multi-worker loop on 0/1 label rows, weighed by label: from the same weights, an epoch
+    over the same batches gives `fit`'s weights, loss and subset accuracy."""
+    import keras
+
+    from keras_textattn.datasets.splits import TextClassificationData
+    from keras_textattn.training import compile_classifier
+    from keras_textattn.training.multi_worker import fit_multi_worker
+
+    rng = np.random.default_rng(4)
+    inputs = rng.normal(size=(16, 2)).astype("float32")
+    labels = np.stack([inputs[:, 0] > 0, inputs[:, 1] > 0.8, inputs.sum(1) > 1], axis=1).astype("float32")
+    rows = tf.data.Dataset.from_tensor_slices((inputs, labels))
+    weights = ([1.0, 4.0, 3.0], [1.0, 0.5, 0.6])
+    models = []
+    for _ in range(2):
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="sigmoid")])
+        compile_classifier(model, keras.optimizers.Adam(0.1), multi_label=True, label_weights=weights)
+        models.append(model)
+    by_fit, by_loop = models
+    by_loop.set_weights(by_fit.get_weights())
+    fitted = by_fit.fit(rows.batch(4), epochs=1, shuffle=False, verbose=0).history
+    looped = fit_multi_worker(
+        tf.distribute.get_strategy(),
+        by_loop,
+        TextClassificationData(splits={"train": rows}, label_names=["a", "b", "c"], multi_label=True),
+        lambda part, size: part.batch(size),
+        1,
+        4,
+        4,
+        multi_label=True,
+        label_weights=weights,
+    )
+    for fit_weight, loop_weight in zip(by_fit.get_weights(), by_loop.get_weights(), strict=True):
+        np.testing.assert_allclose(loop_weight, fit_weight, rtol=1e-5, atol=1e-6)
+    assert looped["loss"] == pytest.approx(fitted["loss"], rel=1e-5)
+    assert looped["accuracy"] == pytest.approx(fitted["accuracy"], rel=1e-5) and 0 < looped["accuracy"][0] < 1
+
+
+@pytest.mark.xdist_group("multi_worker")
+def test_two_workers_train_a_multi_label_run_with_its_thresholds(shared_data, tmp_path):
+    import gzip
+
+    from .test_train import _two_workers
+
+    folder, names = _goemotions(shared_data)
+    with gzip.open(folder / "train.tsv.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.read().splitlines()[:6000]
+    (tmp_path / "train.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")  # each worker: every 2nd row
+    output = tmp_path / "run"
+    data = ["--data", str(tmp_path / "train.tsv"), "--no-header", "--text-column", "0", "--label-column", "1"]
+    _two_workers(
+        [
+            "--model",
+            "scalable_attention",
+            *data,
+            "--multi-label",
+            "--label-names",
+            ",".join(names),
+            "--class-weight",
+            "balanced",
+            "--epochs",
+            "2",
+            "--quiet",
+            "--output",
+            str(output),
+        ]
+    )
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["replicas"] == 2 and sorted(metrics["multi_label"]["thresholds"]) == sorted(names)
+    assert min(w["positive"] for w in metrics["class_weight"].values()) > 1
+    assert metrics["macro_f1"]["validation"] > 0.05
+    history = metrics["history"]
+    assert all(0 <= a < 1 for a in history["accuracy"] + history["val_accuracy"]), history  # of rows, not labels
+
+
 @pytest.mark.parametrize(
     "extra, content, message",
     [
         ([], "text\tlabels\na\tjoy\nb\t\n", "train.tsv, row 3: column 'labels': the label is empty"),
-        (["--distribute", "multi-worker"], None, "a multi-label run does not take distribute multi-worker"),
     ],
-    ids=["empty-label", "multi-worker"],
+    ids=["empty-label"],
 )
 def test_what_a_multi_label_run_cannot_take_is_one_line_and_exit_2(tmp_path, capsys, extra, content, message):
     path = tmp_path / "train.tsv"
