@@ -5,9 +5,11 @@ training split less a seeded tenth that this script holds out. On that tenth, th
 a text longer than the model reads are scored: cut (its start), the mean of its windows'
 probabilities (what `Classifier(long_texts="windows")` does), and the mean of their
 log-probabilities (a geometric mean). The test split is read once, after the choice: cut against
-windows, with the CPU seconds per text of each.
+windows, with the CPU seconds per text of each. `--training windows` trains on a window of each
+long text drawn at random each epoch (`train --sample-windows`) rather than on its start.
 
     python benchmarks/long_texts.py --datasets imdb r8
+    python benchmarks/long_texts.py --datasets imdb --training windows
     python benchmarks/long_texts.py --quick      # 1,000 sampled IMDB rows of each split, 32 tokens, one epoch
 
 One JSON line per dataset is appended to `--results`; a rerun skips the datasets there.
@@ -27,6 +29,7 @@ import numpy as np
 
 QUICK = {"datasets": ["imdb"], "length": 32, "rows": 1000, "epochs": 1}  # rows: of each split, sampled
 WAYS = ("cut", "windows_mean", "windows_log_mean")
+TRAINED_ON = {"start": "each text's start", "windows": "a random window an epoch"}
 
 
 def carve(texts, labels, seed):
@@ -85,7 +88,7 @@ def timed_accuracy(run, texts, labels, long_texts):
     return float(np.mean(predicted == truth)), seconds / len(texts)
 
 
-def measure(data_dir, dataset, model, length, seed, rows=None, epochs=None):
+def measure(data_dir, dataset, model, length, seed, rows=None, epochs=None, training="start"):
     from keras_textattn.datasets import LocalFile
     from keras_textattn.datasets.formats import read_labelled_texts
     from keras_textattn.training import train
@@ -98,6 +101,7 @@ def measure(data_dir, dataset, model, length, seed, rows=None, epochs=None):
         path, run = os.path.join(folder, "train.csv"), os.path.join(folder, "run")
         accuracy.write_labelled_csv(path, kept_texts, kept_labels)
         options = {"epochs": epochs} if epochs else {}
+        options["sample_windows"] = training == "windows"
         train(model, {"train": LocalFile(path)}, run, sequence_length=length, seed=seed, verbose=0, **options)
         held_out, held_longer = scores_by_way(run, held_texts, held_labels)
         chosen = max(WAYS, key=lambda way: held_out[way])  # a tie keeps the first: cut, then the mean
@@ -106,6 +110,7 @@ def measure(data_dir, dataset, model, length, seed, rows=None, epochs=None):
         "dataset": dataset,
         "model": model,
         "length": length,
+        "training": training,
         "seed": seed,
         "held_out_rows": len(held_texts),
         "held_out_longer": held_longer,
@@ -120,17 +125,19 @@ def measure(data_dir, dataset, model, length, seed, rows=None, epochs=None):
 
 def report(rows):
     lines = [
-        "| dataset | model, length | held out: cut / windows mean / windows log-mean (longer texts) | chosen "
-        "| test: cut / windows | CPU ms a text: cut / windows |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| dataset | model, length, seed | trained on | held out: cut / windows mean / windows log-mean (longer texts) "
+        "| chosen | test: cut / windows | CPU ms a text: cut / windows |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in rows:
+    order = sorted(rows, key=lambda r: (r["dataset"], r["length"], r.get("training", "start"), r["seed"]))
+    for r in order:
         held = " / ".join(f"{r['held_out_accuracy'][way]:.4f}" for way in WAYS)
+        trained_on = TRAINED_ON[r.get("training", "start")]
         lines.append(
-            f"| {r['dataset']} | {r['model']}, {r['length']} | {held} ({r['held_out_longer']:,} of "
-            f"{r['held_out_rows']:,}) | {r['chosen']} | {r['test_accuracy']['cut']:.4f} / "
-            f"{r['test_accuracy']['windows']:.4f} | {r['cpu_seconds_per_text']['cut'] * 1000:.2f} / "
-            f"{r['cpu_seconds_per_text']['windows'] * 1000:.2f} |"
+            f"| {r['dataset']} | {r['model']}, {r['length']}, seed {r['seed']} | {trained_on} | {held} "
+            f"({r['held_out_longer']:,} of {r['held_out_rows']:,}) | {r['chosen']} | "
+            f"{r['test_accuracy']['cut']:.4f} / {r['test_accuracy']['windows']:.4f} | "
+            f"{r['cpu_seconds_per_text']['cut'] * 1000:.2f} / {r['cpu_seconds_per_text']['windows'] * 1000:.2f} |"
         )
     return "\n".join(lines)
 
@@ -147,6 +154,9 @@ def main(argv=None):
     parser.add_argument("--model", choices=accuracy.PAPER_MODELS, default="scalable_attention")
     parser.add_argument("--length", type=int, default=256, help="the tokens the model reads")
     parser.add_argument("--seed", type=accuracy.seed_number, default=0)
+    parser.add_argument(
+        "--training", choices=list(TRAINED_ON), default="start", help="what of a long text training reads"
+    )
     parser.add_argument("--quick", action="store_true", help=f"smoke check: {QUICK}")
     args = parser.parse_args(argv)
     if not (args.data_dir / "README.md").is_file():
@@ -155,11 +165,11 @@ def main(argv=None):
     if args.quick:
         args.datasets, args.length, rows, epochs = QUICK["datasets"], QUICK["length"], QUICK["rows"], QUICK["epochs"]
     results = accuracy.read_results(args.results)
-    done = {(r["dataset"], r["model"], r["length"], r["seed"]) for r in results}
+    done = {(r["dataset"], r["model"], r["length"], r.get("training", "start"), r["seed"]) for r in results}
     for dataset in args.datasets:
-        if (dataset, args.model, args.length, args.seed) in done:
+        if (dataset, args.model, args.length, args.training, args.seed) in done:
             continue
-        results.append(measure(args.data_dir, dataset, args.model, args.length, args.seed, rows, epochs))
+        results.append(measure(args.data_dir, dataset, args.model, args.length, args.seed, rows, epochs, args.training))
         os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
         with open(args.results, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(results[-1]) + "\n")

@@ -238,15 +238,17 @@ def long_texts_section():
     return [
         "### Texts longer than the model reads: cut or windows",
         "",
-        "A model trained at the length shown, on the training split less a tenth held out by the script; on "
-        "that tenth, a text longer than the model reads cut, or read in windows of that length half of it "
-        "apart with their probabilities' mean or their log-probabilities' mean; the test split read once "
-        "after, cut against windows (`--long-texts windows`), with CPU milliseconds per text on 2 cores "
-        "(other benchmarks running beside it).",
+        "A model trained at the length shown, on the training split less a tenth held out by the script, "
+        "reading each long text's start or a window of it drawn at random each epoch (`train "
+        "--sample-windows`); on that tenth, a text longer than the model reads cut, or read in windows of "
+        "that length half of it apart with their probabilities' mean or their log-probabilities' mean; the "
+        "test split read once after, cut against windows (`--long-texts windows`), with CPU milliseconds "
+        "per text on 2 cores (other benchmarks running beside it).",
         "",
         long_texts.report(rows),
         "",
-        f"Command: `python benchmarks/long_texts.py --datasets imdb` and `--datasets r8 --length 128`. "
+        f"Command: `python benchmarks/long_texts.py --datasets imdb` and `--datasets r8 --length 128`, each "
+        "with `--training start` and `--training windows` (`train --sample-windows`), `--seed 0` and `1`. "
         f"Machine: {MACHINE}. Measured {' to '.join(sorted({dates[0], dates[-1]}))}.",
         "",
     ]

@@ -105,7 +105,8 @@ class Classifier:
             if exports:
                 raise UserError(
                     f"reading long texts in windows needs the run folder (its encoder); {exports[0]} is an export: "
-                    "give its run folder, or --long-texts cut"
+                    "give its run folder, or --long-texts cut (a SavedModel exported with --long-texts windows "
+                    "reads its texts in windows itself)"
                 )
             check_long_texts(long_texts, stride, self._encoders)  # a stride an encoder cannot take
         self.long_texts, self.stride = long_texts, stride

@@ -462,6 +462,13 @@ class TrainConfig:
     seed: int = _optimisation(
         0, "for the weights, the shuffling and the validation rows", check=_seed, parse={"type": int}
     )
+    sample_windows: bool = _optimisation(
+        False,
+        "read a training text longer than the model reads at a window of it drawn at random each "
+        "epoch (its label kept), not at its start, so that training sees the whole of long documents",
+        check=check_flag,
+        parse=SWITCH,
+    )
     shuffle: bool = _optimisation(
         True,
         "keep the training rows in file order",

@@ -690,7 +690,7 @@ def test_long_texts_quick(shared_data, tmp_path):
     assert row["held_out_rows"] == 100 and row["held_out_longer"] > 90
     assert row["test_rows"] == 1000 and all(0.3 < value <= 1 for value in row["test_accuracy"].values())
     assert row["cpu_seconds_per_text"]["windows"] > row["cpu_seconds_per_text"]["cut"]
-    assert "| imdb | scalable_attention, 32 |" in out
+    assert "| imdb | scalable_attention, 32, seed 0 | each text's start |" in out
 
 
 def test_multi_label_quick(shared_data, tmp_path):

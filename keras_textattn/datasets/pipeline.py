@@ -39,6 +39,7 @@ def make_batches(
     rows=None,
     shuffle_buffer=None,
     cut_padding=False,
+    sample_windows=False,
 ):
     """`(text, label)` rows to prefetched batches of `(token_ids, label)`.
 
@@ -68,20 +69,28 @@ def make_batches(
             (`ModelSpec.reads_any_length`) and a flat encoder: rows of similar length
             batched together (`length_sorted_batches`), each batch cut to its longest
             text. The rows come in another order.
+        sample_windows: for training `(text, label)` rows: a text longer than the encoder reads
+            is read at a window of it drawn at random (`TextEncoder.sampled_window_ids`), anew
+            each epoch (from `seed`), with its label; the texts are cached rather than their ids
+            (which change), and the padding is not cut.
 
     Returns:
         A `tf.data.Dataset` of `(ids, labels)`; `ids` is `(token_ids, bigram_ids)`
         when the encoder makes bigrams.
     """
     encoded = tf.nest.flatten(dataset.element_spec)[0].dtype != tf.string
-    if not encoded and keeps_ids(encoder, rows, cache, bucket_boundaries):
+    if sample_windows and encoded:
+        raise ValueError("make_batches: sample_windows draws windows of texts; the rows given are token ids")
+    if sample_windows:
+        dataset = dataset.cache() if cache else dataset
+    elif not encoded and keeps_ids(encoder, rows, cache, bucket_boundaries):
         dataset, encoded = encoded_rows(dataset, encoder), True
     elif cache and not encoded:
         dataset = dataset.cache()
     if shuffle:
         buffer = shuffle_buffer or (10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS)))
         dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-    if cut_padding and not encoder.hierarchical:
+    if cut_padding and not encoder.hierarchical and not sample_windows:
         dataset = length_sorted_batches(dataset, batch_size, shuffle=shuffle, seed=seed, encoder=encoder)
         if rows is not None:
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(math.ceil(rows / batch_size)))
@@ -96,7 +105,14 @@ def make_batches(
         dataset = dataset.batch(batch_size)
         if rows is not None:
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(math.ceil(rows / batch_size)))
-    if not encoded:
+    if sample_windows:  # a seed per batch, other each epoch
+        draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+        dataset = tf.data.Dataset.zip(dataset, draws).map(
+            lambda batch, batch_seed: (encoder.sampled_window_ids(batch[0], batch_seed), batch[1]),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+    elif not encoded:
         dataset = dataset.map(_encoding(encoder), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

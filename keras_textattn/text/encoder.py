@@ -292,16 +292,46 @@ class TextEncoder(keras.layers.Layer):
             stride: as for `windows`.
         """
         width, stride = self._window_width("window_ids", stride)
-        texts = self._as_strings(texts)
-        units = self._sentence_words(texts) if self.hierarchical else self.tokenize(texts)  # (batch, units, ...)
+        units = self._units(texts)
         if width is None:
-            return self._encoded(units), tf.range(tf.shape(texts, out_type=tf.int64)[0])
-        counts = units.row_lengths()
-        owners, starts = _window_starts(counts, width, stride)
-        lengths = tf.minimum(tf.constant(width + self._window_extra(), tf.int64), tf.gather(counts, owners) - starts)
+            return self._encoded(units), tf.range(units.nrows())
+        owners, starts = _window_starts(units.row_lengths(), width, stride)
+        return self._cut_windows(units, owners, starts, width), owners
+
+    def sampled_window_ids(self, texts, seed):
+        """In the graph, the ids of one window of each text, at a random place: a text longer than
+        the encoder reads is read from a token (sentence) drawn uniformly among the window starts
+        that keep it inside the text, rather than from its start; a shorter one as `call` reads it.
+        What training reads with `sample_windows` (each window keeps its text's label).
+
+        Args:
+            texts: a string tensor `[batch]`.
+            seed: int `[2]`, of `tf.random.stateless_uniform`: the same seed, the same windows.
+        """
+        width, _ = self._window_width("sampled_window_ids", None)
+        units = self._units(texts)
+        if width is None:
+            return self._encoded(units)
+        over = tf.maximum(units.row_lengths() - width, 0)  # the last start that keeps a window inside
+        draws = tf.random.stateless_uniform(tf.shape(over), seed, dtype=tf.float64)
+        starts = tf.minimum(tf.cast(draws * tf.cast(over + 1, tf.float64), tf.int64), over)
+        return self._cut_windows(units, tf.range(units.nrows()), starts, width)
+
+    def _units(self, texts):
+        """Ragged `(batch, units, ...)` of the string tensor `texts`: what a window counts, each
+        text's tokens, or when hierarchical its sentences' words."""
+        texts = self._as_strings(texts)
+        return self._sentence_words(texts) if self.hierarchical else self.tokenize(texts)
+
+    def _cut_windows(self, units, owners, starts, width):
+        """The ids of windows of `width` units of `units`, window k from unit `starts[k]` of text
+        `owners[k]` (with bigrams, one unit more where the text has it: the last bigram's pair)."""
+        lengths = tf.minimum(
+            tf.constant(width + self._window_extra(), tf.int64), tf.gather(units.row_lengths(), owners) - starts
+        )
         firsts = tf.gather(units.row_starts(), owners) + starts
         read = tf.gather(units.values, tf.ragged.range(firsts, firsts + lengths).flat_values)
-        return self._encoded(tf.RaggedTensor.from_row_lengths(read, lengths)), owners
+        return self._encoded(tf.RaggedTensor.from_row_lengths(read, lengths))
 
     def _window_width(self, method, stride):
         """`(units a window holds, stride)`: the tokens (sentences) the encoder reads, None when it

@@ -76,7 +76,7 @@ def train_multi_worker(run, classifier, rows, batches_of, class_weights, label_w
                 run.strategy,
                 classifier,
                 run.dataset,
-                functools.partial(batches_of, shuffle=config.shuffle),
+                functools.partial(batches_of, shuffle=config.shuffle, sample_windows=config.sample_windows),
                 config.epochs,
                 config.batch_size,
                 math.ceil(rows["train"] / config.batch_size),

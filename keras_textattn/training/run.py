@@ -471,7 +471,7 @@ def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_paddi
     config, dataset = run.config, run.dataset
     cache = not dataset.streamed  # streamed rows are read again each epoch, never held
 
-    def batches_of(rows_dataset, batch, count=None, shuffle=False):
+    def batches_of(rows_dataset, batch, count=None, shuffle=False, sample_windows=False):
         return make_batches(
             rows_dataset,
             encoder,
@@ -481,6 +481,7 @@ def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_paddi
             rows=count,
             cache=cache,
             cut_padding=cut_padding,
+            sample_windows=sample_windows,
         )
 
     if config.distribute == "multi-worker":
@@ -489,9 +490,11 @@ def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_paddi
     kept = {
         split: encoded_rows(dataset[split], encoder)
         for split in ("train", "validation")
-        if keeps_ids(encoder, rows[split], cache)
+        if keeps_ids(encoder, rows[split], cache) and not (split == "train" and config.sample_windows)
     }
-    train_batches = batches_of(kept.get("train", dataset["train"]), config.batch_size, rows["train"], config.shuffle)
+    train_batches = batches_of(
+        kept.get("train", dataset["train"]), config.batch_size, rows["train"], config.shuffle, config.sample_windows
+    )
     validation_batches = batches_of(
         kept.get("validation", dataset["validation"]), predict_batch_size, rows["validation"]
     )

@@ -22,6 +22,7 @@ from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets.pipeline import LENGTH_STEP
+from keras_textattn.datasets.pipeline import encoded_rows
 from keras_textattn.datasets.pipeline import sample_rows
 from keras_textattn.text import TextEncoder
 
@@ -722,3 +723,32 @@ def test_the_data_options_are_what_the_loader_takes():
     from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
 
     assert set(SEARCH_DATA_OPTIONS) == set(inspect.signature(load_labelled_data).parameters) - {"data", "seed"}
+
+
+def test_sampled_windows_read_other_stretches_each_epoch_and_keep_the_labels(shared_data):
+    """With `sample_windows`, an epoch of IMDB reviews has the plain batches' rows, labels and
+    shapes, a review that fits read as plainly; a longer one is read at a window drawn anew each
+    epoch (the same for the same seed), so that over epochs training reads past its start."""
+    data = load_dataset(str(shared_data / "imdb" / "test.csv.gz"), splits=("train",))["train"].take(300)
+    encoder = TextEncoder(max_tokens=2000, sequence_length=64, bigram_buckets=100)
+    encoder.adapt(data)
+
+    def epoch(batches):
+        return [(ids.numpy(), bigrams.numpy(), labels.numpy()) for (ids, bigrams), labels in batches]
+
+    plain = epoch(make_batches(data, encoder, 32, rows=300))
+    sampled = make_batches(data, encoder, 32, rows=300, sample_windows=True, seed=3)
+    first, second = epoch(sampled), epoch(sampled)
+    again = epoch(make_batches(data, encoder, 32, rows=300, sample_windows=True, seed=3))
+    longer = encoder.longer_than_read([text.decode() for text, _ in data.as_numpy_iterator()])
+    for run in (first, second):
+        assert [labels.tolist() for *_, labels in run] == [labels.tolist() for *_, labels in plain]
+        assert [ids.shape for ids, _, _ in run] == [ids.shape for ids, _, _ in plain]
+        ids, plain_ids = np.concatenate([b[0] for b in run]), np.concatenate([b[0] for b in plain])
+        np.testing.assert_array_equal(ids[~longer], plain_ids[~longer])
+        assert np.mean(np.any(ids[longer] != plain_ids[longer], axis=1)) > 0.8  # not their start
+    moved = np.any(np.concatenate([b[0] for b in first]) != np.concatenate([b[0] for b in second]), axis=1)
+    assert np.mean(moved[longer]) > 0.8  # another window the next epoch
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(first, again))
+    with pytest.raises(ValueError, match="sample_windows draws windows of texts; the rows given are token ids"):
+        make_batches(encoded_rows(data, encoder), encoder, 32, sample_windows=True)

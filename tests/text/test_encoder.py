@@ -752,6 +752,48 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
         encoder.window_ids(tf.constant(texts), width + 1)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"sequence_length": 48, "bigram_buckets": 1000},
+        {"sequence_length": 12, "max_sentences": 4, "hierarchical": True},
+    ],
+    ids=["tokens-and-bigrams", "sentences"],
+)
+def test_a_sampled_window_is_a_stretch_of_the_text_drawn_by_the_seed(shared_data, options):
+    """`sampled_window_ids` reads each long IMDB review at one of its windows (the ids of the whole
+    text from some token, or sentence, within it, as a window of stride 1 reads it), a short one as
+    `call`; the seed decides which, and another seed draws others, spread over the whole text."""
+    with gzip.open(shared_data / "imdb" / "test.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        texts = [row["text"] for row, _ in zip(csv.DictReader(handle), range(60))] + ["short", ""]
+    encoder = TextEncoder(max_tokens=3000, **options)
+    encoder.adapt(texts)
+    batch = tf.constant(texts)
+    every, owners = (keras.tree.flatten(x) for x in encoder.window_ids(batch, 1))  # every start
+    owners = owners[0].numpy()
+    draws = []
+    for seed in ([0, 1], [0, 1], [5, 7]):
+        sampled = keras.tree.flatten(tf.function(encoder.sampled_window_ids)(batch, tf.constant(seed, tf.int64)))
+        starts = []
+        for text in range(len(texts)):
+            mine = np.flatnonzero(owners == text)
+            matches = [
+                k
+                for k in mine
+                if all(np.array_equal(s.numpy()[text], e.numpy()[k]) for s, e in zip(sampled, every, strict=True))
+            ]
+            assert matches, text  # the sampled window is one of the text's own windows
+            starts.append(int(matches[0] - mine[0]))
+        draws.append(starts)
+    assert draws[0] == draws[1] and draws[0] != draws[2]  # the seed decides
+    longer = encoder.longer_than_read(texts)
+    assert not any(np.array(draws[0])[~longer]) and np.mean(np.array(draws[0])[longer] > 0) > 0.8
+    ids = keras.tree.flatten(encoder(batch))
+    short = np.flatnonzero(~longer)
+    for s, e in zip(keras.tree.flatten(encoder.sampled_window_ids(batch, tf.constant([3, 4]))), ids, strict=True):
+        np.testing.assert_array_equal(s.numpy()[short], e.numpy()[short])
+
+
 def _tokens_with_offsets(encoder, texts):
     """The standardised tokens of `tokenize_with_offsets` (tensorflow-text's regex split): the
     definition `tokenize` finds faster."""

@@ -1793,3 +1793,22 @@ def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(
     )
     for name in ("word2vec", "glove-6b-50d"):
         assert worker_arguments("texts.csv", "out", dataclasses.replace(config, embeddings=name))[2].embeddings == name
+
+
+def test_a_run_that_samples_windows_learns_and_records_it(shared_data, tmp_path):
+    """`--sample-windows` on 3,000 IMDB reviews read at 64 tokens (nearly every review is longer):
+    the run trains on random windows, learns well above chance, and records the choice in run.json
+    (which a resumed run must repeat)."""
+    with gzip.open(shared_data / "imdb" / "train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    chosen = np.random.default_rng(0).permutation(len(rows))[:3000]
+    path = tmp_path / "train.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, ["label", "text"], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows[i] for i in chosen)
+    command = ["train", "--model", "scalable_attention", "--data", str(path), "--sequence-length", "64"]
+    assert main([*command, "--sample-windows", "--output", str(tmp_path / "run"), "--quiet"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["accuracy"]["validation"] > 0.65
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["sample_windows"] is True
