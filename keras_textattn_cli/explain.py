@@ -6,6 +6,7 @@ import os
 
 from keras_textattn_cli.common import TextsAreArguments
 from keras_textattn_cli.common import add_file_format_flags
+from keras_textattn_cli.common import add_long_text_flags
 from keras_textattn_cli.common import check_data_options
 from keras_textattn_cli.common import given_texts
 from keras_textattn_cli.common import text_column
@@ -38,6 +39,7 @@ def add_parser(subcommand):
         "--label",
         help="keep the texts predicted with this label (of a multi-label run: among their labels)",
     )
+    add_long_text_flags(explain)
     explain.add_argument("--overwrite", action="store_true", help="replace existing files of --html, --png, ...")
 
 
@@ -89,7 +91,7 @@ def run(args):
             if args.texts == ["-"]
             else "give texts to explain, or --data FILE"
         )
-    explanations = explain(args.run, texts)  # one run: it refuses a repeated --run
+    explanations = explain(args.run, texts, long_texts=args.long_texts, stride=args.stride)  # one run: not several
     if args.label is not None:
         known = list(explanations[0].probabilities)
         if args.label not in known:

@@ -18,6 +18,7 @@ from keras_textattn.datasets.splits import checked_label_names
 from keras_textattn.errors import UserError
 from keras_textattn.errors import check_answered
 from keras_textattn.errors import check_batch_size
+from keras_textattn.errors import check_long_texts
 from keras_textattn.errors import check_texts
 from keras_textattn.errors import check_whole
 from keras_textattn.layers import LAMA
@@ -145,7 +146,9 @@ def _attention_probe(model):
     return probabilities_and_maps
 
 
-def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256, thresholds=None):
+def explain(
+    model_or_run, texts, encoder=None, label_names=None, batch_size=256, thresholds=None, long_texts="cut", stride=None
+):
     """Explain the predictions of a model on `texts`.
 
     Args:
@@ -160,6 +163,13 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256,
             activations and attention maps together).
         thresholds: with a multi-label Keras model: each label's decision threshold, for
             `Explanation.labels` (a multi-label run folder gives its own).
+        long_texts: what a text longer than the model reads gets, as for `inference.Classifier`:
+            "cut" (its start is explained) or "windows": each window is explained, and the text's
+            explanation is theirs merged: its probabilities their mean (what `predict --long-texts
+            windows` answers), every token of the text with each map's weight averaged over the
+            windows that read it (a flat model's maps, and HCAN's sentence maps, then scaled to sum
+            to 1 over the text).
+        stride: with "windows", as for `inference.Classifier`.
 
     Returns:
         A list of `Explanation`, one per text.
@@ -203,6 +213,16 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256,
         raise UserError(
             f"explain: label_names name the model's {classes} classes, one each; got {len(label_names)}: {label_names}"
         )
+    if thresholds is not None and len(thresholds) != classes:
+        raise UserError(f"explain: thresholds are one per label: {classes} expected, {len(thresholds)} given")
+    check_long_texts(long_texts, stride, [encoder])
+    if long_texts == "windows":
+        pieces, owners, starts = encoder.windows(texts, stride, offsets=True)
+        parts = explain(model, pieces, encoder, label_names, batch_size, thresholds)
+        return [
+            _merged(text, [parts[k] for k in mine], starts[mine], label_names, thresholds, encoder.hierarchical)
+            for text, mine in ((text, np.flatnonzero(owners == row)) for row, text in enumerate(texts))
+        ]
     probe = _attention_probe(model)
     probabilities, maps = [], {}
     for start in range(0, len(texts), batch_size):
@@ -211,8 +231,6 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256,
         for name, value in batch_maps.items():  # batch first (HCAN's words: batch x sentences)
             maps.setdefault(name, []).append(value)
     probabilities = np.concatenate(probabilities)
-    if thresholds is not None and len(thresholds) != classes:
-        raise UserError(f"explain: thresholds are one per label: {classes} expected, {len(thresholds)} given")
     check_answered(
         probabilities,
         texts,
@@ -257,6 +275,69 @@ def explain(model_or_run, texts, encoder=None, label_names=None, batch_size=256,
             explanation.sentences = _sentences(spans)
         explanations.append(explanation)
     return explanations
+
+
+def _merged(text, parts, starts, label_names, thresholds, hierarchical):
+    """The `Explanation` of `text` from those of its windows, `parts`, each beginning at character
+    `starts[k]` of it (see `explain`'s `long_texts`); a text read whole is its one part."""
+    if len(parts) == 1:
+        return dataclasses.replace(parts[0], text=text)
+    mean = np.mean([[part.probabilities[name] for name in label_names] for part in parts], axis=0)
+    tokens = _union(parts, starts, "tokens")
+
+    def averaged(maps, spans, union, axis):
+        return {name: _averaged(parts, starts, union, spans, maps, name, axis) for name in getattr(parts[0], maps)}
+
+    attention = averaged("attention", "tokens", tokens, -1)
+    merged = Explanation(
+        text=text,
+        tokens=[{"token": token, "start": start, "end": end} for (start, end), token in tokens.items()],
+        label=label_names[int(np.argmax(mean))],
+        probabilities={name: float(p) for name, p in zip(label_names, mean)},
+        # HCAN's word maps are each sentence's own: averaged, they still sum to 1 over it.
+        attention=attention if hierarchical else {name: _summing_to_one(v) for name, v in attention.items()},
+        dimension_attention=averaged("dimension_attention", "tokens", tokens, 0),
+        labels=None if thresholds is None else [name for name, _ in label_sets(mean[None], thresholds, label_names)[0]],
+    )
+    if hierarchical:
+        sentences = _union(parts, starts, "sentences")
+        merged.sentences = [{"start": start, "end": end} for start, end in sentences]
+        merged.sentence_attention = {
+            name: _summing_to_one(value)
+            for name, value in averaged("sentence_attention", "sentences", sentences, -1).items()
+        }
+    return merged
+
+
+def _union(parts, starts, spans):
+    """`{(start, end): token or None}`: every span of the parts' `spans` ("tokens" or "sentences"),
+    each part's moved by its start in the text, in the text's order."""
+    union = {
+        (int(span["start"] + start), int(span["end"] + start)): span.get("token")
+        for part, start in zip(parts, starts)
+        for span in getattr(part, spans)
+    }
+    return dict(sorted(union.items()))
+
+
+def _averaged(parts, starts, union, spans, maps, name, axis):
+    """The map `name` of the parts' `maps` (one value along `axis` per span of their `spans`), as
+    the mean over the parts that hold each span of `union`."""
+    index = {span: i for i, span in enumerate(union)}
+    total, count = None, np.zeros(len(index))
+    for part, start in zip(parts, starts):
+        values = np.moveaxis(np.asarray(getattr(part, maps)[name], float), axis, -1)
+        positions = [index[(span["start"] + start, span["end"] + start)] for span in getattr(part, spans)]
+        total = np.zeros(values.shape[:-1] + (len(index),)) if total is None else total
+        total[..., positions] += values
+        count[positions] += 1
+    return np.moveaxis(total / np.maximum(count, 1), -1, axis)
+
+
+def _summing_to_one(rows):
+    """`rows` (one map per row) scaled to sum to 1 each (a row of zeros stays so)."""
+    sums = rows.sum(axis=-1, keepdims=True)
+    return np.divide(rows, sums, out=np.zeros_like(rows), where=sums > 0)
 
 
 def _word_level(value, texts, encoder):

@@ -246,7 +246,7 @@ class TextEncoder(keras.layers.Layer):
                 spans.append((position, token.decode("utf-8"), start, start + len(token.decode("utf-8"))))
         return spans
 
-    def windows(self, texts, stride=None):
+    def windows(self, texts, stride=None, offsets=False):
         """Each text as the overlapping windows that together read it whole: a text longer than the
         encoder reads (`sequence_length` tokens; when hierarchical, `max_sentences` sentences) becomes
         pieces of it, each starting at a token (sentence) and holding as many as the encoder reads,
@@ -258,14 +258,17 @@ class TextEncoder(keras.layers.Layer):
         Args:
             texts: a list of strings.
             stride: tokens (sentences) from one window's start to the next's, 1 to the width.
+            offsets: also return where in its text each window starts.
 
         Returns:
-            `(windows, owners)`: the windows' texts, and for each the index of its text.
+            `(windows, owners)`: the windows' texts, and for each the index of its text; with
+            `offsets`, `(windows, owners, starts)`, `starts` the character of its text each window
+            begins at (`text[start:start + len(window)] == window` for a valid UTF-8 text).
         """
         width, stride = self._window_width("windows", stride)
         if width is None:
-            return list(texts), np.arange(len(texts))
-        windows, owners = [], []
+            return (list(texts), np.arange(len(texts))) + ((np.zeros(len(texts), int),) if offsets else ())
+        windows, owners, starts = [], [], []
         for start in range(0, len(texts), 256):
             batch = self._as_strings(_string_batch(texts[start : start + 256], "windows"))
             spans = self._unit_spans(batch)
@@ -274,11 +277,13 @@ class TextEncoder(keras.layers.Layer):
                 units, raw = spans[offset], batch[offset].numpy()
                 if len(units) <= width:  # read whole: the text itself
                     windows.append(texts[start + offset])
+                    starts.append(0)
                 else:
                     end = units[min(first + width + self._window_extra(), len(units)) - 1][1]
                     windows.append(raw[units[first][0] : end].decode("utf-8"))
+                    starts.append(len(raw[: units[first][0]].decode("utf-8")))
                 owners.append(start + offset)
-        return windows, np.asarray(owners, int)
+        return (windows, np.asarray(owners, int)) + ((np.asarray(starts, int),) if offsets else ())
 
     def window_ids(self, texts, stride=None):
         """The ids of `windows(texts, stride)` computed in the graph (a SavedModel's long texts):

@@ -83,6 +83,53 @@ def test_trained_hcan_word_and_sentence_maps(hcan_run):
     _assert_same_explanations(explain(hcan_run, TEXTS, batch_size=1), explain(hcan_run, TEXTS))
 
 
+@pytest.mark.parametrize("run_fixture", ["lama_run", "hcan_run"])
+def test_a_long_text_explained_in_windows_covers_it_whole(run_fixture, request, capsys):
+    """With windows, a text longer than the model reads (LAMA: 64 tokens; HCAN: 6 sentences) is
+    explained whole: every token of it, the windows' mean probabilities (what predict answers),
+    each map averaged over the windows that read a token; a flat map sums to 1 over the text and
+    keeps a window's proportions among tokens only it read; a text that fits is explained as cut."""
+    from keras_textattn.datasets.formats import read_labelled_texts
+    from keras_textattn.inference import Classifier
+    from keras_textattn.run_folder import load_run
+    from tests.conftest import ag_news_files
+
+    run = request.getfixturevalue(run_fixture)
+    stories = read_labelled_texts(ag_news_files()["test"])[0][:12]
+    texts = [". ".join(stories), stories[0]]
+    encoder = load_run(run)[1]
+    assert encoder.longer_than_read(texts).tolist() == [True, False]
+    long, short = explain(run, texts, long_texts="windows")
+    _assert_same_explanations([short], explain(run, [stories[0]]))
+    np.testing.assert_allclose(
+        [list(e.probabilities.values()) for e in (long, short)],
+        Classifier(run, long_texts="windows").probabilities(texts),
+        atol=1e-5,
+    )
+    for token in long.tokens:
+        assert texts[0][token["start"] : token["end"]] == token["token"] and isinstance(token["start"], int)
+    if not encoder.hierarchical:  # HCAN reads a sentence's first words only, in a window too
+        assert long.tokens[-1]["end"] == len(texts[0])  # to the end of the text
+    assert len(long.tokens) > len(explain(run, texts[:1])[0].tokens)  # more than the cut text's
+    pieces, owners, starts = encoder.windows(texts[:1], offsets=True)
+    assert len(pieces) > 1 and all(texts[0][s : s + len(p)] == p for p, s in zip(pieces, starts))
+    (name, weights), *_ = long.attention.items()
+    assert weights.shape[-1] == len(long.tokens)
+    if encoder.hierarchical:
+        np.testing.assert_allclose(next(iter(long.sentence_attention.values())).sum(-1), 1.0, rtol=1e-5)
+        assert len(long.sentences) > encoder.max_sentences  # the sentences of every window
+        assert all(any(s["start"] <= t["start"] < s["end"] for s in long.sentences) for t in long.tokens)
+        return
+    np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
+    first = explain(run, pieces[:1])[0]
+    only_first = [i for i, t in enumerate(long.tokens) if t["end"] <= starts[1]]  # the second window starts after
+    assert len(only_first) >= 2
+    ratio = weights[:, only_first] / first.attention[name][:, : len(only_first)]
+    np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones_like(ratio), rtol=1e-4)  # one scale per head
+    assert main(["explain", "--run", str(run), texts[0], "--long-texts", "windows"]) == 0
+    assert long.label in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("max_sentences, words", [(1, 8), (2, 8), (3, 3)])
 def test_hcan_word_maps_at_every_shape(max_sentences, words):
     """HCAN's word-level maps (a row per sentence) and sentence-level maps, told apart also where
