@@ -189,7 +189,8 @@ def classifier_loss(label_smoothing=None, reduction="sum_over_batch_size", multi
 
 def compile_classifier(model, optimizer, label_smoothing=None, multi_label=False, label_weights=None):
     """Compile `model` for integer labels, or for 0/1 vectors when `multi_label` (`classifier_loss`,
-    with `label_weights`), with `optimizer` and `classifier_metrics`, the optimizer wrapped in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
+    with `label_weights`), with `optimizer` and `classifier_metrics`, the optimizer wrapped
+    in Keras's LossScaleOptimizer when the model computes in float16. Keras's `compile`
     wraps it too, but the saved compile config then names the bare optimizer, and
     `keras.models.load_model` rebuilds a functional model under the loader's global dtype policy
     (its config keeps none): the model came back with the bare optimizer (no loss scaling when
