@@ -217,12 +217,7 @@ def explain(
         raise UserError(f"explain: thresholds are one per label: {classes} expected, {len(thresholds)} given")
     check_long_texts(long_texts, stride, [encoder])
     if long_texts == "windows":
-        pieces, owners, starts = encoder.windows(texts, stride, offsets=True)
-        parts = explain(model, pieces, encoder, label_names, batch_size, thresholds)
-        return [
-            _merged(text, [parts[k] for k in mine], starts[mine], label_names, thresholds, encoder.hierarchical)
-            for text, mine in ((text, np.flatnonzero(owners == row)) for row, text in enumerate(texts))
-        ]
+        return _explained_in_windows(model, texts, encoder, label_names, batch_size, thresholds, stride)
     probe = _attention_probe(model)
     probabilities, maps = [], {}
     for start in range(0, len(texts), batch_size):
@@ -275,6 +270,16 @@ def explain(
             explanation.sentences = _sentences(spans)
         explanations.append(explanation)
     return explanations
+
+
+def _explained_in_windows(model, texts, encoder, label_names, batch_size, thresholds, stride):
+    """`explain`'s explanations of `texts`, each the merge of its windows' (`_merged`)."""
+    pieces, owners, starts = encoder.windows(texts, stride, offsets=True)
+    parts = explain(model, pieces, encoder, label_names, batch_size, thresholds)
+    return [
+        _merged(text, [parts[k] for k in mine], starts[mine], label_names, thresholds, encoder.hierarchical)
+        for text, mine in ((text, np.flatnonzero(owners == row)) for row, text in enumerate(texts))
+    ]
 
 
 def _merged(text, parts, starts, label_names, thresholds, hierarchical):
