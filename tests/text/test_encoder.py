@@ -688,6 +688,19 @@ def test_bigrams_without_sequence_length_match_token_width():
     assert ids.shape == bigrams.shape == (2, 3)
 
 
+# Encoders that read long texts in windows: of tokens with bigrams, and of sentences.
+WINDOW_OPTIONS = [
+    {"sequence_length": 48, "bigram_buckets": 1000},
+    {"sequence_length": 12, "max_sentences": 4, "hierarchical": True},
+]
+
+
+def _imdb_reviews(shared_data, count):
+    """IMDB's first `count` test reviews (HTML included)."""
+    with gzip.open(shared_data / "imdb" / "test.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        return [row["text"] for row, _ in zip(csv.DictReader(handle), range(count))]
+
+
 def _window_starts(units, width, stride):
     """Where each window of a text of `units` tokens (sentences) starts, recomputed from the rule."""
     if units <= width:
@@ -696,20 +709,12 @@ def _window_starts(units, width, stride):
     return starts + ([units - width] if starts[-1] + width < units else [])
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"sequence_length": 48, "bigram_buckets": 1000},
-        {"sequence_length": 12, "max_sentences": 4, "hierarchical": True},
-    ],
-    ids=["tokens-and-bigrams", "sentences"],
-)
+@pytest.mark.parametrize("options", WINDOW_OPTIONS, ids=["tokens-and-bigrams", "sentences"])
 def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, options):
     """Encoding a window gives the ids (and bigram ids) of that stretch of the whole text, as an
     encoder reading the text whole gives them, on IMDB reviews (HTML included): windows of the
     encoder's width, half of it apart (or the given stride), the last ending with the text."""
-    with gzip.open(shared_data / "imdb" / "test.csv.gz", "rt", encoding="utf-8", newline="") as handle:
-        texts = [row["text"] for row, _ in zip(csv.DictReader(handle), range(150))]
+    texts = _imdb_reviews(shared_data, 150)
     texts += ["short", ""]
     encoder = TextEncoder(max_tokens=3000, **options)
     encoder.adapt(texts)
@@ -752,20 +757,12 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
         encoder.window_ids(tf.constant(texts), width + 1)
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"sequence_length": 48, "bigram_buckets": 1000},
-        {"sequence_length": 12, "max_sentences": 4, "hierarchical": True},
-    ],
-    ids=["tokens-and-bigrams", "sentences"],
-)
+@pytest.mark.parametrize("options", WINDOW_OPTIONS, ids=["tokens-and-bigrams", "sentences"])
 def test_a_sampled_window_is_a_stretch_of_the_text_drawn_by_the_seed(shared_data, options):
     """`sampled_window_ids` reads each long IMDB review at one of its windows (the ids of the whole
     text from some token, or sentence, within it, as a window of stride 1 reads it), a short one as
     `call`; the seed decides which, and another seed draws others, spread over the whole text."""
-    with gzip.open(shared_data / "imdb" / "test.csv.gz", "rt", encoding="utf-8", newline="") as handle:
-        texts = [row["text"] for row, _ in zip(csv.DictReader(handle), range(60))] + ["short", ""]
+    texts = _imdb_reviews(shared_data, 60) + ["short", ""]
     encoder = TextEncoder(max_tokens=3000, **options)
     encoder.adapt(texts)
     batch = tf.constant(texts)
