@@ -67,9 +67,10 @@ class Classifier:
             for runs trained on the same classes (any model, vocabulary or length each).
 
         long_texts: what a text longer than the model reads (its sequence length; HCAN's
-            sentences) gets: "cut" (its start is read, the rest not) or "windows" (for run
-            folders: it is read in overlapping windows, `TextEncoder.windows`, each classified,
-            and the mean of their probabilities is its answer).
+            sentences) gets: "cut" (its start is read, the rest not) or "windows" (it is read in
+            overlapping windows, each classified, and the mean of their probabilities is its
+            answer: `TextEncoder.windows` for a run folder, `ClientTokenizer.windows` for a TFLite
+            or ONNX folder; a SavedModel reads its texts as it was exported to).
         stride: with "windows", tokens (HCAN: sentences) from one window's start to the next's
             (default: half of what the model reads).
 
@@ -99,16 +100,15 @@ class Classifier:
             for member, (_, names, _, _) in zip(paths, members)
         ]
         self._paths = [os.fspath(member) for member in paths]
-        self._encoders = [encoder for _, _, encoder, _ in members]
+        self._readers = [reader for _, _, reader, _ in members]
         if long_texts == "windows":
-            exports = [path for path, encoder in zip(self._paths, self._encoders) if encoder is None]
-            if exports:
+            saved = [path for path, reader in zip(self._paths, self._readers) if reader is None]
+            if saved:
                 raise UserError(
-                    f"reading long texts in windows needs the run folder (its encoder); {exports[0]} is an export: "
-                    "give its run folder, or --long-texts cut (a SavedModel exported with --long-texts windows "
-                    "reads its texts in windows itself)"
+                    f"{saved[0]} is a SavedModel, which tokenises its texts itself: export it with --long-texts "
+                    "windows (it then reads long texts in windows), or give its run folder, or --long-texts cut"
                 )
-            check_long_texts(long_texts, stride, self._encoders)  # a stride an encoder cannot take
+            check_long_texts(long_texts, stride, self._readers)  # a stride a member cannot take
         self.long_texts, self.stride = long_texts, stride
         self._members = [(probabilities, order) for (probabilities, _, _, _), order in zip(members, columns)]
 
@@ -131,8 +131,8 @@ class Classifier:
         if not texts:
             return np.zeros((len(self._members), 0, len(self.label_names)), "float32")
         members = []
-        for (probabilities, order), encoder in zip(self._members, self._encoders):
-            read, owners = encoder.windows(texts, self.stride) if self.long_texts == "windows" else (texts, None)
+        for (probabilities, order), reader in zip(self._members, self._readers):
+            read, owners = self._read(reader, texts)
             answers = np.concatenate(
                 [
                     np.asarray(probabilities(read[start : start + batch_size]), "float32")[:, order]
@@ -148,14 +148,21 @@ class Classifier:
             check_answered(answers, texts, path)
         return np.stack(members)
 
+    def _read(self, reader, texts):
+        """`(what a member's model is given, owners)`: `texts` as `reader` reads them for it, cut or
+        in windows (`owners` each window's text; None when cut); a SavedModel's texts themselves."""
+        if reader is None:
+            return texts, None
+        return reader.windows(texts, self.stride) if self.long_texts == "windows" else (reader.cut(texts), None)
+
     def longer_than_read(self, texts):
         """How many of `texts` are longer than what the model reads (an ensemble: than what some
-        member reads), whichever `long_texts` reads them; None for exports, whose tokens only the
-        client sees."""
-        if any(encoder is None for encoder in self._encoders):
+        member reads), whichever `long_texts` reads them; None with a SavedModel, whose tokens only
+        its graph sees."""
+        if any(reader is None for reader in self._readers):
             return None
         texts = check_texts(texts)
-        return int(np.max([np.sum(encoder.longer_than_read(texts)) for encoder in self._encoders]))
+        return int(np.max([np.sum(reader.longer_than_read(texts)) for reader in self._readers]))
 
     @property
     def multi_label(self):
@@ -184,9 +191,10 @@ class Classifier:
 
 
 def _load_member(path):
-    """`(texts -> probabilities, label names, encoder, thresholds)` of one run folder, SavedModel,
-    TFLite or ONNX folder (or the model file in it: `model.keras`, `saved_model.pb`, a `.tflite` or
-    `.onnx` file); `encoder` the run's `TextEncoder`, for its windows (None for an export);
+    """`(read texts -> probabilities, label names, reader, thresholds)` of one run folder,
+    SavedModel, TFLite or ONNX folder (or the model file in it: `model.keras`, `saved_model.pb`, a
+    `.tflite` or `.onnx` file); `reader` what turns texts into what the model is given, cut or in
+    windows (`_TextReads`, `_ClientReads`; None for a SavedModel, given the texts themselves);
     `thresholds` a multi-label run's (None for a single-label one)."""
     if os.path.isfile(path) and (
         path.endswith((".tflite", ".onnx")) or os.path.basename(path) in ("model.keras", "saved_model.pb")
@@ -210,9 +218,12 @@ def _load_member(path):
         runner = _read_export_file(
             path, "model.tflite", lambda: signature_runner(model_path=os.path.join(path, "model.tflite"))
         )
+        names, _, thresholds = _read_labels(path, "labels.json")
         return (
-            lambda texts: [runner(**tokenizer.encode(text))["probabilities"][0] for text in texts],
-            *_read_labels(path, "labels.json"),
+            lambda inputs: [runner(**one)["probabilities"][0] for one in inputs],  # the interpreter's batch of one
+            names,
+            _ClientReads(tokenizer),
+            thresholds,
         )
     if os.path.isfile(os.path.join(path, "model.onnx")):
         from keras_textattn.export.client import ClientTokenizer
@@ -220,13 +231,61 @@ def _load_member(path):
 
         tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
         session = _read_export_file(path, "model.onnx", lambda: onnx_session(os.path.join(path, "model.onnx")))
-        return lambda texts: session(**tokenizer.encode_batch(texts)), *_read_labels(path, "labels.json")
+        names, _, thresholds = _read_labels(path, "labels.json")
+        return lambda inputs: session(**_stacked(inputs)), names, _ClientReads(tokenizer), thresholds
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
         thresholds = run_thresholds(path, label_names)
-        return lambda texts: call(tf.constant(texts, tf.string)), label_names, encoder, thresholds
+        return lambda texts: call(tf.constant(texts, tf.string)), label_names, _TextReads(encoder), thresholds
     raise RunError(f"{path} is neither a run folder nor an exported SavedModel, TFLite or ONNX folder")
+
+
+class _TextReads:
+    """How a run folder's model is given texts: as they are (its `TextEncoder` tokenises them in
+    the call), or as `TextEncoder.windows` cuts them."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+
+    def cut(self, texts):
+        return texts
+
+    def windows(self, texts, stride):
+        return self.encoder.windows(texts, stride)
+
+    def longer_than_read(self, texts):
+        return self.encoder.longer_than_read(texts)
+
+
+class _ClientReads:
+    """How a TFLite or ONNX folder's model is given texts: each text's (or window's) input ids of
+    `ClientTokenizer`, one dict of a batch of one each, as a client computes them."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def cut(self, texts):
+        return [self.tokenizer.encode(text) for text in texts]
+
+    def windows(self, texts, stride):
+        self.tokenizer.window_width(stride)  # a stride the model cannot take, before any text
+        each = [self.tokenizer.windows(text, stride) for text in texts]
+        counts = [len(windows["token_ids"]) for windows in each]
+        read = [
+            {name: ids[k : k + 1] for name, ids in windows.items()}
+            for windows, count in zip(each, counts)
+            for k in range(count)
+        ]
+        return read, np.repeat(np.arange(len(texts)), counts)
+
+    def longer_than_read(self, texts):
+        return np.array([self.tokenizer.longer_than_read(text) for text in texts], bool)
+
+
+def _stacked(inputs):
+    """A list of input dicts (a batch of one each) as one batch."""
+    return {name: np.concatenate([one[name] for one in inputs]) for name in inputs[0]}
 
 
 def _read_labels(folder, name):

@@ -45,3 +45,11 @@ def sentence_rows(lengths, width, max_rows=None):
             if keep:
                 rows.append((sentence, start))
     return rows
+
+
+def window_starts(count, width, stride):
+    """Where each window over a text of `count` units (tokens, or a hierarchical text's sentences)
+    starts, the rule of `TextEncoder.windows`: a text of at most `width` units is one window from
+    0; a longer one has windows `stride` apart, the last moved back to end with the text."""
+    over = max(count - width, 0)  # units past the first window
+    return [min(window * stride, over) for window in range(-(-over // stride) + 1)]

@@ -75,7 +75,8 @@ def run(args):
     if args.format != "saved_model" and (args.long_texts != "cut" or args.stride is not None):
         raise UserError(
             f"--long-texts windows and --stride are for --format saved_model: a {args.format} client tokenises "
-            "the texts itself, and its model reads each one's start"
+            "the texts itself and cuts the windows (ClientTokenizer.windows; predict and evaluate take "
+            "--long-texts windows with the exported folder)"
         )
     if args.format == "saved_model":  # each takes one run or a list (a repeated --run)
         report = export.saved_model(

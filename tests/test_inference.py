@@ -110,6 +110,8 @@ def test_saved_model_predicts_as_the_run_folder(lama_run, tmp_path):
         [p for r in outputs["run"] for _, p in r["top"]], [p for r in outputs["saved"] for _, p in r["top"]], atol=1e-5
     )
     assert all(abs(sum(p for _, p in r["top"]) - 1) < 1e-4 for r in outputs["run"])
+    with pytest.raises(UserError, match="export is a SavedModel, which tokenises its texts itself: export it with"):
+        inference.Classifier([lama_run, export], long_texts="windows")
     # The model file in either folder stands for its folder (a .tflite file already did).
     expected = inference.predict(lama_run, ["stocks fell sharply"], top_k=4)[0]["top"]
     for model_file in (os.path.join(lama_run, "model.keras"), str(export / "saved_model.pb")):
@@ -161,6 +163,15 @@ def test_tflite_folder_predicts_and_evaluates_as_the_device_would(lama_run, test
         if quantization is None:
             np.testing.assert_allclose(predicted, expected, atol=1e-4)
             floats = predicted
+            # A long text read in windows of the client's ids, one interpreter call each, as the run reads it.
+            long = [" ".join(texts[:12]), texts[0], "oil " * 100]
+            on_device = inference.Classifier(folder, long_texts="windows", stride=16)
+            np.testing.assert_allclose(
+                on_device.probabilities(long),
+                inference.Classifier(lama_run, long_texts="windows", stride=16).probabilities(long),
+                atol=1e-4,
+            )
+            assert on_device.longer_than_read(long) == 2
         assert np.mean(predicted.argmax(-1) == expected.argmax(-1)) >= 0.98
     # From the command line, as quiet as a run folder: LiteRT's native INFO line at the first call is not shown.
     shown = subprocess.run(
@@ -776,9 +787,10 @@ def test_onnx_folder_predicts_and_evaluates_as_the_run_does(lama_run, test_rows,
         timeout=120,
     )
     assert shown.returncode == 0 and shown.stderr == "" and shown.stdout.startswith("Business "), shown
-    assert inference.Classifier(tmp_path / "onnx").longer_than_read(texts) is None  # the client's tokens
-    with pytest.raises(UserError, match="reading long texts in windows needs the run folder"):
-        inference.Classifier([lama_run, tmp_path / "onnx"], long_texts="windows")
+    # Long texts in windows that the client tokenizer cuts from its ids: the run folder's windows.
+    windows = [inference.Classifier(path, long_texts="windows") for path in (lama_run, tmp_path / "onnx")]
+    np.testing.assert_allclose(windows[1].probabilities(texts), windows[0].probabilities(texts), atol=1e-4)
+    assert windows[1].longer_than_read(texts) == windows[0].longer_than_read(texts) >= 1
     damaged = tmp_path / "damaged"
     shutil.copytree(tmp_path / "onnx", damaged)
     (damaged / "model.onnx").write_bytes(b"cut")

@@ -25,6 +25,12 @@ The rules (see `TextEncoder`):
    vocabulary.txt is id i, id 0 pads, an unknown token gets id 1 (OOV). A port need not read
    further than the token after the last kept one (`encode` stops there, but with
    `split_long_sentences`, which counts every sentence's tokens).
+6. Windows (`windows`, for a text read whole): over a text of `count` units (tokens; when
+   hierarchical, sentences holding a token) and a width (`sequence_length`; `max_sentences`), a
+   window starts at `min(k * stride, max(count - width, 0))` for k = 0 .. ceil(max(count - width,
+   0) / stride) (`vocabulary.window_starts`); each window is read by rule 5 as a text of the
+   `width` units from its start (and, flat with bigrams, the token after, which the last bigram
+   pairs). The model's probabilities are averaged over a text's windows.
 
 Differences left: ICU (in the graph) and Python may fold a few rare characters
 differently, and bigram ids (the dual-axial model's, and any model's trained with bigrams; HCAN's
@@ -51,6 +57,7 @@ from keras_textattn.vocabulary import OOV_ID
 from keras_textattn.vocabulary import PAD_ID
 from keras_textattn.vocabulary import SENTENCE_END
 from keras_textattn.vocabulary import sentence_rows
+from keras_textattn.vocabulary import window_starts
 
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 # Besides Unicode separators (category Z): ASCII whitespace, NUL, and the other characters
@@ -186,22 +193,83 @@ class ClientTokenizer:
     def encode(self, text):
         """One text to the model's inputs: `{"token_ids": (1, ...)}` int32 (plus
         `"bigram_ids"` of the same shape for a model with bigrams, computed with TensorFlow)."""
-        config = self.config
-        width = config["sequence_length"]
         text = _one_text(text)
         # Each row's first `width` tokens and the one after (a bigram pairs the last kept word with it).
-        if config["hierarchical"]:
-            sentences = self._sentence_end.split(text)
-            if self.split_long_sentences:
-                rows = [tokens for tokens in map(self.tokens, sentences) if tokens]
-                spans = sentence_rows([len(tokens) for tokens in rows], width, config["max_sentences"])
-                rows = [rows[sentence][start : start + width] for sentence, start in spans]
-            else:
-                read = (self.tokens(sentence, limit=width + 1) for sentence in sentences)
-                rows = list(itertools.islice(filter(None, read), config["max_sentences"]))
-            shape = (config["max_sentences"], width)
+        if self.config["hierarchical"]:
+            return self._inputs(self._sentence_rows(self._sentences(text, whole=self.split_long_sentences)))
+        return self._inputs([self.tokens(text, limit=self.config["sequence_length"] + 1)])
+
+    def windows(self, text, stride=None):
+        """One text read whole in overlapping windows, as `TextEncoder.windows` reads it: the inputs
+        of each window stacked on the batch axis (`(windows, ...)`, each window what `encode` gives
+        the stretch of text it covers). A text longer than the model reads (`sequence_length`
+        tokens; when hierarchical, `max_sentences` sentences holding a token) is read from every
+        `stride`-th token (sentence; default: half the width), the last window ending with the text
+        (`vocabulary.window_starts`); a text the model reads whole is one window, its `encode`."""
+        width, stride = self.window_width(stride)
+        text = _one_text(text)
+        if self.config["hierarchical"]:
+            sentences = self._sentences(text, whole=True)
+            windows = [
+                self._sentence_rows(sentences[start : start + width])
+                for start in window_starts(len(sentences), width, stride)
+            ]
         else:
-            rows, shape = [self.tokens(text, limit=width + 1)], (1, width)
+            tokens = self.tokens(text)
+            windows = [[tokens[start : start + width + 1]] for start in window_starts(len(tokens), width, stride)]
+        inputs = [self._inputs(rows) for rows in windows]
+        return {name: np.concatenate([window[name] for window in inputs]) for name in inputs[0]}
+
+    def window_width(self, stride=None):
+        """`(units a window holds, stride)`: the tokens (hierarchical: sentences) the model reads,
+        and `stride` checked (a ValueError unless a whole number from 1 to the width; default: half
+        the width)."""
+        width = self.config["max_sentences"] if self.config["hierarchical"] else self.config["sequence_length"]
+        stride = (width // 2 or 1) if stride is None else stride
+        if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= width:
+            raise ValueError(
+                f"ClientTokenizer.windows: `stride` must be an integer from 1 to {width}. Received: {stride!r}"
+            )
+        return width, stride
+
+    def longer_than_read(self, text):
+        """Whether one text is longer than the model reads (the texts `windows` reads in more than
+        one window); it reads the text only as far as it needs to tell."""
+        text = _one_text(text)
+        if self.config["hierarchical"]:
+            read = (self.tokens(sentence, limit=1) for sentence in self._sentence_end.split(text))
+            return (
+                len(list(itertools.islice(filter(None, read), self.config["max_sentences"] + 1)))
+                > (self.config["max_sentences"])
+            )
+        return len(self.tokens(text, limit=self.config["sequence_length"] + 1)) > self.config["sequence_length"]
+
+    def _sentences(self, text, whole):
+        """The tokens of each sentence of `text` that holds one, in order: all of them when `whole`,
+        else each sentence's first `sequence_length` and the one after, and only the first
+        `max_sentences` sentences (the rest of the text not read)."""
+        width = self.config["sequence_length"]
+        read = (
+            self.tokens(sentence, limit=None if whole else width + 1) for sentence in self._sentence_end.split(text)
+        )
+        return list(filter(None, read) if whole else itertools.islice(filter(None, read), self.config["max_sentences"]))
+
+    def _sentence_rows(self, sentences):
+        """The rows a hierarchical model reads of `sentences` (token lists, as `_sentences` gives
+        them): with `split_long_sentences`, `vocabulary.sentence_rows`; else each of the first
+        `max_sentences` sentences, its first `sequence_length` tokens and the one after."""
+        width, rows = self.config["sequence_length"], self.config["max_sentences"]
+        if self.split_long_sentences:
+            spans = sentence_rows([len(tokens) for tokens in sentences], width, rows)
+            return [sentences[sentence][start : start + width] for sentence, start in spans]
+        return [tokens[: width + 1] for tokens in sentences[:rows]]
+
+    def _inputs(self, rows):
+        """The model's inputs, a batch of one, for the token rows it reads (one row for a flat
+        model, each `sequence_length` tokens and the next one, which a bigram pairs)."""
+        config = self.config
+        width = config["sequence_length"]
+        shape = (config["max_sentences"], width) if config["hierarchical"] else (1, width)
         inputs = {"token_ids": np.full(shape, PAD_ID, np.int32)}
         for row, tokens in enumerate(rows):
             inputs["token_ids"][row] = self._ids(tokens, width)

@@ -767,8 +767,8 @@ class TextEncoder(keras.layers.Layer):
 
 def _window_starts(counts, width, stride):
     """`(owners, starts)`, int64 `[windows]`: the windows over texts of `counts` units (tokens or
-    sentences), each window's text and first unit. A text of at most `width` units is one window
-    from 0; a longer one has windows `stride` apart, the last moved back to end with the text."""
+    sentences), each window's text and first unit, as `vocabulary.window_starts` (the clients'
+    plain-Python rule) places them."""
     counts = tf.cast(counts, tf.int64)
     over = tf.maximum(counts - width, 0)  # units past the first window
     windows = -(-over // stride) + 1  # ceil(over / stride) + 1

@@ -208,7 +208,8 @@ def test_windows_are_for_saved_models_only(lama_run, tmp_path, capsys):
     assert (
         err.endswith(
             "--long-texts windows and --stride are for --format saved_model: a tflite client tokenises the texts "
-            "itself, and its model reads each one's start"
+            "itself and cuts the windows (ClientTokenizer.windows; predict and evaluate take --long-texts windows "
+            "with the exported folder)"
         )
         and len(err.splitlines()) == 1
     )

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_textattn.export.client import ClientTokenizer
+from keras_textattn.export.tflite import write_tokenizer_files
 from keras_textattn.text import TextEncoder
+from keras_textattn.vocabulary import window_starts
 
 CORPUS = [
     "The movie was GREAT. Loved it!<br /><br />Really great.",
@@ -710,14 +713,17 @@ def _window_starts(units, width, stride):
 
 
 @pytest.mark.parametrize("options", WINDOW_OPTIONS, ids=["tokens-and-bigrams", "sentences"])
-def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, options):
+def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, options, tmp_path):
     """Encoding a window gives the ids (and bigram ids) of that stretch of the whole text, as an
     encoder reading the text whole gives them, on IMDB reviews (HTML included): windows of the
-    encoder's width, half of it apart (or the given stride), the last ending with the text."""
+    encoder's width, half of it apart (or the given stride), the last ending with the text. The
+    graph's windows and a TFLite client's (plain Python) are the same windows."""
     texts = _imdb_reviews(shared_data, 150)
     texts += ["short", ""]
     encoder = TextEncoder(max_tokens=3000, **options)
     encoder.adapt(texts)
+    write_tokenizer_files(tmp_path, encoder)
+    client = ClientTokenizer(tmp_path)
     whole = TextEncoder(
         max_tokens=3000, **{**options, ("max_sentences" if encoder.hierarchical else "sequence_length"): None}
     )
@@ -736,10 +742,16 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
         np.testing.assert_array_equal(graph_owners.numpy(), owners)
         for ids, expected in zip(keras.tree.flatten(graph_ids), read, strict=True):
             np.testing.assert_array_equal(ids.numpy(), expected)
+        for text in (0, 1, 2, 3, len(texts) - 2, len(texts) - 1):
+            mine = owners == text
+            assert client.longer_than_read(texts[text]) == (mine.sum() > 1)
+            for ids, expected in zip(client.windows(texts[text], stride).values(), read, strict=True):
+                np.testing.assert_array_equal(ids, expected[mine])
         for text in range(len(texts)):
             full = [keras.ops.convert_to_numpy(x)[0] for x in keras.tree.flatten(whole([texts[text]]))]
             units = len(full[0]) if texts[text] else 0
             starts = _window_starts(units, width, stride or width // 2)
+            assert window_starts(units, width, stride or width // 2) == starts  # the clients' rule
             mine = np.flatnonzero(owners == text)
             assert len(mine) == len(starts)
             for k, start in zip(mine, starts):
@@ -755,6 +767,8 @@ def test_windows_read_each_stretch_of_a_long_text_as_its_own_ids(shared_data, op
         ValueError, match=f"window_ids: `stride` must be an integer from 1 to {width}. Received: {width + 1}"
     ):
         encoder.window_ids(tf.constant(texts), width + 1)
+    with pytest.raises(ValueError, match=f"ClientTokenizer.windows: `stride` must be an integer from 1 to {width}"):
+        client.windows(texts[0], width + 1)
 
 
 @pytest.mark.parametrize("options", WINDOW_OPTIONS, ids=["tokens-and-bigrams", "sentences"])
