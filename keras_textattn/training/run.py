@@ -85,6 +85,8 @@ from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import jsonable
 
+TRAINING_ROWS_SCORED = 5_000  # the training split's accuracy is read off a sample of at most these (`_scored_every`)
+
 
 def train(model=None, data=None, output="runs/run", config=None, **overrides):
     """Train `model` on `data` and write a run folder at `output`.
@@ -372,6 +374,7 @@ def _train_run(run):
         "macro_f1": f1,
         "multi_label": multi_label,
         "rows": rows,
+        "training_rows_scored": rows["train"] and -(-rows["train"] // _scored_every(rows["train"])),
         "skipped": dataset.skipped,
         "class_weight": class_weight,
         **_training_record(run, history, best, resumed_from_epoch, rows["train"]),
@@ -389,13 +392,17 @@ def _train_run(run):
 
 
 def _scores(run, classifier, encoder, rows, trained_on, cut_padding):
-    """`(accuracy, macro F1, the multi-label record or None)` by split of the trained `classifier`:
-    the `trained_on` ids where training kept them, the split's texts encoded again elsewhere."""
+    """`(accuracy, macro F1, the multi-label record or None)` by split of the trained `classifier`,
+    the training split's on a sample of it (`_scored_every`): the `trained_on` ids where training kept
+    them, the split's texts encoded again elsewhere."""
     dataset = run.dataset
     predict_batch_size = inference_batch_size(run.config.batch_size)
     predicted = {}
     for split, count in rows.items():
         split_rows = trained_on.get(split, dataset[split])  # training's ids: not encoded again
+        every = _scored_every(count) if split == "train" else 1
+        if every > 1:
+            split_rows, count = split_rows.shard(every, 0), -(-count // every)
         batches = make_batches(
             split_rows, encoder, predict_batch_size, rows=count, cache=False, cut_padding=cut_padding
         )
@@ -403,6 +410,15 @@ def _scores(run, classifier, encoder, rows, trained_on, cut_padding):
             predictions(classifier, batches) if cut_padding else predictions(classifier, batches, split_rows)
         )
     return split_scores(predicted, dataset.label_names, dataset.multi_label)
+
+
+def _scored_every(count):
+    """k: the training split's accuracy is read off every k-th of its `count` rows, k the least that
+    leaves at most `TRAINING_ROWS_SCORED` (a fixed sample whatever the file's order, labels sorted
+    included); 1 (all of them) when there are no more, or when they were not counted (streamed).
+    A diagnostic of fit against the held-out accuracy, which scoring every row of a large split
+    made cost a third of an epoch."""
+    return 1 if not count or count <= TRAINING_ROWS_SCORED else -(-count // TRAINING_ROWS_SCORED)
 
 
 def _training_record(run, history, best, resumed_from_epoch, train_rows):

@@ -490,9 +490,16 @@ def test_progress_written_to_a_file_is_one_line_per_epoch(shared_data, tmp_path,
     _assert_tensorboard_draws_the_history(tmp_path / "run")
 
 
-def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
+def test_validation_file_instead_of_a_carve(shared_data, tmp_path, monkeypatch):
     """SST-2's own dev file validates; then every training row trains (none is held out). The
-    optimizer options reach the saved model and metrics.json."""
+    optimizer options reach the saved model and metrics.json. The training split's accuracy is
+    that of every k-th of its rows (here every 4th, for at most 500), as the saved run scores them."""
+    from keras_textattn.datasets.formats import LocalFile
+    from keras_textattn.datasets.formats import read_labelled_texts
+    from keras_textattn.inference import Classifier
+    from keras_textattn.training import run
+
+    monkeypatch.setattr(run, "TRAINING_ROWS_SCORED", 500)
     output = tmp_path / "run"
     args = [
         "train",
@@ -509,7 +516,11 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path):
     assert main([*args, "--group-column", "text"]) == 2 and not output.exists()  # no carve to group
     assert main([*args, "--optimizer", "sgd", "--weight-decay", "0.001"]) == 0
     metrics = _metrics(output)
-    assert metrics["rows"] == {"train": 1821, "validation": 872}
+    assert metrics["rows"] == {"train": 1821, "validation": 872} and metrics["training_rows_scored"] == 456
+    texts, labels = read_labelled_texts(LocalFile(shared_data / "sst2" / "test.csv.gz"))[:2]
+    predicted = Classifier(output).probabilities(texts[::4]).argmax(-1)
+    truth = [metrics["label_names"].index(str(label)) for label in labels[::4]]
+    assert metrics["accuracy"]["train"] == pytest.approx(np.mean(predicted == truth), abs=1e-6)
     assert metrics["data"]["validation"].endswith("dev.csv.gz")
     assert (metrics["optimizer"], metrics["learning_rate"], metrics["weight_decay"]) == ("sgd", 0.01, 0.001)
     optimizer = keras.models.load_model(output / "model.keras").optimizer
