@@ -227,12 +227,13 @@ def _load_member(path):
         )
     if os.path.isfile(os.path.join(path, "model.onnx")):
         from keras_textattn.export.client import ClientTokenizer
+        from keras_textattn.export.client import stacked
         from keras_textattn.export.onnx import onnx_session
 
         tokenizer = _read_export_file(path, "encoder.json, vocabulary.txt", lambda: ClientTokenizer(path))
         session = _read_export_file(path, "model.onnx", lambda: onnx_session(os.path.join(path, "model.onnx")))
         names, _, thresholds = _read_labels(path, "labels.json")
-        return lambda inputs: session(**_stacked(inputs)), names, _ClientReads(tokenizer), thresholds
+        return lambda inputs: session(**stacked(inputs)), names, _ClientReads(tokenizer), thresholds
     if os.path.isdir(path):
         model, encoder, label_names = load_run(path)
         call = tf.function(lambda texts: model(encoder(texts), training=False), reduce_retracing=True)
@@ -283,15 +284,10 @@ class _ClientReads:
         return np.array([self.tokenizer.longer_than_read(text) for text in texts], bool)
 
 
-def _stacked(inputs):
-    """A list of input dicts (a batch of one each) as one batch."""
-    return {name: np.concatenate([one[name] for one in inputs]) for name in inputs[0]}
-
-
 def _read_labels(folder, name):
     """`(label names, None, thresholds)` of an export's labels file (`export.labels_record`): a list
     of class names, or a multi-label run's `{"labels": [...], "thresholds": [...]}`; the None is
-    the encoder an export does not have."""
+    a SavedModel's reader (`_load_member`: it is given the texts themselves)."""
     path = os.path.join(folder, name)
     if not os.path.isfile(path):
         raise RunError(

@@ -95,6 +95,11 @@ def _one_text(text):
     raise UserError(f"ClientTokenizer takes one text (str or bytes); got {text!r:.60} ({type(text).__name__})")
 
 
+def stacked(inputs):
+    """A non-empty list of the model's inputs (dicts of arrays, each a batch) as one batch."""
+    return {name: np.concatenate([one[name] for one in inputs]) for name in inputs[0]}
+
+
 class ClientTokenizer:
     """Raw text to the model's input ids, without TensorFlow.
 
@@ -187,8 +192,7 @@ class ClientTokenizer:
     def encode_batch(self, texts):
         """`encode` of each of `texts` (a non-empty list), stacked on the batch axis: the inputs of a
         model that takes any batch size (the ONNX export's)."""
-        encoded = [self.encode(text) for text in texts]
-        return {name: np.concatenate([row[name] for row in encoded]) for name in encoded[0]}
+        return stacked([self.encode(text) for text in texts])
 
     def encode(self, text):
         """One text to the model's inputs: `{"token_ids": (1, ...)}` int32 (plus
@@ -217,8 +221,7 @@ class ClientTokenizer:
         else:
             tokens = self.tokens(text)
             windows = [[tokens[start : start + width + 1]] for start in window_starts(len(tokens), width, stride)]
-        inputs = [self._inputs(rows) for rows in windows]
-        return {name: np.concatenate([window[name] for window in inputs]) for name in inputs[0]}
+        return stacked([self._inputs(rows) for rows in windows])
 
     def window_width(self, stride=None):
         """`(units a window holds, stride)`: the tokens (hierarchical: sentences) the model reads,
@@ -237,12 +240,11 @@ class ClientTokenizer:
         one window); it reads the text only as far as it needs to tell."""
         text = _one_text(text)
         if self.config["hierarchical"]:
+            width = self.config["max_sentences"]
             read = (self.tokens(sentence, limit=1) for sentence in self._sentence_end.split(text))
-            return (
-                len(list(itertools.islice(filter(None, read), self.config["max_sentences"] + 1)))
-                > (self.config["max_sentences"])
-            )
-        return len(self.tokens(text, limit=self.config["sequence_length"] + 1)) > self.config["sequence_length"]
+            return len(list(itertools.islice(filter(None, read), width + 1))) > width
+        width = self.config["sequence_length"]
+        return len(self.tokens(text, limit=width + 1)) > width
 
     def _sentences(self, text, whole):
         """The tokens of each sentence of `text` that holds one, in order: all of them when `whole`,
