@@ -38,6 +38,7 @@ from keras_textattn_config.train_config import OPTIMIZERS
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 from keras_textattn_config.train_config import STEPS_PER_EPOCH
 
+TRAINING_ROWS_SCORED = 5_000  # the training split's scores are read off a sample of at most these (`scored_rows`)
 # The fields of `TrainConfig` that are the encoder's options.
 ENCODER_OPTIONS = (
     "max_tokens",
@@ -268,6 +269,18 @@ def class_weights_of(class_weight, dataset):
         return None, (None if positive is None else (positive, negative)), record
     weights, record = weigh_classes(class_weight, dataset["train"], dataset.label_names)
     return weights, None, record
+
+
+def scored_rows(split, rows, count):
+    """`(rows, how many)` of a split of `count` rows (None: not counted) that its scores are read
+    off: all of them, but of the training split every k-th row, k the least that leaves at most
+    `TRAINING_ROWS_SCORED` (a fixed sample whatever the file's order, labels sorted included; all
+    rows when they were not counted). The training split's score is a check of fit beside the
+    held-out one, which scoring every row of a large split made cost a third of an epoch."""
+    if split != "train" or not count or count <= TRAINING_ROWS_SCORED:
+        return rows, count
+    every = -(-count // TRAINING_ROWS_SCORED)
+    return rows.shard(every, 0), -(-count // every)
 
 
 def split_scores(predicted, label_names, multi_label=False):

@@ -60,6 +60,7 @@ from keras_textattn.training.model_setup import initialise_embeddings
 from keras_textattn.training.model_setup import initialise_from
 from keras_textattn.training.model_setup import make_optimizer
 from keras_textattn.training.model_setup import predictions
+from keras_textattn.training.model_setup import scored_rows
 from keras_textattn.training.model_setup import source_run_metrics
 from keras_textattn.training.model_setup import split_scores
 from keras_textattn.training.model_setup import with_batch_for_rows
@@ -84,8 +85,6 @@ from keras_textattn_config.train_config import STEPS_PER_EPOCH
 from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import jsonable
-
-TRAINING_ROWS_SCORED = 5_000  # the training split's accuracy is read off a sample of at most these (`_scored_every`)
 
 
 def train(model=None, data=None, output="runs/run", config=None, **overrides):
@@ -374,7 +373,7 @@ def _train_run(run):
         "macro_f1": f1,
         "multi_label": multi_label,
         "rows": rows,
-        "training_rows_scored": rows["train"] and -(-rows["train"] // _scored_every(rows["train"])),
+        "training_rows_scored": scored_rows("train", dataset["train"], rows["train"])[1],
         "skipped": dataset.skipped,
         "class_weight": class_weight,
         **_training_record(run, history, best, resumed_from_epoch, rows["train"]),
@@ -393,16 +392,14 @@ def _train_run(run):
 
 def _scores(run, classifier, encoder, rows, trained_on, cut_padding):
     """`(accuracy, macro F1, the multi-label record or None)` by split of the trained `classifier`,
-    the training split's on a sample of it (`_scored_every`): the `trained_on` ids where training kept
+    the training split's on a sample of it (`scored_rows`): the `trained_on` ids where training kept
     them, the split's texts encoded again elsewhere."""
     dataset = run.dataset
     predict_batch_size = inference_batch_size(run.config.batch_size)
     predicted = {}
     for split, count in rows.items():
         split_rows = trained_on.get(split, dataset[split])  # training's ids: not encoded again
-        every = _scored_every(count) if split == "train" else 1
-        if every > 1:
-            split_rows, count = split_rows.shard(every, 0), -(-count // every)
+        split_rows, count = scored_rows(split, split_rows, count)
         batches = make_batches(
             split_rows, encoder, predict_batch_size, rows=count, cache=False, cut_padding=cut_padding
         )
@@ -410,15 +407,6 @@ def _scores(run, classifier, encoder, rows, trained_on, cut_padding):
             predictions(classifier, batches) if cut_padding else predictions(classifier, batches, split_rows)
         )
     return split_scores(predicted, dataset.label_names, dataset.multi_label)
-
-
-def _scored_every(count):
-    """k: the training split's accuracy is read off every k-th of its `count` rows, k the least that
-    leaves at most `TRAINING_ROWS_SCORED` (a fixed sample whatever the file's order, labels sorted
-    included); 1 (all of them) when there are no more, or when they were not counted (streamed).
-    A diagnostic of fit against the held-out accuracy, which scoring every row of a large split
-    made cost a third of an epoch."""
-    return 1 if not count or count <= TRAINING_ROWS_SCORED else -(-count // TRAINING_ROWS_SCORED)
 
 
 def _training_record(run, history, best, resumed_from_epoch, train_rows):

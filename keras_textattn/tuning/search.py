@@ -49,6 +49,7 @@ from keras_textattn.training import compile_classifier
 from keras_textattn.training import schedule_callbacks
 from keras_textattn.training.model_setup import class_weights_of
 from keras_textattn.training.model_setup import predictions
+from keras_textattn.training.model_setup import scored_rows
 from keras_textattn.training.model_setup import split_scores
 from keras_textattn.tuning.config import ENCODER_HYPERPARAMETERS
 from keras_textattn.tuning.config import TRAINING_HYPERPARAMETERS
@@ -647,12 +648,10 @@ def _save_best(search, hypermodel, config, dataset, folder, score, weights_by_na
     encoder = hypermodel.trial_encoder(best_hp)  # as the best trial read its texts
     searched = hypermodel.declare(best_hp)
     best = {**_preset_arguments(config), **searched}
-    rows = dataset.rows or {}
+    scored = {split: scored_rows(split, dataset[split], (dataset.rows or {}).get(split)) for split in dataset.splits}
     predicted = {
-        split: predictions(
-            best_model, make_batches(dataset[split], encoder, predict_batch_size, cache=False, rows=rows.get(split))
-        )
-        for split in dataset.splits
+        split: predictions(best_model, make_batches(split_rows, encoder, predict_batch_size, cache=False, rows=count))
+        for split, (split_rows, count) in scored.items()
     }
     accuracy, f1, multi_label = split_scores(predicted, dataset.label_names, dataset.multi_label)
     metrics = {
@@ -663,6 +662,7 @@ def _save_best(search, hypermodel, config, dataset, folder, score, weights_by_na
         "accuracy": accuracy,
         "macro_f1": f1,
         "multi_label": multi_label,
+        "training_rows_scored": scored["train"][1],
         "objective": config.objective,
         "score": score,
         "tuner_config": config.path,

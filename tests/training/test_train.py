@@ -497,9 +497,9 @@ def test_validation_file_instead_of_a_carve(shared_data, tmp_path, monkeypatch):
     from keras_textattn.datasets.formats import LocalFile
     from keras_textattn.datasets.formats import read_labelled_texts
     from keras_textattn.inference import Classifier
-    from keras_textattn.training import run
+    from keras_textattn.training import model_setup
 
-    monkeypatch.setattr(run, "TRAINING_ROWS_SCORED", 500)
+    monkeypatch.setattr(model_setup, "TRAINING_ROWS_SCORED", 500)
     output = tmp_path / "run"
     args = [
         "train",

@@ -627,7 +627,10 @@ def test_a_run_folder_or_an_unrecorded_search_is_not_a_search_directory(tiny_con
     assert os.listdir(run) == ["encoder.keras"]
 
 
-def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
+def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path, monkeypatch):
+    from keras_textattn.training import model_setup
+
+    monkeypatch.setattr(model_setup, "TRAINING_ROWS_SCORED", 1000)  # best/ scores a sample of the training split
     data = str(shared_data / "trec" / "train.csv.gz")
     rows = tune(tiny_config, data, tmp_path / "search", class_weight="balanced", verbose=0)  # TREC is imbalanced
     assert len(rows) == 3
@@ -640,10 +643,15 @@ def test_three_trials_table_and_best_model(tiny_config, shared_data, tmp_path):
 
     # The best model is a run folder; it reloads and scores what the table says on the same validation split.
     model, encoder, _ = load_run(tmp_path / "search" / "best")
-    validation = load_labelled_data(data, validation_fraction=0.1, seed=0)[0]["validation"]
-    _, accuracy = model.evaluate(make_batches(validation, encoder, 64), verbose=0)
+    splits = load_labelled_data(data, validation_fraction=0.1, seed=0)[0]
+    _, accuracy = model.evaluate(make_batches(splits["validation"], encoder, 64), verbose=0)
     np.testing.assert_allclose(accuracy, rows[0]["score"], rtol=1e-6)
     metrics = json.loads((tmp_path / "search" / "best" / "metrics.json").read_text())
+    # The training split's score: every 5th of its rows (4,001 to 5,000 of them), as `train` reads it.
+    count = splits["train"].reduce(0, lambda n, _: n + 1).numpy()
+    _, accuracy = model.evaluate(make_batches(splits["train"].shard(5, 0), encoder, 64), verbose=0)
+    assert 4000 < count <= 5000 and metrics["training_rows_scored"] == -(-count // 5)
+    np.testing.assert_allclose(metrics["accuracy"]["train"], accuracy, rtol=1e-6)
     assert metrics["model_kwargs"]["hidden_units"] == json.loads(rows[0]["hidden_units"])
     # The whole model: searched, fixed (over the cpu preset's 64) and the preset's own sizes.
     assert metrics["preset"] == "cpu" and metrics["model_kwargs"]["embedding_dim"] == 16
