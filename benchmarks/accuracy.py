@@ -592,7 +592,7 @@ def run_train(
         "macro_f1": metrics["macro_f1"].get("test"),
         "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"),
         **({"chosen": chosen} if chosen else {}),
-        **({"chosen_model": metrics["model"]} if "model_choice" in metrics else {}),
+        **({"chosen_model": metrics["model_choice"]["chosen"]} if "model_choice" in metrics else {}),
     }
 
 

@@ -181,9 +181,9 @@ def accuracy_section(results):
         "digit on the old and the new commit (seed 0). IMDB's HCAN defaults and the HCAN and dual-axial "
         "recipes ran through `train()` before it chose the batch from the training rows (2026-12-02): they "
         "trained at batch 32, as `train --batch-size 32` still does; without it, they now take 128. The "
-        "`auto+defaults`, NB-SVM and cross-validated TF-IDF + LR rows (2026-12-03) ran beside other "
-        "benchmarks on the 2 cores: their seconds are longer than alone (IMDB's race alone: about the sum of "
-        "its two candidates' defaults rows).",
+        "NB-SVM and cross-validated TF-IDF + LR rows (2026-12-03) and the `auto+defaults` rows (2026-12-06: "
+        "its three candidates, the GloVe one included) ran beside other benchmarks on the 2 cores: their "
+        "seconds are longer than alone (a race alone: about the sum of its candidates' rows).",
         "",
     ]
     for dataset, title in DATASETS.items():

@@ -22,7 +22,7 @@ def add_parser(subcommand):
     train = subcommand("train", help="train a model and write a run folder")
     train.add_argument(
         "--model",
-        help=f"{', '.join(MODELS)}, or {AUTO}: train {' and '.join(CANDIDATES)} and keep the better on the "
+        help=f"{', '.join(MODELS)}, or {AUTO}: train {', '.join(CANDIDATES)} and keep the best on the "
         f"held-out data (the default; with --init-from: that run's model)",
     )
     train.add_argument(

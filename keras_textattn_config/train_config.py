@@ -30,8 +30,21 @@ from keras_textattn_config.schedules import parse_schedule
 # import); they are here so that a mistyped --model is said before TensorFlow is imported.
 MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan", "transformer", "bigru", "kim_cnn")
 AUTO = "auto"  # train's model that races CANDIDATES on the held-out data (training.auto)
-# The paper models fast enough on 2 cores to train twice over; the faster first, so a tie keeps it.
-CANDIDATES = ("scalable_attention", "dual_axial")
+GLOVE_CANDIDATE = "scalable_attention+glove"
+# The race of --model auto, by the name of each candidate's run folder: its paper model and the
+# options it adds to the user's. The paper models fast enough on 2 cores to train more than once,
+# the faster first, so a tie keeps it. GLOVE_CANDIDATE: scalable attention starting from Stanford's
+# GloVe 6B 50-d vectors, at their width, with 100,000 of their words added to the vocabulary (words
+# the training texts lack still read as their vectors); raced where the vectors' package is installed
+# and the user gave no --embeddings of their own.
+CANDIDATES = {
+    "scalable_attention": ("scalable_attention", {}),
+    "dual_axial": ("dual_axial", {}),
+    GLOVE_CANDIDATE: (
+        "scalable_attention",
+        {"embeddings": "glove-6b-50d", "vectors_vocabulary": 100_000, "model_kwargs": {"embedding_dim": 50}},
+    ),
+}
 PRESETS = ("cpu", "paper")
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one

