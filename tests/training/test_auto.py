@@ -134,3 +134,29 @@ def test_an_overwritten_race_trains_its_candidates_again_and_leaves_no_copy_asid
     assert all((output / "candidates" / m / "metrics.json").stat().st_mtime_ns != t for m, t in written.items())
     assert again["seed"] == 1 != first["seed"] and json.loads((output / "metrics.json").read_text()) == again
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "trec.csv"]  # nothing kept aside, no lock left
+
+
+def test_a_race_of_equal_candidates_keeps_the_first_and_says_what_it_left_out(tmp_path, capsys):
+    """`race` with a stand-in for `train` that writes a run folder whose held-out accuracy is the
+    same for every candidate: each candidate gets its own options, a tie keeps the first listed,
+    and a candidate left out is said, with why."""
+    from keras_textattn.training.auto import race
+
+    given = []
+
+    def train_candidate(model, data, folder, config):
+        given.append((model, config.embeddings, config.model_kwargs))
+        metrics = {"model": model, "accuracy": {"validation": 0.5}}
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "metrics.json").write_text(json.dumps(metrics))
+        return metrics
+
+    config = TrainConfig(embeddings="word2vec", verbose=1)
+    metrics = race(train_candidate, "data.csv", str(tmp_path / "run"), config)
+    assert given == [("scalable_attention", "word2vec", {}), ("dual_axial", "word2vec", {})]
+    assert metrics["model_choice"]["chosen"] == "scalable_attention" == metrics["model"]
+    printed = capsys.readouterr().out
+    assert f"--model auto: {GLOVE_CANDIDATE} is not raced: it starts from glove-6b-50d, and --embeddings" in printed
+    given.clear()
+    race(train_candidate, "data.csv", str(tmp_path / "again"), TrainConfig(verbose=0))
+    assert given[-1] == ("scalable_attention", "glove-6b-50d", {"embedding_dim": 50})
