@@ -109,7 +109,8 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
 
 
 def report(results):
-    """Markdown: per dataset and row, the pooled cross-validation accuracy (mean ± sd over seeds)."""
+    """Markdown: per dataset and row, the pooled cross-validation accuracy (mean ± sd over seeds); a
+    fold measured again (a row re-run after a change, appended to the results) counts by its last result."""
     lines = [
         "| dataset | row | folds | cross-validated accuracy (mean ± sd over seeds) | by seed | seeds | seconds a "
         "fold |",
@@ -117,9 +118,9 @@ def report(results):
     ]
     groups = {}
     for r in results:
-        groups.setdefault((r["dataset"], r["model"], r["folds"]), {}).setdefault(r["seed"], []).append(r)
+        groups.setdefault((r["dataset"], r["model"], r["folds"]), {}).setdefault(r["seed"], {})[r["fold"]] = r
     for (dataset, model, folds), by_seed in sorted(groups.items()):
-        complete = {seed: runs for seed, runs in by_seed.items() if len({r["fold"] for r in runs}) == folds}
+        complete = {seed: list(runs.values()) for seed, runs in by_seed.items() if len(runs) == folds}
         if not complete:
             continue
         pooled = [

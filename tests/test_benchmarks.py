@@ -248,6 +248,19 @@ def test_cross_validation_quick(shared_data, tmp_path):
     assert run_script("cross_validation.py", *arguments)[0] == 0 and len(results.read_text().splitlines()) == 4
 
 
+def test_cross_validation_report_counts_a_fold_measured_again_by_its_last_result():
+    report = benchmark_function("cross_validation", "report")
+
+    def fold(k, accuracy):
+        return {"dataset": "mr", "model": "m", "folds": 2, "seed": 0, "fold": k, "validation_accuracy": accuracy}
+
+    rows = [{**fold(0, 0.5), "validation_rows": 10, "train_seconds": 1}, {**fold(1, 0.7), "validation_rows": 30}]
+    rows[1]["train_seconds"] = 3
+    again = {**fold(0, 0.9), "validation_rows": 10, "train_seconds": 5}
+    assert "| mr | m | 2 | 0.6500 ± 0.0000 | 0.6500 | 1 | 2 |" in report(rows)
+    assert "| mr | m | 2 | 0.7500 ± 0.0000 | 0.7500 | 1 | 4 |" in report([*rows, again])
+
+
 def test_throughput_quick(shared_data, tmp_path):
     run = subprocess.run(
         [
@@ -320,12 +333,17 @@ def test_adversarial_cost_quick(shared_data):
 def test_breakdown_quick(shared_data, tmp_path):
     """Every phase of an epoch is measured and scaled to the epoch's steps, for both kinds of
     embedding update (not timed: a test asserts what is measured, not how fast)."""
+    from keras_textattn.training.model_setup import batch_for_rows
+
     results = tmp_path / "breakdown.json"
     status, out, err = run_script("breakdown.py", "--quick", "--data-dir", shared_data, "--results", results)
     assert status == 0, err[-3000:]
     row = json.loads(results.read_text())["models"][0]
     assert (row["model"], row["dataset"], row["steps_timed"]) == ("scalable_attention", "trec", 3)
     assert row["steps_per_epoch"] == -(-row["rows"] // row["batch_size"])
+    # Batches as a run makes them: the batch train() chooses from the rows, padding cut.
+    assert row["batch_size"] == batch_for_rows(row["rows"]) and row["cut_padding"] is True
+    assert row["run_updates"] in ("sparse", "dense")
     phases = ("encoder", "encode", "cached_pass", "forward_backward", "sparse_epoch", "dense_epoch", "validation")
     assert all(row[f"{phase}_seconds"] > 0 for phase in phases)
     assert "scalable_attention: encoder" in out and "dense updates" in out
