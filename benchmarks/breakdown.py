@@ -17,9 +17,11 @@
   update and Keras's own work;
 - validation: predicting the held-out tenth once (each epoch does).
 
-Batches are of 32 rows, `with_recipe`'s fallback (a run of IMDB through `train()` now takes a
-larger one, `with_batch_for_rows`). Steps are timed on `--steps` batches after a warm-up, then scaled
-to the epoch's steps. Results:
+Batches are as a run makes them: of the size `train()` chooses from the training rows and at the
+rate it scales with it (`with_batch_for_rows`), and, for the models that read any length, of texts
+cut to their batch's longest (`cuts_padding`); the embedding updates a run takes by default are
+recorded (`run_updates`). Steps are timed on `--steps` batches after a warm-up, then scaled to the
+epoch's steps. Results:
 `benchmarks/results/breakdown.json` (`report.py` puts them in BENCHMARKS.md).
 """
 
@@ -60,8 +62,9 @@ def import_seconds():
 
 
 def step_seconds(classifier, batches, steps):
-    """Seconds per Keras training step (`fit`) over `steps` batches, after a warm-up."""
-    classifier.fit(batches.take(3), epochs=1, verbose=0, shuffle=False)
+    """Seconds per Keras training step (`fit`) over `steps` batches, after a warm-up (batches cut
+    to their longest text differ in shape: the warm-up traces them)."""
+    classifier.fit(batches.take(min(steps, 10)), epochs=1, verbose=0, shuffle=False)
     return _seconds(lambda: classifier.fit(batches.take(steps), epochs=1, verbose=0, shuffle=False)) / steps
 
 
@@ -69,17 +72,17 @@ def gradient_seconds(classifier, loss_function, batches, steps):
     """Seconds per forward and backward pass (the gradients of the loss, no update)."""
     import tensorflow as tf
 
-    @tf.function
+    @tf.function(reduce_retracing=True)  # as Keras's own step: batches cut to their longest differ in shape
     def gradients(ids, labels):
         with tf.GradientTape() as tape:
             loss = loss_function(labels, classifier(ids, training=True))
         grads = tape.gradient(loss, classifier.trainable_variables)
         return [tf.reduce_sum(g.values if isinstance(g, tf.IndexedSlices) else g) for g in grads]
 
-    inputs = list(batches.take(steps + 2))
-    gradients(*inputs[0])
-    gradients(*inputs[1])
-    return _seconds(lambda: [gradients(*batch) for batch in inputs[2:]]) / steps
+    inputs = list(batches.take(steps))
+    for batch in inputs:  # the warm-up traces each shape
+        gradients(*batch)
+    return _seconds(lambda: [gradients(*batch) for batch in inputs]) / steps
 
 
 def measure(model, steps, data_dir, dataset="imdb", seed=0):
@@ -93,11 +96,15 @@ def measure(model, steps, data_dir, dataset="imdb", seed=0):
     from keras_textattn.datasets import make_batches
     from keras_textattn.models import get_spec
     from keras_textattn.training.adversarial import use_adversarial_training
+    from keras_textattn.training.model_setup import accept_shorter_ids
     from keras_textattn.training.model_setup import build_classifier
     from keras_textattn.training.model_setup import classifier_loss
     from keras_textattn.training.model_setup import compile_classifier
+    from keras_textattn.training.model_setup import cuts_padding
+    from keras_textattn.training.model_setup import embedding_updates
     from keras_textattn.training.model_setup import fit_encoder
     from keras_textattn.training.model_setup import make_optimizer
+    from keras_textattn.training.model_setup import with_batch_for_rows
     from keras_textattn.training.model_setup import with_recipe
     from keras_textattn_config.train_config import TrainConfig
 
@@ -107,17 +114,23 @@ def measure(model, steps, data_dir, dataset="imdb", seed=0):
     data, _ = load_labelled_data(LocalFile(str(data_dir / dataset / "train.csv.gz")), seed=seed)
     rows = dict(data.rows)
     load = time.perf_counter() - start
+    config, _ = with_batch_for_rows(config, rows["train"], scale_rate=True)  # as train() without --batch-size
     model_kwargs = spec.preset_arguments(config.preset)
     start = time.perf_counter()
     encoder = fit_encoder(spec, config, model_kwargs, data["train"], rows["train"])
     encoder_seconds = time.perf_counter() - start
-    train = make_batches(data["train"], encoder, config.batch_size, shuffle=True, seed=seed, rows=rows["train"])
+    cut = cuts_padding(spec, encoder, config)
+    train = make_batches(
+        data["train"], encoder, config.batch_size, shuffle=True, seed=seed, rows=rows["train"], cut_padding=cut
+    )
     validation = make_batches(
-        data["validation"], encoder, inference_batch_size(config.batch_size), rows=rows["validation"]
+        data["validation"], encoder, inference_batch_size(config.batch_size), rows=rows["validation"], cut_padding=cut
     )
     encode, cached = (_seconds(lambda: sum(1 for _ in train)) for _ in range(2))
     keras.utils.set_random_seed(seed)
     classifier = build_classifier(spec, data.num_classes, encoder, model_kwargs, {})
+    if cut:
+        accept_shorter_ids(classifier)
     forward_backward = gradient_seconds(classifier, classifier_loss(config.label_smoothing), train, steps)
     step = {}
     for updates in ("sparse", "dense"):
@@ -134,6 +147,8 @@ def measure(model, steps, data_dir, dataset="imdb", seed=0):
         "rows": rows["train"],
         "recipe": RECIPES[model],
         "batch_size": config.batch_size,
+        "cut_padding": cut,
+        "run_updates": embedding_updates(config, classifier),
         "steps_per_epoch": steps_per_epoch,
         "steps_timed": steps,
         "parameters": int(classifier.count_params()),

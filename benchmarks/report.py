@@ -340,25 +340,43 @@ def race_section():
     ]
 
 
+def _names(models):
+    """`a, b and c`."""
+    return " and ".join([", ".join(models[:-1]), models[-1]] if len(models) > 1 else models)
+
+
+def _update_seconds(seconds):
+    """A dense update's seconds: none measured with adversarial training; "≈ 0" where a whole step
+    timed no longer than its forward/backward pass alone (the update is inside the timing's noise)."""
+    if seconds is None:
+        return ""
+    return "≈ 0" if seconds < 0.5 else str(round(seconds))
+
+
 def breakdown_section():
     """Where an IMDB epoch's time goes (`breakdown.py`), per paper model at its IMDB recipe."""
     measured = json.loads((RESULTS / "breakdown.json").read_text(encoding="utf-8"))
+    cut = [row["model"] for row in measured["models"] if row["cut_padding"]]
+    uncut = [row["model"] for row in measured["models"] if not row["cut_padding"]]
+    others = f", padded to the model's length for {_names(uncut)}" if uncut else ""
     lines = [
         "### Where an IMDB epoch's time goes",
         "",
-        "Seconds of one epoch of each paper model at its IMDB recipe, by phase, at batch "
-        f"{measured['models'][0]['batch_size']} (a run now chooses 128 for IMDB: the race below); steps timed on "
+        "Seconds of one epoch of each paper model at its IMDB recipe, by phase, on batches as a run makes "
+        f"them: {measured['models'][0]['batch_size']} rows (what `train` chooses for IMDB's training rows), "
+        f"cut to their longest text for {_names(cut)} (the models that read any length){others}; steps timed on "
         f"{measured['models'][0]['steps_timed']} batches and scaled to the epoch's. Encoding: the first epoch "
         "encodes the texts, later ones read their ids from memory. Forward/backward: one pass (adversarial "
         "training adds a second, from the perturbed embeddings on). An epoch's steps with sparse embedding "
         "updates (`--embedding-updates sparse`) and dense ones (Keras's Adam); without adversarial training, "
-        "a dense step less its forward/backward is the update and Keras's own work. Importing the training "
+        "a dense step less its forward/backward is the update and Keras's own work (≈ 0: no longer than the "
+        "forward/backward timed alone). Importing the training "
         "package takes "
         f"{measured['import_seconds']:.1f} s once per command.",
         "",
         "| model | encoder fit | encode (1st epoch) | later epochs' input | forward/backward | epoch, sparse | "
-        "epoch, dense | dense / sparse | update, dense | validation |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "epoch, dense | dense / sparse | update, dense | a run's updates | validation |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     for row in measured["models"]:
         lines.append(
@@ -366,7 +384,7 @@ def breakdown_section():
             f"{row['cached_pass_seconds']:.1f} | {row['forward_backward_seconds']:.0f} | "
             f"{row['sparse_epoch_seconds']:.0f} | {row['dense_epoch_seconds']:.0f} | "
             f"{row['dense_epoch_seconds'] / row['sparse_epoch_seconds']:.2f}x | "
-            f"{'' if row['dense_optimizer_seconds'] is None else round(row['dense_optimizer_seconds'])} | "
+            f"{_update_seconds(row['dense_optimizer_seconds'])} | {row['run_updates']} | "
             f"{row['validation_seconds']:.1f} |"
         )
     return [

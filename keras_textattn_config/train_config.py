@@ -32,11 +32,11 @@ MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan", "transfor
 AUTO = "auto"  # train's model that races CANDIDATES on the held-out data (training.auto)
 GLOVE_CANDIDATE = "scalable_attention+glove"
 # The race of --model auto, by the name of each candidate's run folder: its paper model and the
-# options it adds to the user's. The paper models fast enough on 2 cores to train more than once,
-# the faster first, so a tie keeps it. GLOVE_CANDIDATE: scalable attention starting from Stanford's
-# GloVe 6B 50-d vectors, at their width, with 100,000 of their words added to the vocabulary (words
-# the training texts lack still read as their vectors); raced where the vectors' package is installed
-# and the user gave no --embeddings of their own.
+# options it adds to the user's: the paper models fast enough on 2 cores to train more than once.
+# A tie keeps the one listed first (plain scalable attention, the fastest). GLOVE_CANDIDATE: scalable
+# attention starting from Stanford's GloVe 6B 50-d vectors, at their width, with 100,000 of their
+# words added to the vocabulary (words the training texts lack still read as their vectors); raced
+# where the vectors' package is installed and the user gave no --embeddings of their own.
 CANDIDATES = {
     "scalable_attention": ("scalable_attention", {}),
     "dual_axial": ("dual_axial", {}),
