@@ -62,7 +62,8 @@ RECIPES = {
     },
     "ag_news": {
         "scalable_attention": "scalable_attention_d50+glove_v100k",
-        "cspan": "cspan_d50+glove",
+        "cspan": "cspan_d50+glove_v100k",
+        "lama": "lama_d50+glove_v100k",
         "dual_axial": "dual_axial@128",
     },
     "trec": {"scalable_attention": "scalable_attention+defaults_bigrams"},
