@@ -398,6 +398,9 @@ for name in ("scalable_attention", "dual_axial", "lama", "cspan"):
             for words in (20000, 50000, 100000, 400000)
         }
     )
+# HCAN reads its embeddings at its `units`: 50 with 5 heads of 10 holds GloVe 6B 50-d.
+VARIANTS["hcan_d50"] = ("hcan", {"units": 50, "num_heads": 5})
+DEFAULTS["hcan_d50+glove_v100k"] = ("hcan_d50", {"embeddings": "glove-6b-50d", "vectors_vocabulary": 100000}, 3)
 # LAMA+ctx's R8 recipe (above) with GloVe 6B 50-d and 100,000 of its words instead of its paper's word2vec.
 TRAINED["lama_d50+paper_adam_min5_cosine_glove_v100k"] = (
     "lama_d50",

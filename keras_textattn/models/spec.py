@@ -54,6 +54,9 @@ class ModelSpec:
         cpu_training: `train()` arguments of the "cpu" preset for those a user leaves
             unset, where held-out data preferred them to `train()`'s own defaults
             (scalable attention: the cosine schedule).
+        vectors_arguments: builder arguments that fit the token embedding to the cpu preset's
+            default vectors (`DEFAULT_VECTORS`, 50-d), for the models held-out data preferred
+            starting from them; empty: the model starts from random vectors unless given some.
         reads_any_length: the flat classifier's token ids may be shorter than the length it
             was built for, with the outputs of the same ids padded to it: `train` then cuts
             each batch's trailing padding (`datasets.length_sorted_batches`). Not where a
@@ -70,6 +73,7 @@ class ModelSpec:
     embedding_size_argument: str = "embedding_dim"
     paper_training: dict = dataclasses.field(default_factory=dict)
     cpu_training: dict = dataclasses.field(default_factory=dict)
+    vectors_arguments: dict = dataclasses.field(default_factory=dict)
     reads_any_length: bool = False
 
     def builder_arguments(self):

@@ -457,6 +457,14 @@ def coverage(covered, size=None):
     return float(np.mean(words)) if len(words) else 0.0
 
 
+def vocabulary_coverage(source, encoder):
+    """The fraction of the words `encoder` counted on texts (its vocabulary less padding, OOV and
+    the words `extend_vocabulary` added) that `source`, a vectors file or `PACKAGED_VECTORS` name,
+    has a vector for: what `coverage` reports of the embedding made from them."""
+    words = encoder.get_vocabulary()[RESERVED : encoder.counted_vocabulary_size()]
+    return len(read_vectors(source, words)[0]) / len(words) if words else 0.0
+
+
 def embedding_matrix(vocabulary, vectors, dimension, seed=0, scale=0.05):
     """Rows for `vocabulary` (ids in order, padding and OOV first): the word's vector where
     `vectors` has one, else random normal (seeded); padding zeros.

@@ -16,6 +16,7 @@ from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.training.adversarial import check_epsilon
 from keras_textattn.training.model_setup import classifier_loss
 from keras_textattn_config.checks import check_count
+from keras_textattn_config.train_config import RANDOM_EMBEDDINGS
 from keras_textattn_config.train_config import check_model
 from keras_textattn_config.train_config import check_preset  # noqa: F401 (tuning's)
 
@@ -121,24 +122,24 @@ def _check_distribution(config):
 
 
 def check_embeddings(embeddings, freeze_embeddings, vectors_vocabulary=None):
-    """`embeddings` is None, "word2vec", a `PACKAGED_VECTORS` name or a vectors file;
+    """`embeddings` is None, "random", "word2vec", a `PACKAGED_VECTORS` name or a vectors file;
     `freeze_embeddings` needs embeddings, and `vectors_vocabulary` (a count) vectors to take words from."""
-    if embeddings not in (None, "word2vec") and (
+    if embeddings not in (None, RANDOM_EMBEDDINGS, "word2vec") and (
         isinstance(embeddings, bool)
         or not isinstance(embeddings, (str, os.PathLike))
         or not is_vectors_source(embeddings)
     ):
         raise RunError(
-            f"embeddings (--embeddings) must be 'word2vec', {', '.join(map(repr, PACKAGED_VECTORS))} or a "
-            f"vectors file; {embeddings!r} is none of them"
+            f"embeddings (--embeddings) must be {RANDOM_EMBEDDINGS!r}, 'word2vec', "
+            f"{', '.join(map(repr, PACKAGED_VECTORS))} or a vectors file; {embeddings!r} is none of them"
         )
     if embeddings in PACKAGED_VECTORS:
         vectors_dimension(embeddings)  # a missing package is refused before any data is read
-    if freeze_embeddings and embeddings is None:
+    if freeze_embeddings and embeddings in (None, RANDOM_EMBEDDINGS):
         raise RunError("freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings) to freeze")
     if vectors_vocabulary is not None:
         check_count("vectors_vocabulary", vectors_vocabulary)
-        if embeddings in (None, "word2vec"):
+        if embeddings in (None, RANDOM_EMBEDDINGS, "word2vec"):
             raise RunError(
                 f"vectors_vocabulary (--vectors-vocabulary) adds words of pretrained vectors to the "
                 f"vocabulary: give them with --embeddings (a vectors file or "

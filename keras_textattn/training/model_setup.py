@@ -28,15 +28,20 @@ from keras_textattn.text.lengths import TOKENS
 from keras_textattn.text.lengths import texts_cut
 from keras_textattn.text.vectors import coverage
 from keras_textattn.text.vectors import initial_embedding
+from keras_textattn.text.vectors import missing_package
 from keras_textattn.text.vectors import vectors_dimension
 from keras_textattn.text.vectors import vectors_words
+from keras_textattn.text.vectors import vocabulary_coverage
 from keras_textattn_config.train_config import BATCH_SIZES
+from keras_textattn_config.train_config import DEFAULT_VECTORS
 from keras_textattn_config.train_config import EPOCHS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import MULTI_LABEL_TRAINING
 from keras_textattn_config.train_config import OPTIMIZERS
+from keras_textattn_config.train_config import RANDOM_EMBEDDINGS
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 from keras_textattn_config.train_config import STEPS_PER_EPOCH
+from keras_textattn_config.train_config import VECTORS_COVERAGE
 
 TRAINING_ROWS_SCORED = 5_000  # the training split's scores are read off a sample of at most these (`scored_rows`)
 # The fields of `TrainConfig` that are the encoder's options.
@@ -352,11 +357,51 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
     return chosen
 
 
+def vectors_left_to_texts(spec, config):
+    """Whether the training texts decide if `spec`'s model starts from `DEFAULT_VECTORS`
+    (`with_vectors_for_texts`): with the cpu preset, for a model of `vectors_arguments`, where the
+    user gave no embeddings, no size they fix and no run to start from."""
+    return bool(
+        config.preset == "cpu"
+        and spec.vectors_arguments
+        and config.embeddings is None
+        and config.init_from is None
+        and not set(spec.vectors_arguments) & set(config.model_kwargs)
+    )
+
+
+def with_vectors_for_texts(spec, config, model_kwargs, encoder):
+    """`(config, model_kwargs)` with `DEFAULT_VECTORS` and `spec.vectors_arguments` where the vectors
+    have a vector for `VECTORS_COVERAGE` of the words `encoder` counted on the training texts, and
+    their package is installed; else as they are. Says which, and why, when `config.verbose`."""
+    source = DEFAULT_VECTORS["embeddings"]
+    if package := missing_package(source):
+        if config.verbose:
+            print(f"{spec.name} starts from random vectors: {source}, its default for English texts, needs {package}")
+        return config, model_kwargs
+    share = vocabulary_coverage(source, encoder)
+    if share < VECTORS_COVERAGE:
+        if config.verbose:
+            print(
+                f"{spec.name} starts from random vectors: {source} has a vector for {share:.1%} of the training "
+                f"texts' vocabulary, below {VECTORS_COVERAGE:.0%} (another language than its English)"
+            )
+        return config, model_kwargs
+    chosen = {**DEFAULT_VECTORS, **spec.vectors_arguments}
+    if config.verbose:
+        print(
+            f"Chosen from the training texts ({source} has a vector for {share:.1%} of their vocabulary, "
+            f"{VECTORS_COVERAGE:.0%} or more; give --embeddings {RANDOM_EMBEDDINGS} to start from random "
+            "vectors): " + ", ".join(f"{name} {value}" for name, value in chosen.items())
+        )
+    return dataclasses.replace(config, **DEFAULT_VECTORS), {**model_kwargs, **spec.vectors_arguments}
+
+
 def initialise_embeddings(classifier, model, encoder, train_rows, config):
     """Set the token embedding (the builders' layer "embedding") of `classifier`, a `model`, from
     `config.embeddings`; freeze it with `freeze_embeddings`. Returns what metrics.json records, or None."""
     source = config.embeddings
-    if source is None:
+    if source in (None, RANDOM_EMBEDDINGS):
         return None
     layer = classifier.get_layer("embedding")
     dimension = layer.output_dim

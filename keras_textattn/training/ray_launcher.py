@@ -22,6 +22,7 @@ from keras_textattn.errors import UserError
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import read_json
 from keras_textattn.text.vectors import PACKAGED_VECTORS
+from keras_textattn_config.train_config import RANDOM_EMBEDDINGS
 
 # `TrainConfig`'s fields that may be local paths: the workers' working folder is not ours.
 PATH_FIELDS = ("test_data", "validation_data", "data_dir", "init_from", "embeddings")
@@ -30,11 +31,11 @@ PATH_FIELDS = ("test_data", "validation_data", "data_dir", "init_from", "embeddi
 def worker_arguments(data, output, config):
     """`(data, output, config)` as a Ray worker runs them: a multi-worker run, with the output,
     the data and the local paths among `PATH_FIELDS` made absolute (TFDS names, remote paths
-    and the vectors' names "word2vec" and `PACKAGED_VECTORS` as they are)."""
+    and the vectors' names "word2vec", "random" and `PACKAGED_VECTORS` as they are)."""
     paths = {
         name: _absolute(getattr(config, name))
         for name in PATH_FIELDS
-        if not (name == "embeddings" and config.embeddings in ("word2vec", *PACKAGED_VECTORS))
+        if not (name == "embeddings" and config.embeddings in ("word2vec", RANDOM_EMBEDDINGS, *PACKAGED_VECTORS))
     }
     config = dataclasses.replace(config, distribute="multi-worker", workers=None, ray_address=None, **paths)
     return _absolute(data), os.path.abspath(os.fspath(output)), config

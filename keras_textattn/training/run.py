@@ -34,6 +34,7 @@ from keras_textattn.run_folder import remove_temporary_files
 from keras_textattn.run_folder import replace_aside
 from keras_textattn.run_folder import save_encoder
 from keras_textattn.run_folder import save_run
+from keras_textattn.text.vectors import vectors_words
 from keras_textattn.training import ray_launcher
 from keras_textattn.training.adversarial import use_adversarial_training
 from keras_textattn.training.auto import check_auto_options
@@ -63,9 +64,11 @@ from keras_textattn.training.model_setup import predictions
 from keras_textattn.training.model_setup import scored_rows
 from keras_textattn.training.model_setup import source_run_metrics
 from keras_textattn.training.model_setup import split_scores
+from keras_textattn.training.model_setup import vectors_left_to_texts
 from keras_textattn.training.model_setup import with_batch_for_rows
 from keras_textattn.training.model_setup import with_multi_label_training
 from keras_textattn.training.model_setup import with_recipe
+from keras_textattn.training.model_setup import with_vectors_for_texts
 from keras_textattn.training.multi_worker import train_multi_worker
 from keras_textattn.training.run_state import count_rows
 from keras_textattn.training.run_state import keep_history_before
@@ -176,6 +179,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             resume=state == "resume",
             source_run=source_run,
             left_to_rows=left_to_rows,
+            vectors_left_to_texts=vectors_left_to_texts(spec, config),
         )
         if state == "overwrite" and chief:
             # The old run is kept aside until the new one is written, and restored if it fails.
@@ -209,7 +213,8 @@ def _train_auto(data, output, config):
 @dataclasses.dataclass
 class _Run:
     """A run `train()` has resolved: `config` with the recipe and fallbacks filled in (its batch size
-    and rate replaced once the training rows are counted, for those of `left_to_rows`), `run_json`
+    and rate replaced once the training rows are counted, for those of `left_to_rows`, and its vectors
+    once the encoder counted the texts, with `vectors_left_to_texts`), `run_json`
     what run.json holds (the options as given), `source_run` the metrics of the `init_from` run."""
 
     model: str
@@ -223,6 +228,7 @@ class _Run:
     resume: bool
     source_run: dict | None
     left_to_rows: set
+    vectors_left_to_texts: bool
 
 
 def _check_init_from(model, output, config):
@@ -314,7 +320,8 @@ def _train_run(run):
     else:
         preset = config.preset
         model_kwargs = {**spec.preset_arguments(preset), **config.model_kwargs}
-    encoder = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
+    encoder, model_kwargs = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
+    config = run.config  # with the vectors the training texts chose (`with_vectors_for_texts`)
     class_weights, label_weights, class_weight = class_weights_of(config.class_weight, dataset)
     with run.strategy.scope():
         classifier = build_classifier(
@@ -451,19 +458,26 @@ def _batch_chosen_saying_so(run, train_rows):
 
 
 def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
-    """The run's encoder: a resumed run's, the `init_from` run's, or one fitted on the training texts
-    (its lengths chosen from them where not given); saved in the run folder."""
-    config = run.config
+    """`(encoder, model_kwargs)`: the run's encoder (a resumed run's, the `init_from` run's, or one
+    fitted on the training texts, its lengths chosen from them where not given; saved in the run
+    folder), and the builder arguments. Where `run.vectors_left_to_texts`, `run.config` and the
+    arguments take the vectors its vocabulary chose (`with_vectors_for_texts`), whose words a fitted
+    encoder then adds (a resumed one holds them)."""
     path = os.path.join(run.output, "encoder.keras")
-    if run.resume and os.path.exists(path):
-        return load_encoder(path)
-    if source_encoder is not None:
+    resumed = run.resume and os.path.exists(path)
+    if resumed:
+        encoder = load_encoder(path)
+    elif source_encoder is not None:
         encoder = source_encoder
     else:
-        encoder = fit_encoder(spec, config, model_kwargs, run.dataset["train"], train_rows)
-    if run.chief:
+        encoder = fit_encoder(spec, run.config, model_kwargs, run.dataset["train"], train_rows)
+    if run.vectors_left_to_texts:
+        run.config, model_kwargs = with_vectors_for_texts(spec, run.config, model_kwargs, encoder)
+        if run.config.vectors_vocabulary and not resumed:
+            encoder.extend_vocabulary(vectors_words(run.config.embeddings, run.config.vectors_vocabulary))
+    if run.chief and not resumed:
         save_encoder(path, encoder)
-    return encoder
+    return encoder, model_kwargs
 
 
 def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_padding, rebuild):

@@ -57,6 +57,7 @@ from keras_textattn.tuning.config import TuningConfig
 from keras_textattn.tuning.config import load_config
 from keras_textattn.vocabulary import OOV_ID
 from keras_textattn_config.train_config import ADAPT_ROWS
+from keras_textattn_config.train_config import RANDOM_EMBEDDINGS
 from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
 from keras_textattn_config.train_config import SEARCH_TRIAL_OPTIONS
 from keras_textattn_config.train_config import TrainConfig
@@ -710,7 +711,7 @@ def _embeddings_setting(config, embeddings, freeze_embeddings, vectors_vocabular
             "cut the words that --vectors-vocabulary adds; fix max_tokens, or leave --vectors-vocabulary out"
         )
     searched = "freeze_embeddings" in config.hyperparameters
-    if embeddings is None:
+    if embeddings in (None, RANDOM_EMBEDDINGS):
         if searched:
             raise RunError(
                 f"{config.path}: hyperparameters.freeze_embeddings: there is nothing to freeze without "

@@ -140,7 +140,7 @@ def sst2(shared_data):
         (["--bigrams-of", "tokens"], "bigrams_of (--bigrams-of) is for a run with bigrams; lama has none here"),
         (
             ["--embeddings", "no/such.vec"],
-            "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors "
+            "embeddings (--embeddings) must be 'random', 'word2vec', 'glove-6b-50d' or a vectors "
             "file; 'no/such.vec' is none of them",
         ),
         (["--freeze-embeddings"], "freeze_embeddings (--freeze-embeddings) needs embeddings (--embeddings)"),
@@ -309,7 +309,8 @@ def test_python_counts_are_whole_numbers(tmp_path, argument, value, wanted):
         ({"validation_fraction": "0.1"}, "`validation_fraction` must be in (0, 1). Received: '0.1'"),  # a TypeError
         (
             {"embeddings": 3},
-            "embeddings (--embeddings) must be 'word2vec', 'glove-6b-50d' or a vectors file; 3 is none of them",
+            "embeddings (--embeddings) must be 'random', 'word2vec', 'glove-6b-50d' or a vectors file; 3 is none "
+            "of them",
         ),  # a TypeError
         ({"verbose": "x"}, "verbose must be 0 (silent), 1 (progress bars), 2 (a line an epoch) or 'auto'; got 'x'"),
     ],

@@ -1171,7 +1171,7 @@ def test_search_word2vec_sizes_and_whether_to_freeze(tiny_config, shared_data, t
         (
             "",
             {"embeddings": "nowhere.vec"},
-            r"must be 'word2vec', 'glove-6b-50d' or a vectors file; 'nowhere.vec' is none of them",
+            r"must be 'random', 'word2vec', 'glove-6b-50d' or a vectors file; 'nowhere.vec' is none of them",
         ),
         (
             "",
