@@ -359,7 +359,7 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
 
 def vectors_left_to_texts(spec, config):
     """Whether the training texts decide if `spec`'s model starts from `DEFAULT_VECTORS`
-    (`with_vectors_for_texts`): with the cpu preset, for a model of `vectors_arguments`, where the
+    (`default_vectors_chosen`): with the cpu preset, for a model of `vectors_arguments`, where the
     user gave no embeddings, no size they fix and no run to start from."""
     return bool(
         config.preset == "cpu"
@@ -370,30 +370,35 @@ def vectors_left_to_texts(spec, config):
     )
 
 
-def with_vectors_for_texts(spec, config, model_kwargs, encoder):
-    """`(config, model_kwargs)` with `DEFAULT_VECTORS` and `spec.vectors_arguments` where the vectors
-    have a vector for `VECTORS_COVERAGE` of the words `encoder` counted on the training texts, and
-    their package is installed; else as they are. Says which, and why, when `config.verbose`."""
+def default_vectors_chosen(spec, config, encoder):
+    """Whether `spec`'s model starts from `DEFAULT_VECTORS`: where they have a vector for
+    `VECTORS_COVERAGE` of the words `encoder` counted on the training texts and their package is
+    installed. Says which, and why, when `config.verbose`."""
     source = DEFAULT_VECTORS["embeddings"]
     if package := missing_package(source):
         if config.verbose:
             print(f"{spec.name} starts from random vectors: {source}, its default for English texts, needs {package}")
-        return config, model_kwargs
+        return False
     share = vocabulary_coverage(source, encoder)
     if share < VECTORS_COVERAGE:
         if config.verbose:
             print(
                 f"{spec.name} starts from random vectors: {source} has a vector for {share:.1%} of the training "
-                f"texts' vocabulary, below {VECTORS_COVERAGE:.0%} (another language than its English)"
+                f"texts' vocabulary, below {VECTORS_COVERAGE:.0%} (its words are English ones)"
             )
-        return config, model_kwargs
-    chosen = {**DEFAULT_VECTORS, **spec.vectors_arguments}
+        return False
     if config.verbose:
         print(
             f"Chosen from the training texts ({source} has a vector for {share:.1%} of their vocabulary, "
             f"{VECTORS_COVERAGE:.0%} or more; give --embeddings {RANDOM_EMBEDDINGS} to start from random "
-            "vectors): " + ", ".join(f"{name} {value}" for name, value in chosen.items())
+            "vectors): "
+            + ", ".join(f"{name} {value}" for name, value in {**DEFAULT_VECTORS, **spec.vectors_arguments}.items())
         )
+    return True
+
+
+def with_default_vectors(spec, config, model_kwargs):
+    """`(config, model_kwargs)` with `DEFAULT_VECTORS` and the builder arguments that fit them."""
     return dataclasses.replace(config, **DEFAULT_VECTORS), {**model_kwargs, **spec.vectors_arguments}
 
 

@@ -55,6 +55,7 @@ from keras_textattn.training.model_setup import build_classifier
 from keras_textattn.training.model_setup import class_weights_of
 from keras_textattn.training.model_setup import compile_classifier
 from keras_textattn.training.model_setup import cuts_padding
+from keras_textattn.training.model_setup import default_vectors_chosen
 from keras_textattn.training.model_setup import embedding_updates
 from keras_textattn.training.model_setup import fit_encoder
 from keras_textattn.training.model_setup import initialise_embeddings
@@ -66,9 +67,9 @@ from keras_textattn.training.model_setup import source_run_metrics
 from keras_textattn.training.model_setup import split_scores
 from keras_textattn.training.model_setup import vectors_left_to_texts
 from keras_textattn.training.model_setup import with_batch_for_rows
+from keras_textattn.training.model_setup import with_default_vectors
 from keras_textattn.training.model_setup import with_multi_label_training
 from keras_textattn.training.model_setup import with_recipe
-from keras_textattn.training.model_setup import with_vectors_for_texts
 from keras_textattn.training.multi_worker import train_multi_worker
 from keras_textattn.training.run_state import count_rows
 from keras_textattn.training.run_state import keep_history_before
@@ -321,7 +322,7 @@ def _train_run(run):
         preset = config.preset
         model_kwargs = {**spec.preset_arguments(preset), **config.model_kwargs}
     encoder, model_kwargs = _encoder(run, spec, model_kwargs, rows["train"], source_encoder)
-    config = run.config  # with the vectors the training texts chose (`with_vectors_for_texts`)
+    config = run.config  # with the vectors the training texts chose (`default_vectors_chosen`)
     class_weights, label_weights, class_weight = class_weights_of(config.class_weight, dataset)
     with run.strategy.scope():
         classifier = build_classifier(
@@ -461,7 +462,7 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
     """`(encoder, model_kwargs)`: the run's encoder (a resumed run's, the `init_from` run's, or one
     fitted on the training texts, its lengths chosen from them where not given; saved in the run
     folder), and the builder arguments. Where `run.vectors_left_to_texts`, `run.config` and the
-    arguments take the vectors its vocabulary chose (`with_vectors_for_texts`), whose words a fitted
+    arguments take the vectors its vocabulary chose (`default_vectors_chosen`), whose words a fitted
     encoder then adds (a resumed one holds them)."""
     path = os.path.join(run.output, "encoder.keras")
     resumed = run.resume and os.path.exists(path)
@@ -472,9 +473,13 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
     else:
         encoder = fit_encoder(spec, run.config, model_kwargs, run.dataset["train"], train_rows)
     if run.vectors_left_to_texts:
-        run.config, model_kwargs = with_vectors_for_texts(spec, run.config, model_kwargs, encoder)
-        if run.config.vectors_vocabulary and not resumed:
-            encoder.extend_vocabulary(vectors_words(run.config.embeddings, run.config.vectors_vocabulary))
+        # A resumed run goes on as it started: with the vectors where its encoder holds their words
+        # (not with a choice this version would make, which its backup's weights may not fit).
+        chosen = encoder.added_tokens > 0 if resumed else default_vectors_chosen(spec, run.config, encoder)
+        if chosen:
+            run.config, model_kwargs = with_default_vectors(spec, run.config, model_kwargs)
+            if not resumed:
+                encoder.extend_vocabulary(vectors_words(run.config.embeddings, run.config.vectors_vocabulary))
     if run.chief and not resumed:
         save_encoder(path, encoder)
     return encoder, model_kwargs

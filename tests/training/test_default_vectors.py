@@ -60,6 +60,22 @@ def test_lama_starts_from_glove_on_english_texts_and_resumes_with_the_same_vocab
     assert resumed["embeddings"] == embeddings and load_run(run)[1].vocabulary_size() == encoder.vocabulary_size()
 
 
+def test_a_resumed_run_goes_on_with_the_vectors_it_started_with(sst2_dev, glove_package, tmp_path, monkeypatch):
+    """A run that started from random vectors (here under a rule asking for more than any texts
+    give, as an older version's might) resumes from random vectors at its own size, though the rule
+    would now choose GloVe: what its saved encoder holds decides, so its backup's weights still fit."""
+    from keras_textattn.training import model_setup
+
+    run = tmp_path / "run"
+    options = dict(sequence_length=12, model_kwargs=LAMA_SMALL, verbose=0)
+    monkeypatch.setattr(model_setup, "VECTORS_COVERAGE", 1.01)
+    assert train("lama", sst2_dev, str(run), epochs=1, **options)["embeddings"] is None
+    monkeypatch.undo()
+    (run / FINISHED_MARKER).unlink()  # unfinished: it trains again, on the saved encoder
+    resumed = train("lama", sst2_dev, str(run), epochs=1, **options)
+    assert resumed["embeddings"] is None and resumed["model_kwargs"]["embedding_dim"] == 64
+
+
 def test_other_languages_given_sizes_and_random_start_from_random_vectors(sst2_dev, glove_package, tmp_path, capsys):
     """Finnish texts (GloVe knows few of their words): CSPAN starts from random vectors at the cpu
     preset's size, and says why. On English texts, a size the user fixed or `--embeddings random`
@@ -70,7 +86,7 @@ def test_other_languages_given_sizes_and_random_start_from_random_vectors(sst2_d
     metrics = train("cspan", str(data), str(tmp_path / "fi"), epochs=1, sequence_length=12, verbose=1)
     said = capsys.readouterr().out
     assert "cspan starts from random vectors: glove-6b-50d has a vector for" in said
-    assert f"below {VECTORS_COVERAGE:.0%} (another language than its English)" in said
+    assert f"below {VECTORS_COVERAGE:.0%} (its words are English ones)" in said
     assert metrics["embeddings"] is None and metrics["model_kwargs"]["embedding_dim"] == 64
     for name, options in (
         ("sized", {"model_kwargs": {**LAMA_SMALL, "embedding_dim": 8}}),
