@@ -398,6 +398,9 @@ for name in ("scalable_attention", "dual_axial", "lama", "cspan"):
             for words in (20000, 50000, 100000, 400000)
         }
     )
+# LAMA's and CSPAN's defaults at 768 tokens instead of the 256 at most that `train` chooses for
+# them: their cost grows linearly with the length, as scalable attention's (which reads up to 1,024).
+DEFAULTS.update({f"{name}+defaults_len768": (name, {"sequence_length": 768}, 3) for name in ("lama", "cspan")})
 # HCAN reads its embeddings at its `units`: 50 with 5 heads of 10 holds GloVe 6B 50-d.
 VARIANTS["hcan_d50"] = ("hcan", {"units": 50, "num_heads": 5})
 DEFAULTS["hcan_d50+glove_v100k"] = ("hcan_d50", {"embeddings": "glove-6b-50d", "vectors_vocabulary": 100000}, 3)
@@ -1187,6 +1190,11 @@ def main(argv=None):
         parser.error(
             "--train-rows is for the plain Keras models, fastText and TF-IDF; not the rows run through "
             "train() ('+' rows), which hold their own validation rows out"
+        )
+    if args.length is not None and set(args.models) & set(DEFAULTS):
+        parser.error(
+            "--length is for the rows that do not leave the lengths to train(); the '+defaults' rows "
+            f"choose theirs from the training texts: {', '.join(sorted(set(args.models) & set(DEFAULTS)))}"
         )
     if args.max_tokens != VOCABULARY and set(LINEAR_BASELINES) & set(args.models):
         parser.error("--max-tokens is for our models; fastText and TF-IDF keep their own vocabularies")

@@ -184,7 +184,7 @@ def accuracy_section(results):
         "its three candidates, the GloVe one included) ran beside other benchmarks on the 2 cores: their "
         "seconds are longer than alone (a race alone: about the sum of its candidates' rows). LAMA's and "
         "CSPAN's defaults rows (2026-12-07) start from GloVe 6B 50-d, their default on English texts since "
-        "then (the guides' \"Vectors chosen from the texts\"); their defaults from random vectors are in git "
+        'then (the guides\' "Vectors chosen from the texts"); their defaults from random vectors are in git '
         "history.",
         "",
     ]

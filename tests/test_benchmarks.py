@@ -527,6 +527,12 @@ def test_accuracy_training_sample_for_a_learning_curve(shared_data, tmp_path):
     assert row["accuracy"] == tfidf_classifier(sampled_texts, sampled_labels, 0).score(test_texts, test_labels)
     status, _, err = run_script("accuracy.py", *command, "--models", "scalable_attention+defaults")
     assert status == 2 and "--train-rows is for the plain Keras models, fastText and TF-IDF" in err
+    # A '+defaults' row leaves the lengths to train(): a --length would only be in its name.
+    command = command[: command.index("--train-rows")]
+    status, _, err = run_script("accuracy.py", *command, "--models", "cspan+defaults", "--length", 768)
+    assert status == 2 and "--length is for the rows that do not leave the lengths to train()" in err
+    assert "choose theirs from the training texts: cspan+defaults" in err
+    assert len(results.read_text().splitlines()) == 1  # the TF-IDF row only
 
 
 @pytest.mark.parametrize(
