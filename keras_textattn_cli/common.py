@@ -60,7 +60,7 @@ def add_config_flags(group, names, help=None):
         group.add_argument(
             flag_of(field),
             dest=dest_of(field),
-            help=(help or {}).get(name, option.help),
+            help=(help or {}).get(name, option.help).replace("%", "%%"),  # argparse formats help with %
             **{"default": default, **option.parse},
         )
 

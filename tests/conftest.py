@@ -208,9 +208,10 @@ def _ag_news_run(folder, model, epochs, **kwargs):
 # (test accuracy >= 0.80, read from their metrics.json): one training serves both.
 @pytest.fixture(scope="session")
 def lama_run(tmp_path_factory, shared_data):
-    """LAMA at its cpu preset trained one epoch on AG News (test accuracy 0.856; 0.86 after two),
-    shared by the explain and export tests."""
-    return _ag_news_run(tmp_path_factory.mktemp("lama"), "lama", 1, sequence_length=64)
+    """LAMA at its cpu preset trained one epoch on AG News, shared by the explain and export tests;
+    from random vectors: the GloVe default's 100,000 more embedding rows change no graph, and would
+    make each of the export tests slower (tests/training/test_default_vectors.py trains that default)."""
+    return _ag_news_run(tmp_path_factory.mktemp("lama"), "lama", 1, sequence_length=64, embeddings="random")
 
 
 @pytest.fixture(scope="session")
