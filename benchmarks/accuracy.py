@@ -598,8 +598,14 @@ def run_train(
         "macro_f1": metrics["macro_f1"].get("test"),
         "embedding_coverage": (metrics["embeddings"] or {}).get("coverage"),
         **({"chosen": chosen} if chosen else {}),
-        **({"chosen_model": metrics["model_choice"]["chosen"]} if "model_choice" in metrics else {}),
+        **(race_record(metrics["model_choice"]) if "model_choice" in metrics else {}),
     }
+
+
+def race_record(choice):
+    """What a row of `--model auto` records of its race: the candidate kept and each one's held-out figure."""
+    held_out = next(value for key, value in choice.items() if key.startswith("held_out_"))
+    return {"chosen_model": choice["chosen"], "held_out_by_candidate": held_out}
 
 
 def training_sample(dataset, rows, seed):

@@ -88,10 +88,14 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
     from keras_textattn.datasets import LocalFile
 
     arguments, _ = accuracy.trained_row(data_dir, row, dataset_name, seed)
+    # A race (`--model auto`) chooses its model on held-out rows: they must not be the fold it is
+    # scored on. It holds out its own tenth of the fold's training rows, as a user's run does, and
+    # the fold is its test split.
+    scored = "test" if arguments["model_name"] == "auto" else "validation"
     with tempfile.TemporaryDirectory() as folder:
-        paths = {split: os.path.join(folder, f"{split}.csv") for split in ("train", "validation")}
+        paths = {split: os.path.join(folder, f"{split}.csv") for split in ("train", scored)}
         accuracy.write_labelled_csv(paths["train"], texts[~held_out], labels[~held_out])
-        accuracy.write_labelled_csv(paths["validation"], texts[held_out], labels[held_out])
+        accuracy.write_labelled_csv(paths[scored], texts[held_out], labels[held_out])
         result = accuracy.run_train(
             data_files={split: LocalFile(path) for split, path in paths.items()},
             length=LENGTHS[dataset_name],
@@ -100,11 +104,12 @@ def run_fold(data_dir, dataset_name, row, seed, texts, labels, held_out, max_tok
             **arguments,
         )
     return {
-        "validation_accuracy": result["validation_accuracy"],
+        "validation_accuracy": result["accuracy" if scored == "test" else "validation_accuracy"],
         "validation_rows": int(held_out.sum()),
         "best_epoch": result["best_epoch"],
         "epochs_trained": result["epochs_trained"],
         "train_seconds": result["train_seconds"],
+        **{key: result[key] for key in ("chosen_model", "held_out_by_candidate") if key in result},
     }
 
 

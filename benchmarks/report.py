@@ -180,9 +180,9 @@ def accuracy_section(results):
         "digit on the old and the new commit (seed 0). IMDB's HCAN defaults and the HCAN and dual-axial "
         "recipes ran through `train()` before it chose the batch from the training rows (2026-12-02): they "
         "trained at batch 32, as `train --batch-size 32` still does; without it, they now take 128. The "
-        "NB-SVM and cross-validated TF-IDF + LR rows (2026-12-03) and the `auto+defaults` rows (2026-12-06: "
-        "its three candidates, the GloVe one included) ran beside other benchmarks on the 2 cores: their "
-        "seconds are longer than alone (a race alone: about the sum of its candidates' rows). LAMA's and "
+        "NB-SVM and cross-validated TF-IDF + LR rows (2026-12-03) ran beside other benchmarks on the 2 cores: "
+        "their seconds are longer than alone. The `auto+defaults` rows (2026-12-07) race four candidates, "
+        "the GloVe and the bigram ones included (a race: about the sum of its candidates' seconds). LAMA's and "
         "CSPAN's defaults rows (2026-12-07) start from GloVe 6B 50-d, their default on English texts since "
         'then (the guides\' "Vectors chosen from the texts"); their defaults from random vectors are in git '
         "history.",
@@ -223,7 +223,8 @@ def cross_validated_section():
         "",
         "Every row trains on nine tenths and is scored on the tenth left out, for each tenth; the figure "
         "is the share of all rows scored right (pooled), the folds stratified and the same for every row. "
-        "`auto+defaults` is `train` without `--model`.",
+        "`auto+defaults` is `train` without `--model`: it chooses its model on a tenth of the fold's "
+        "training rows that it holds out, and is scored on the fold, which played no part in the choice.",
         "",
         cross_validation.report(rows),
         "",

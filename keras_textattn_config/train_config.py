@@ -31,6 +31,10 @@ from keras_textattn_config.schedules import parse_schedule
 MODELS = ("scalable_attention", "dual_axial", "hcan", "lama", "cspan", "transformer", "bigru", "kim_cnn")
 AUTO = "auto"  # train's model that races CANDIDATES on the held-out data (training.auto)
 GLOVE_CANDIDATE = "scalable_attention+glove"
+BIGRAMS_CANDIDATE = "scalable_attention+bigrams"
+# Hashed bigram buckets of a model that reads bigrams by default (`ModelSpec.bigrams`: dual-axial,
+# its paper's input) and of the bigram candidate of --model auto, where the user gives no --bigram-buckets.
+DEFAULT_BIGRAM_BUCKETS = 50_000
 RANDOM_EMBEDDINGS = "random"  # --embeddings random: start from random vectors, whatever the texts
 # The vectors the cpu preset starts a model of `ModelSpec.vectors_arguments` from, where the user gives
 # no --embeddings: Stanford's GloVe 6B 50-d, with 100,000 of their words added to the vocabulary; used
@@ -44,10 +48,15 @@ VECTORS_COVERAGE = 0.8
 # attention starting from Stanford's GloVe 6B 50-d vectors, at their width, with 100,000 of their
 # words added to the vocabulary (words the training texts lack still read as their vectors); raced
 # where the vectors' package is installed and the user gave no --embeddings of their own.
+# BIGRAMS_CANDIDATE: scalable attention reading hashed bigrams beside the words (fastText's trick): a
+# gain on some data (long reviews, questions) and a loss on other (short sentences, news), so the
+# held-out data decides; raced where the user gave no --bigram-buckets (with them, every candidate
+# reads bigrams, and this one would be the plain one again).
 CANDIDATES = {
     "scalable_attention": ("scalable_attention", {}),
     "dual_axial": ("dual_axial", {}),
     GLOVE_CANDIDATE: ("scalable_attention", {**DEFAULT_VECTORS, "model_kwargs": {"embedding_dim": 50}}),
+    BIGRAMS_CANDIDATE: ("scalable_attention", {"bigram_buckets": DEFAULT_BIGRAM_BUCKETS}),
 }
 PRESETS = ("cpu", "paper")
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -316,7 +325,7 @@ class TrainConfig:
     bigram_buckets: int | None = _encoder(
         None,
         "hashed bigrams added to the embeddings, for any model (hcan: within "
-        "a sentence row); 0: none (default: 50000 for dual_axial, none for "
+        f"a sentence row); 0: none (default: {DEFAULT_BIGRAM_BUCKETS} for dual_axial, none for "
         "the others)",
         check=_bigram_buckets,
         parse={"type": int},

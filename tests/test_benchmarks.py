@@ -248,6 +248,34 @@ def test_cross_validation_quick(shared_data, tmp_path):
     assert run_script("cross_validation.py", *arguments)[0] == 0 and len(results.read_text().splitlines()) == 4
 
 
+@pytest.mark.parametrize("row", ["auto+defaults", "scalable_attention+defaults"])
+def test_a_race_is_scored_on_a_fold_it_did_not_choose_on(shared_data, monkeypatch, row):
+    """`--model auto` chooses on held-out rows: in a fold it holds out its own tenth of the fold's
+    training rows, the fold being its test split; a named model is given the fold as its validation
+    data. What `run_train` is given is read as it reads it (its files), not trained."""
+    run_fold = benchmark_function("cross_validation", "run_fold")
+    accuracy = sys.modules["accuracy"]
+    given = {}
+
+    def run_train(data_files, **_):
+        given.update({split: len(pathlib.Path(f.path).read_text().splitlines()) - 1 for split, f in data_files.items()})
+        return {
+            "accuracy": 0.25,
+            "validation_accuracy": 0.75,
+            "best_epoch": None,
+            "epochs_trained": 3,
+            "train_seconds": 1,
+        }
+
+    monkeypatch.setattr(accuracy, "run_train", run_train)
+    texts, labels = np.array([f"text {i}" for i in range(30)]), np.array(["a", "b"] * 15)
+    held_out = np.arange(30) < 10
+    result = run_fold(shared_data, "trec", row, 0, texts, labels, held_out, 2000)
+    scored = "test" if row.startswith("auto") else "validation"
+    assert given == {"train": 20, scored: 10}
+    assert result["validation_accuracy"] == (0.25 if scored == "test" else 0.75) and result["validation_rows"] == 10
+
+
 def test_cross_validation_report_counts_a_fold_measured_again_by_its_last_result():
     report = benchmark_function("cross_validation", "report")
 

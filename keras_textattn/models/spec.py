@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 
 from keras_textattn.layers._attention_utils import check_bool
+from keras_textattn_config.train_config import DEFAULT_BIGRAM_BUCKETS
 from keras_textattn_config.train_config import PRESETS
 
 # Builder arguments that training and tuning give the builder themselves (from the encoder, its
@@ -153,6 +154,3 @@ def _checked(preset):
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(PRESETS)}")
     return preset
-
-
-DEFAULT_BIGRAM_BUCKETS = 50000

@@ -26,7 +26,7 @@ from keras_textattn_config.train_config import CANDIDATES
 RULE = (
     f"the highest held-out accuracy (macro F1 for multi-label data) of {', '.join(CANDIDATES)}, each "
     "trained with these options (a tie keeps the first; a candidate's own vectors only where the user "
-    "gave none and their package is installed)"
+    "gave none and their package is installed, its own bigrams only where the user gave no bigram buckets)"
 )
 
 
@@ -54,11 +54,14 @@ def raced(config):
     and why each of the others is not raced."""
     candidates, left_out = {}, {}
     for name, (model, options) in CANDIDATES.items():
-        vectors = options.get("embeddings")
+        vectors, buckets = options.get("embeddings"), options.get("bigram_buckets")
         if vectors and config.embeddings is not None:
             left_out[name] = f"it starts from {vectors}, and --embeddings {config.embeddings} was given"
         elif vectors and (package := missing_package(vectors)):
             left_out[name] = f"its vectors need the package {package} (pip install it)"
+        elif buckets and config.bigram_buckets is not None:
+            given = config.bigram_buckets
+            left_out[name] = f"it reads {buckets:,} buckets of hashed bigrams, and --bigram-buckets {given} was given"
         else:
             candidates[name] = (model, dataclasses.replace(config, **options))
     return candidates, left_out

@@ -13,7 +13,9 @@ from keras_textattn.training import RunError
 from keras_textattn.training import train
 from keras_textattn.training.auto import raced
 from keras_textattn_cli import main
+from keras_textattn_config.train_config import BIGRAMS_CANDIDATE
 from keras_textattn_config.train_config import CANDIDATES
+from keras_textattn_config.train_config import DEFAULT_BIGRAM_BUCKETS
 from keras_textattn_config.train_config import GLOVE_CANDIDATE
 from keras_textattn_config.train_config import TrainConfig
 
@@ -61,6 +63,24 @@ def test_the_glove_candidate_starts_from_glove_at_its_width_with_its_words(auto_
     assert glove["model"] == plain["model"] == "scalable_attention"
     assert glove["embeddings"]["source"] == "glove-6b-50d" and glove["embeddings"]["dimension"] == 50
     assert glove["embeddings"]["words_added"] > 90_000 and plain["embeddings"] is None
+
+
+def test_the_bigram_candidate_reads_hashed_bigrams_beside_the_words(auto_run):
+    output, _, _, _, _ = auto_run
+    bigrams = json.loads((output / "candidates" / BIGRAMS_CANDIDATE / "metrics.json").read_text())
+    plain = json.loads((output / "candidates" / "scalable_attention" / "metrics.json").read_text())
+    assert bigrams["model"] == "scalable_attention" and bigrams["embeddings"] is None
+    assert bigrams["encoder"]["bigram_buckets"] == DEFAULT_BIGRAM_BUCKETS and not plain["encoder"]["bigram_buckets"]
+    vocabulary = [output / "candidates" / name / "vocabulary.txt" for name in (BIGRAMS_CANDIDATE, "scalable_attention")]
+    assert vocabulary[0].read_text() == vocabulary[1].read_text()  # the same words, and their bigrams
+
+
+def test_the_bigram_candidate_is_left_out_where_bigram_buckets_are_given():
+    candidates, left_out = raced(TrainConfig(bigram_buckets=1000))
+    why = "it reads 50,000 buckets of hashed bigrams, and --bigram-buckets 1000 was given"
+    assert left_out == {BIGRAMS_CANDIDATE: why}
+    assert list(candidates) == [name for name in CANDIDATES if name != BIGRAMS_CANDIDATE]
+    assert all(config.bigram_buckets == 1000 for _, config in candidates.values())
 
 
 @pytest.mark.parametrize(
@@ -145,7 +165,7 @@ def test_a_race_of_equal_candidates_keeps_the_first_and_says_what_it_left_out(tm
     given = []
 
     def train_candidate(model, data, folder, config):
-        given.append((model, config.embeddings, config.model_kwargs))
+        given.append((model, config.embeddings, config.model_kwargs, config.bigram_buckets))
         metrics = {"model": model, "accuracy": {"validation": 0.5}}
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "metrics.json").write_text(json.dumps(metrics))
@@ -153,10 +173,14 @@ def test_a_race_of_equal_candidates_keeps_the_first_and_says_what_it_left_out(tm
 
     config = TrainConfig(embeddings="word2vec", verbose=1)
     metrics = race(train_candidate, "data.csv", str(tmp_path / "run"), config)
-    assert given == [("scalable_attention", "word2vec", {}), ("dual_axial", "word2vec", {})]
+    assert given == [
+        ("scalable_attention", "word2vec", {}, None),
+        ("dual_axial", "word2vec", {}, None),
+        ("scalable_attention", "word2vec", {}, DEFAULT_BIGRAM_BUCKETS),
+    ]
     assert metrics["model_choice"]["chosen"] == "scalable_attention" == metrics["model"]
     printed = capsys.readouterr().out
     assert f"--model auto: {GLOVE_CANDIDATE} is not raced: it starts from glove-6b-50d, and --embeddings" in printed
     given.clear()
     race(train_candidate, "data.csv", str(tmp_path / "again"), TrainConfig(verbose=0))
-    assert given[-1] == ("scalable_attention", "glove-6b-50d", {"embedding_dim": 50})
+    assert given[2] == ("scalable_attention", "glove-6b-50d", {"embedding_dim": 50}, None)
