@@ -10,6 +10,9 @@ moments and weights stay as they are in a step that does not use it (with plain 
 moments decay and the weight keeps moving). Every gradient that is not sparse (the other
 weights) is updated exactly as Keras does.
 
+A table updated row by row is best read row by row too: `keras_textattn.layers.RowReadEmbedding`
+(the paper models' tables) does, where Keras's `Embedding` copies the whole table at each call.
+
 Sparse gradients exist only on TensorFlow. JAX and PyTorch give an embedding table's gradient as
 a dense array, so there these optimizers are Keras's Adam and SGD, every row updated (a model
 trained with them, saved on TensorFlow, loads and trains on any backend).
@@ -32,15 +35,23 @@ def _sparse(gradient):
 
 
 def _rows_of(variable, rows):
+    """`variable[rows]`, read row by row (`sparse_read`), not the whole table first."""
     import tensorflow as tf
 
-    return tf.gather(variable.value, rows)
+    return tf.gather(variable if isinstance(variable, tf.Variable) else variable.value, rows)
 
 
 def _at(rows, values):
     import tensorflow as tf
 
     return tf.IndexedSlices(values, rows)
+
+
+def _move_rows(optimizer, variable, rows, change):
+    """`variable[rows] += change` (rows without repeats) as a read of the rows and a write of their
+    new values: TensorFlow's CPU kernels that add to or subtract from rows in place are several times
+    slower than the one that writes rows."""
+    optimizer.assign(variable, _at(rows, _rows_of(variable, rows) + change))
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -77,7 +88,7 @@ class LazyAdam(keras.optimizers.Adam):
             v_hat = self._velocity_hats[index]
             v_rows = ops.maximum(_rows_of(v_hat, rows), v_rows)
             self.assign(v_hat, _at(rows, v_rows))
-        self.assign_sub(variable, _at(rows, alpha * m_rows / (ops.sqrt(v_rows) + self.epsilon)))
+        _move_rows(self, variable, rows, -alpha * m_rows / (ops.sqrt(v_rows) + self.epsilon))
 
 
 @keras.saving.register_keras_serializable(package="keras_textattn")
@@ -97,9 +108,9 @@ class LazySGD(keras.optimizers.SGD):
         rows, values = sparse
         step = ops.cast(learning_rate, variable.dtype) * ops.cast(values, variable.dtype)
         if self.momentum == 0:
-            self.assign_sub(variable, _at(rows, step))
+            _move_rows(self, variable, rows, -step)
             return
         m = self.momentums[self._get_variable_index(variable)]
         m_rows = self.momentum * _rows_of(m, rows) - step
         self.assign(m, _at(rows, m_rows))
-        self.assign_add(variable, _at(rows, self.momentum * m_rows - step if self.nesterov else m_rows))
+        _move_rows(self, variable, rows, self.momentum * m_rows - step if self.nesterov else m_rows)

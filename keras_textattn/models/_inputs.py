@@ -5,6 +5,7 @@ import typing
 import keras
 from keras import ops
 
+from keras_textattn.layers import RowReadEmbedding
 from keras_textattn.vocabulary import PAD_ID
 
 
@@ -91,10 +92,10 @@ def embed_tokens(model_inputs, dim, name="embedding"):
     reshape can drop it. The token embedding is the layer called `name`, the one
     `keras_textattn.training` initialises from pretrained vectors.
     """
-    vectors = keras.layers.Embedding(model_inputs.vocabulary_size, dim, name=name)(model_inputs.token_ids)
+    vectors = RowReadEmbedding(model_inputs.vocabulary_size, dim, name=name)(model_inputs.token_ids)
     if model_inputs.bigram_ids is None:
         return vectors
-    bigram_vectors = keras.layers.Embedding(model_inputs.bigram_buckets + 1, dim, name=f"bigram_{name}")(
+    bigram_vectors = RowReadEmbedding(model_inputs.bigram_buckets + 1, dim, name=f"bigram_{name}")(
         model_inputs.bigram_ids
     )
     return keras.layers.Add(name=f"add_bigram_{name}")([vectors, bigram_vectors])

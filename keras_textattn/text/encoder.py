@@ -5,7 +5,6 @@ TensorFlow backend only: it is built on tensorflow-text ops and Keras's
 exported SavedModel, and its vocabulary travels with a `.keras` file as an asset.
 """
 
-import collections
 import os
 import warnings
 
@@ -37,6 +36,9 @@ _WORD_CHARS = r"\pL\pN\pM_"
 _SPACE = r"\s\p{Z}\x0b\x1c-\x1e\x{85}"
 _PUNCTUATION = rf"[^{_WORD_CHARS}{_SPACE}]"
 _HTML_TAG = r"<[^<>]{0,200}>"
+# The spaces of `_SPACE` that `tf.strings.split` does not split at (it splits at ASCII spaces,
+# tabs and line ends): Unicode spaces other than " ", and the separators above.
+_UNSPLIT_SPACE = r"[^\P{Z} ]|[\x1c-\x1e\x{85}]"
 _CJK_IDEOGRAPH = "[" + "".join(rf"\x{{{first:X}}}-\x{{{last:X}}}" for first, last in CJK_IDEOGRAPHS) + "]"
 
 
@@ -188,6 +190,7 @@ class TextEncoder(keras.layers.Layer):
         self._kept = _PUNCTUATION + ("|" + _CJK_IDEOGRAPH if self.split_cjk else "")
         self._dropped = (_HTML_TAG + "|" if strip_html else "") + rf"[{_SPACE}]+"
         self._delimiter = f"{self._dropped}|{self._kept}"
+        self._to_space = (_HTML_TAG + "|" if strip_html else "") + _UNSPLIT_SPACE
         self._sentence_end = CJK_SENTENCE_END if self.split_cjk else SENTENCE_END
         self.lookup = keras.layers.StringLookup(mask_token="", oov_token=OOV_TOKEN, num_oov_indices=1, name="lookup")
         self._adapted = False
@@ -413,8 +416,9 @@ class TextEncoder(keras.layers.Layer):
         not truncated (whole texts, not split into sentences). They are those of
         `tokenize_with_offsets`, found without offsets: what is dropped (spaces, HTML tags)
         becomes a space and each kept delimiter is set apart by spaces, then the text is split
-        at spaces, several times faster than tensorflow-text's regex split."""
-        texts = tf.strings.regex_replace(self._as_strings(texts), self._dropped, " ")
+        at spaces, several times faster than tensorflow-text's regex split. Only the spaces that
+        the split does not see are replaced: replacing every run of spaces cost a match per word."""
+        texts = tf.strings.regex_replace(self._as_strings(texts), self._to_space, " ")
         texts = tf.strings.regex_replace(texts, self._kept, r" \0 ")
         return self._standardize(tf.strings.split(texts))
 
@@ -456,11 +460,16 @@ class TextEncoder(keras.layers.Layer):
             tokens, _, frequency = tf.unique_with_counts(self.tokenize(texts).flat_values)
             return tokens, frequency
 
-        # Batches are tokenised and counted on parallel calls, then summed here: several
-        # times faster than one batch after another.
-        counts = collections.Counter()
-        for tokens, frequency in data.map(batch_counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE):
-            counts.update(dict(zip(tokens.numpy().tolist(), frequency.numpy().tolist())))
+        # Batches are tokenised and counted on parallel calls (several times faster than one
+        # batch after another), and their counts summed in TensorFlow every `_MERGED_BATCHES`
+        # batches (a Python dict updated token by token took longer than the tokenising).
+        counted = data.map(batch_counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        tokens, frequency = tf.constant([], tf.string), tf.constant([], tf.int64)
+        for batches in _blocks(counted, _MERGED_BATCHES):
+            tokens, frequency = _summed_counts(
+                [tokens, *(t for t, _ in batches)], [frequency, *(tf.cast(f, tf.int64) for _, f in batches)]
+            )
+        counts = dict(zip(tokens.numpy().tolist(), frequency.numpy().tolist()))
         counts.pop(OOV_TOKEN.encode(), None)
         kept = [(token, n) for token, n in counts.items() if n >= self.min_frequency]
         kept.sort(key=lambda item: (-item[1], item[0]))  # by frequency, ties by bytes: deterministic
@@ -831,3 +840,25 @@ def _string_batch(texts, method):
         f"a {texts.dtype.name} tensor of shape {texts.shape}" if isinstance(texts, tf.Tensor) else type(texts).__name__
     )
     raise ValueError(f"{expected}. Received: {given}")
+
+
+# `TextEncoder.adapt` sums its batches' token counts this many batches at a time.
+_MERGED_BATCHES = 64
+
+
+def _blocks(iterable, size):
+    """Lists of `size` consecutive items of `iterable` (the last one shorter)."""
+    block = []
+    for item in iterable:
+        block.append(item)
+        if len(block) == size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _summed_counts(tokens, counts):
+    """The distinct tokens of the `tokens` tensors and the sum of their `counts` in each."""
+    distinct, positions = tf.unique(tf.concat(tokens, 0))
+    return distinct, tf.math.unsorted_segment_sum(tf.concat(counts, 0), positions, tf.shape(distinct)[0])

@@ -1,3 +1,4 @@
+import collections
 import csv
 import gzip
 import json
@@ -45,6 +46,19 @@ def test_standardisation_and_vocabulary_order():
     assert "café" in vocabulary and "déjà" in vocabulary  # Unicode letters stay words
     assert "fine" in vocabulary  # NFKC turns the "ﬁ" ligature into "fi"
     assert "the" in vocabulary and "The" not in vocabulary
+
+
+def test_adapt_counts_every_batch_of_a_long_dataset(shared_data):
+    """Counts are summed over blocks of batches: a dataset of many more batches than a block
+    has the vocabulary, in order, of counting every token of it at once."""
+    with gzip.open(shared_data / "trec/train.csv.gz", "rt", encoding="utf-8", newline="") as handle:
+        texts = [row["text"] for _, row in zip(range(2000), csv.DictReader(handle))]
+    encoder = TextEncoder(min_frequency=2)
+    encoder.adapt(tf.data.Dataset.from_tensor_slices(texts).batch(7))  # 286 batches
+    counts = collections.Counter(token for tokens in encoder.tokenize(texts).to_list() for token in tokens)
+    counts.pop(b"[UNK]", None)
+    expected = sorted((item for item in counts.items() if item[1] >= 2), key=lambda item: (-item[1], item[0]))
+    assert encoder.get_vocabulary()[2:] == [token.decode("utf-8") for token, _ in expected]
 
 
 def test_ids_padding_and_truncation():
