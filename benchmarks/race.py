@@ -42,6 +42,10 @@ ENTRIES = {
         "scalable_attention",
         {"max_tokens": 2000, "bigram_buckets": 200_000, "epochs": 2, "lr_schedule": "cosine"},
     ),
+    "scalable_attention+bigrams_1_epoch": (
+        "scalable_attention",
+        {"max_tokens": 2000, "bigram_buckets": 200_000, "epochs": 1, "lr_schedule": "cosine"},
+    ),
 }
 
 

@@ -42,6 +42,21 @@ _UNSPLIT_SPACE = r"[^\P{Z} ]|[\x1c-\x1e\x{85}]"
 _CJK_IDEOGRAPH = "[" + "".join(rf"\x{{{first:X}}}-\x{{{last:X}}}" for first, last in CJK_IDEOGRAPHS) + "]"
 
 
+# Texts this matches in full are valid UTF-8, which `unicode_transcode` leaves as they are: RE2 reads
+# surrogates and code points above U+10FFFF as characters, so the class leaves them out.
+_VALID_UTF8 = r"(?s)[\x00-\x{D7FF}\x{E000}-\x{10FFFF}]*"
+
+
+def _valid_utf8(texts):
+    """`texts` (strings `(batch,)`) with each invalid UTF-8 sequence replaced by U+FFFD. Only the
+    texts that need it are transcoded: checking a text is several times faster than transcoding it."""
+    invalid = tf.where(tf.logical_not(tf.strings.regex_full_match(texts, _VALID_UTF8)))
+    repaired = tf.strings.unicode_transcode(
+        tf.gather_nd(texts, invalid), "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+    return tf.tensor_scatter_nd_update(texts, invalid, repaired)
+
+
 @keras.saving.register_keras_serializable(package="keras_textattn")
 class TextEncoder(keras.layers.Layer):
     """Raw strings `(batch,)` to token ids `(batch, sequence_length)`, 0 for padding; one
@@ -434,7 +449,7 @@ class TextEncoder(keras.layers.Layer):
                 f"TextEncoder expects a batch of strings of shape (batch,), or one string. Received: shape "
                 f"{texts.shape}"
             )
-        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+        texts = _valid_utf8(texts)
         # tensorflow-text's regex ops stop reading at a NUL byte: make NUL a space (same byte offsets).
         return tf.strings.regex_replace(texts, r"\x00", " ")
 

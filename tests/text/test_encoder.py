@@ -17,6 +17,7 @@ import tensorflow as tf
 from keras_textattn.export.client import ClientTokenizer
 from keras_textattn.export.tflite import write_tokenizer_files
 from keras_textattn.text import TextEncoder
+from keras_textattn.text.encoder import _valid_utf8 as valid_utf8
 from keras_textattn.vocabulary import window_starts
 
 CORPUS = [
@@ -872,3 +873,22 @@ def test_property_tokenize_finds_the_tokens_of_tokenize_with_offsets(texts, opti
 def test_property_tokenize_of_any_bytes_finds_the_tokens_of_tokenize_with_offsets(texts):
     encoder = TextEncoder()
     assert encoder.tokenize(texts).to_list() == _tokens_with_offsets(encoder, texts)
+
+
+_UTF8_EDGE_BYTES = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF]
+_UTF8_EDGE_BYTES += [0xF0, 0xF4, 0xF5, 0xFF]
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    st.lists(
+        st.one_of(st.binary(max_size=12), st.lists(st.sampled_from(_UTF8_EDGE_BYTES), max_size=6).map(bytes)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_property_texts_are_repaired_as_a_transcode_to_utf8_repairs_them(texts):
+    """Only texts that are not valid UTF-8 are transcoded (surrogates and code points above
+    U+10FFFF are invalid too), and the batch is what transcoding every text gives."""
+    transcoded = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+    assert valid_utf8(tf.constant(texts)).numpy().tolist() == transcoded.numpy().tolist()
