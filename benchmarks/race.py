@@ -36,16 +36,11 @@ DATASETS = ("imdb", "ag_news", "sst2")
 BASELINES = ("fasttext", "tfidf_lr")
 # name: (model, `train()` options): each paper model as `train` gives it with nothing else, and
 # the fast routes to accuracy found so far (scalable attention's IMDB recipe through `train()`).
+IMDB_BIGRAMS = {"max_tokens": 2000, "bigram_buckets": 200_000, "epochs": 2, "lr_schedule": "cosine"}
 ENTRIES = {
     **{f"{model}+defaults": (model, {}) for model in accuracy.PAPER_MODELS},
-    "scalable_attention+bigrams": (
-        "scalable_attention",
-        {"max_tokens": 2000, "bigram_buckets": 200_000, "epochs": 2, "lr_schedule": "cosine"},
-    ),
-    "scalable_attention+bigrams_1_epoch": (
-        "scalable_attention",
-        {"max_tokens": 2000, "bigram_buckets": 200_000, "epochs": 1, "lr_schedule": "cosine"},
-    ),
+    "scalable_attention+bigrams": ("scalable_attention", IMDB_BIGRAMS),
+    "scalable_attention+bigrams_1_epoch": ("scalable_attention", {**IMDB_BIGRAMS, "epochs": 1}),
 }
 
 

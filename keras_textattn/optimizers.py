@@ -10,7 +10,7 @@ moments and weights stay as they are in a step that does not use it (with plain 
 moments decay and the weight keeps moving). Every gradient that is not sparse (the other
 weights) is updated exactly as Keras does.
 
-A table updated row by row is best read row by row too: `keras_textattn.layers.RowReadEmbedding`
+A table updated row by row is best read row by row too: `keras_textattn.embedding.RowReadEmbedding`
 (the paper models' tables) does, where Keras's `Embedding` copies the whole table at each call.
 
 Sparse gradients exist only on TensorFlow. JAX and PyTorch give an embedding table's gradient as

@@ -6,7 +6,6 @@ from keras_textattn.layers.cspan import SemanticSelfAttention
 from keras_textattn.layers.dual_axial_attention import DualAxialSelfAttention
 from keras_textattn.layers.dual_axial_attention import FeatureAxialSelfAttention
 from keras_textattn.layers.dual_axial_attention import TextAxialSelfAttention
-from keras_textattn.layers.embedding import RowReadEmbedding
 from keras_textattn.layers.hcan_attention import ConvMultiheadSelfAttention
 from keras_textattn.layers.hcan_attention import ConvMultiheadTargetAttention
 from keras_textattn.layers.hcan_attention import ParallelConvMultiheadSelfAttention
@@ -28,7 +27,6 @@ __all__ = [
     "MultiQueryAttention",
     "ParallelConvMultiheadSelfAttention",
     "PositionEmbedding",
-    "RowReadEmbedding",
     "ScalableAttention",
     "SemanticSelfAttention",
     "TextAxialSelfAttention",

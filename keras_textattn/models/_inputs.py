@@ -5,7 +5,7 @@ import typing
 import keras
 from keras import ops
 
-from keras_textattn.layers import RowReadEmbedding
+from keras_textattn.embedding import RowReadEmbedding
 from keras_textattn.vocabulary import PAD_ID
 
 

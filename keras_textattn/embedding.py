@@ -1,4 +1,6 @@
-"""An `Embedding` that reads only the rows it looks up, for tables updated row by row."""
+"""An `Embedding` that reads only the rows it looks up, for the tables the lazy optimizers update
+row by row (`keras_textattn.optimizers`). Not in `keras_textattn.layers`, whose layers use `keras.ops`
+only: reading rows from a variable is TensorFlow's own (`sparse_read`)."""
 
 import keras
 from keras import ops
@@ -19,7 +21,7 @@ class RowReadEmbedding(keras.layers.Embedding):
 
     >>> import keras
     >>> import numpy as np
-    >>> from keras_textattn.layers import RowReadEmbedding
+    >>> from keras_textattn.embedding import RowReadEmbedding
     >>> ids = np.array([[1, 2, 0]])  # (batch, time); 0 is padding
     >>> layer = RowReadEmbedding(10, 4, mask_zero=True)
     >>> vectors = keras.ops.convert_to_numpy(layer(ids))
