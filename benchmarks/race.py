@@ -34,11 +34,12 @@ RESULTS = ROOT / "benchmarks" / "results" / "race.jsonl"
 PLOT = ROOT / "benchmarks" / "results" / "race.png"
 DATASETS = ("imdb", "ag_news", "sst2")
 BASELINES = ("fasttext", "tfidf_lr")
-# name: (model, `train()` options): each paper model as `train` gives it with nothing else, and
-# the fast routes to accuracy found so far (scalable attention's IMDB recipe through `train()`).
+# name: (model, `train()` options): each paper model as `train` gives it with nothing else and
+# with `--preset fast`, and the fast routes to accuracy found on IMDB (scalable attention's recipe).
 IMDB_BIGRAMS = {"max_tokens": 2000, "bigram_buckets": 200_000, "epochs": 2, "lr_schedule": "cosine"}
 ENTRIES = {
     **{f"{model}+defaults": (model, {}) for model in accuracy.PAPER_MODELS},
+    **{f"{model}+fast": (model, {"preset": "fast"}) for model in accuracy.PAPER_MODELS},
     "scalable_attention+bigrams": ("scalable_attention", IMDB_BIGRAMS),
     "scalable_attention+bigrams_1_epoch": ("scalable_attention", {**IMDB_BIGRAMS, "epochs": 1}),
 }
@@ -124,40 +125,46 @@ def ratios(rows):
 
 
 def newest(path):
-    """The newest row of each dataset and entry in the results file `path`."""
-    rows = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            rows[(row["dataset"], row["entry"])] = row
-    return list(rows.values())
+    """The newest row of each dataset and entry in the results file `path`, each with `baselines`:
+    the rows of `BASELINES` measured in its run on its dataset, by name (None where its run had
+    none). A row's run is its `run` (the race's start); rows written before race.py recorded it
+    belong to the run of the latest fastText row of their dataset at or above them in the file."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    latest_fasttext, runs = {}, []
+    for index, row in enumerate(rows):
+        if row["entry"] == BASELINES[0]:
+            latest_fasttext[row["dataset"]] = index
+        runs.append(row.get("run") or f"line {latest_fasttext.get(row['dataset'])}")
+    baselines = {(run, row["dataset"], row["entry"]): row for run, row in zip(runs, rows) if row["entry"] in BASELINES}
+    newest_rows = {}
+    for run, row in zip(runs, rows):
+        of_run = {name: baselines.get((run, row["dataset"], name)) for name in BASELINES}
+        newest_rows[(row["dataset"], row["entry"])] = {**row, "baselines": of_run}
+    return list(newest_rows.values())
 
 
 def plot(rows, path):
-    """Test accuracy against wall seconds (log scale), one panel per dataset."""
+    """Test accuracy against wall seconds (log scale), one panel per dataset, each point named in
+    the panel's legend below it (labels beside points close in time and accuracy overlapped)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    colors = plt.get_cmap("tab10").colors
     datasets = list(dict.fromkeys(row["dataset"] for row in rows))
     figure, panels = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.5), squeeze=False)
     for panel, dataset in zip(panels[0], datasets):
-        for row in (row for row in rows if row["dataset"] == dataset):
-            baseline = row["entry"] in BASELINES
-            panel.scatter(row["wall_seconds"], row["accuracy"], marker="s" if baseline else "o")
-            panel.annotate(
-                row["entry"],
-                (row["wall_seconds"], row["accuracy"]),
-                fontsize=7,
-                xytext=(4, 2),
-                textcoords="offset points",
-            )
+        for index, row in enumerate(row for row in rows if row["dataset"] == dataset):
+            marker = "s" if row["entry"] in BASELINES else "o^D"[index // len(colors) % 3]
+            color = colors[index % len(colors)]
+            panel.scatter(row["wall_seconds"], row["accuracy"], marker=marker, color=color, label=row["entry"])
         panel.set_xscale("log")
         panel.set(title=dataset, xlabel="wall seconds of the whole command (log)", ylabel="test accuracy")
         panel.grid(alpha=0.3)
+        panel.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
 
 
 def main(argv=None):
@@ -182,7 +189,7 @@ def main(argv=None):
         return 0
     if args.quick:
         args.datasets, args.entries = ["trec"], ["fasttext", "scalable_attention+defaults"]
-    rows = []
+    rows, run = [], datetime.datetime.now().isoformat(timespec="seconds")  # the run its rows share
     for dataset in args.datasets:
         for entry in args.entries:
             rows.append(race(args.data_dir, dataset, entry, args.seed))
@@ -191,7 +198,7 @@ def main(argv=None):
     machine = f"{os.cpu_count()} CPU cores ({platform.machine()})"
     with args.results.open("a", encoding="utf-8") as handle:
         for row in rows:
-            handle.write(json.dumps({**row, "machine": machine, "date": datetime.date.today().isoformat()}) + "\n")
+            handle.write(json.dumps({**row, "machine": machine, "date": run[:10], "run": run}) + "\n")
     plot(newest(args.results), args.plot)
     return 0
 

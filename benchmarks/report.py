@@ -313,7 +313,7 @@ def recheck_section(results):
 
 def race_section():
     """The race (`race.py`): per dataset, each entry's whole command, against the baselines of the same run."""
-    rows = {(row["dataset"], row["entry"]): row for row in race.newest(RESULTS / "race.jsonl")}
+    rows = race.newest(RESULTS / "race.jsonl")
     lines = [
         "### Time to accuracy: whole commands",
         "",
@@ -324,14 +324,14 @@ def race_section():
         "| dataset | entry | test accuracy | wall s | peak MB | vs fastText | vs TF-IDF + LR |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for (dataset, entry), row in rows.items():
-        against = [rows.get((dataset, name)) for name in ("fasttext", "tfidf_lr")]
+    for row in rows:
+        against = [row["baselines"][name] for name in race.BASELINES]
         ratio = [f"{row['wall_seconds'] / base['wall_seconds']:.1f}x" if base else "" for base in against]
         lines.append(
-            f"| {dataset} | {entry} | {row['accuracy']:.4f} | {row['wall_seconds']:.1f} | {row['peak_mb']:,.0f} | "
-            f"{ratio[0]} | {ratio[1]} |"
+            f"| {row['dataset']} | {row['entry']} | {row['accuracy']:.4f} | {row['wall_seconds']:.1f} | "
+            f"{row['peak_mb']:,.0f} | {ratio[0]} | {ratio[1]} |"
         )
-    dates = sorted({row["date"] for row in rows.values()})
+    dates = sorted({row["date"] for row in rows})
     span = " to ".join(sorted({dates[0], dates[-1]}))
     return [
         *lines,

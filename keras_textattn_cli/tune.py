@@ -3,6 +3,7 @@
 from keras_textattn_cli.common import add_config_flags
 from keras_textattn_cli.common import config_overrides
 from keras_textattn_config import flags
+from keras_textattn_config.train_config import PRESETS
 from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
 from keras_textattn_config.train_config import SEARCH_TRIAL_OPTIONS
 
@@ -37,9 +38,10 @@ def add_parser(subcommand):
     tune.add_argument("--tuner", choices=["random", "bayesian", "hyperband"], default="random")
     tune.add_argument(
         "--preset",
-        choices=["cpu", "paper"],
+        choices=list(PRESETS),
         help="the sizes a trial takes where the config neither fixes nor searches them, as for train: "
-        "cpu or paper; default: the config's (cpu when it says none)",
+        "cpu, fast (in a search the cpu preset: the search sets its trials' epochs) or paper; default: the "
+        "config's (cpu when it says none)",
     )
     tune.add_argument(
         "--max-trials", type=int, help="default: the config's (random and bayesian; hyperband's follow from --epochs)"

@@ -58,7 +58,17 @@ CANDIDATES = {
     GLOVE_CANDIDATE: ("scalable_attention", {**DEFAULT_VECTORS, "model_kwargs": {"embedding_dim": 50}}),
     BIGRAMS_CANDIDATE: ("scalable_attention", {"bigram_buckets": DEFAULT_BIGRAM_BUCKETS}),
 }
-PRESETS = ("cpu", "paper")
+PRESETS = ("cpu", "fast", "paper")
+# The fast preset: the cpu preset's sizes and recipe, and on FAST_ROWS training rows or more the
+# FAST_TRAINING options that neither the user nor the recipe gives (nor, on multi-label data, its
+# epochs rule): fastText's way to its accuracy in least time on a large corpus, one pass with the
+# rate decayed to near zero over it and hashed bigrams beside the words, whose table has the rows to
+# learn from there (on a few thousand rows bigrams scored lower held out, and extra passes cost
+# seconds: below FAST_ROWS the fast preset is the cpu preset). Its buckets are more than
+# DEFAULT_BIGRAM_BUCKETS: fewer bigrams share a row, and on IMDB's held-out tenth one pass with
+# them scored higher; sparse updates keep a step's cost to the rows its batch used.
+FAST_ROWS = 20_000
+FAST_TRAINING = {"epochs": 1, "lr_schedule": "cosine", "bigram_buckets": 200_000}
 DTYPE_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 OPTIMIZERS = {"adam": 1e-3, "sgd": 0.01}  # name: learning rate when neither the user nor the recipe gives one
 DISTRIBUTIONS = ("none", "mirrored", "multi-worker", "ray")
@@ -139,8 +149,16 @@ def check_model(model):
         raise RunError(f"unknown model {model!r} (--model); choose one of {', '.join(sorted(MODELS))}")
 
 
+def options_said(options):
+    """`train()` options as a user reads them: "epochs 1, lr schedule cosine, bigram buckets 200,000"."""
+    return ", ".join(
+        f"{name.replace('_', ' ')} {value:,}" if isinstance(value, int) else f"{name.replace('_', ' ')} {value}"
+        for name, value in options.items()
+    )
+
+
 def check_preset(preset):
-    """`preset` is one of `PRESETS` ("cpu", "paper")."""
+    """`preset` is one of `PRESETS` ("cpu", "fast", "paper")."""
     if preset not in PRESETS:
         raise RunError(f"unknown preset {preset!r} (--preset); choose one of {', '.join(PRESETS)}")
 
@@ -326,7 +344,7 @@ class TrainConfig:
         None,
         "hashed bigrams added to the embeddings, for any model (hcan: within "
         f"a sentence row); 0: none (default: {DEFAULT_BIGRAM_BUCKETS} for dual_axial, none for "
-        "the others)",
+        f"the others; --preset fast from {FAST_ROWS:,} training rows: {FAST_TRAINING['bigram_buckets']})",
         check=_bigram_buckets,
         parse={"type": int},
     )
@@ -362,7 +380,10 @@ class TrainConfig:
     # model
     preset: str = _model(
         "cpu",
-        "cpu (sizes that train in minutes on 2 cores) or paper (the papers' sizes, and "
+        "cpu (sizes that train in minutes on 2 cores), fast (the cpu preset, and from "
+        f"{FAST_ROWS:,} training rows on, where not given: "
+        + options_said(FAST_TRAINING)
+        + ") or paper (the papers' sizes, and "
         "their recipes where not given: lama word2vec, min frequency 5, early stopping 5, sgd "
         "at 0.05 with weight decay 1e-4; hcan word2vec, min frequency 5; cspan step:20,25, "
         "weight decay 1e-4, batch 64)",
@@ -395,7 +416,8 @@ class TrainConfig:
     # training
     epochs: int | None = _optimisation(
         None,
-        "passes over the training data; the most, with early stopping (default: 3; multi-label data: "
+        f"passes over the training data; the most, with early stopping (default: {EPOCHS}; --preset fast from "
+        f"{FAST_ROWS:,} training rows: {FAST_TRAINING['epochs']}; multi-label data: "
         f"{MULTI_LABEL_TRAINING['epochs']}, with early stopping, patience {MULTI_LABEL_TRAINING['early_stopping']})",
         check=check_count,
         parse={"type": int},
@@ -417,7 +439,8 @@ class TrainConfig:
     )
     batch_size: int | None = _optimisation(
         None,
-        "global batch size (default: with --preset paper the paper's, else 32; with --preset cpu the largest of "
+        "global batch size (default: with --preset paper the paper's, else 32; with --preset cpu or fast the "
+        "largest of "
         f"{', '.join(map(str, BATCH_SIZES))} that gives an epoch of {STEPS_PER_EPOCH} steps or more)",
         check=check_count,
         parse={"type": int},
@@ -439,7 +462,7 @@ class TrainConfig:
     learning_rate: float | None = _optimisation(
         None,
         "default: the paper's with --preset paper, else 1e-3 (adam) or 0.01 (sgd); where --preset "
-        f"cpu chose a batch size B, times sqrt(B / {BATCH_SIZES[0]}) (adam) or B / {BATCH_SIZES[0]} (sgd)",
+        f"cpu or fast chose a batch size B, times sqrt(B / {BATCH_SIZES[0]}) (adam) or B / {BATCH_SIZES[0]} (sgd)",
         check=check_positive,
         parse={"type": float},
     )
@@ -449,7 +472,8 @@ class TrainConfig:
     lr_schedule: str | None = _optimisation(
         None,
         "constant (default; cosine for scalable_attention and cspan at "
-        "--preset cpu), cosine (from the rate to near zero at the last "
+        f"--preset cpu, and for every model at --preset fast from {FAST_ROWS:,} training rows), "
+        "cosine (from the rate to near zero at the last "
         "step), plateau (halve when the validation loss does not improve), "
         "or step:E1,E2 (divide by 10 from each epoch on, counted from 1)",
         check=_schedule,

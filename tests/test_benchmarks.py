@@ -399,6 +399,40 @@ def test_race_quick(shared_data, tmp_path):
     assert (picture[..., :3] < 0.5).mean() > 0.005  # axes, points and labels drawn on the white
 
 
+def test_race_rows_are_timed_against_the_baselines_of_their_own_run(tmp_path):
+    """The results page's ratios pair each newest row with fastText and TF-IDF + LR of the same
+    run and dataset: by `run` where a row has one; in rows before it, the latest fastText above."""
+    newest = benchmark_function("race", "newest")
+
+    def row(entry, seconds, run=None, dataset="imdb"):
+        return {"dataset": dataset, "entry": entry, "wall_seconds": seconds, **({"run": run} if run else {})}
+
+    lines = [
+        row("fasttext", 10),
+        row("tfidf_lr", 30),
+        row("scalable_attention+bigrams", 36),
+        row("fasttext", 1, dataset="sst2"),
+        row("fasttext", 9),
+        row("scalable_attention+defaults", 31),
+        row("fasttext", 8, run="2026-12-08T10:00:00"),
+        row("lama+fast", 50, run="2026-12-08T10:00:00"),
+        row("tfidf_lr", 25, run="2026-12-08T10:00:00"),
+        row("cspan+fast", 99, run="2026-12-09T10:00:00"),  # a run without baselines
+    ]
+    path = tmp_path / "race.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    seconds = {
+        (r["dataset"], r["entry"]): {name: base and base["wall_seconds"] for name, base in r["baselines"].items()}
+        for r in newest(path)
+    }
+    assert seconds[("imdb", "scalable_attention+bigrams")] == {"fasttext": 10, "tfidf_lr": 30}
+    assert seconds[("imdb", "scalable_attention+defaults")] == {"fasttext": 9, "tfidf_lr": None}
+    assert seconds[("imdb", "lama+fast")] == {"fasttext": 8, "tfidf_lr": 25}  # TF-IDF + LR ran after it
+    assert seconds[("imdb", "cspan+fast")] == {"fasttext": None, "tfidf_lr": None}
+    assert seconds[("sst2", "fasttext")] == {"fasttext": 1, "tfidf_lr": None}
+    assert seconds[("imdb", "tfidf_lr")] == {"fasttext": 8, "tfidf_lr": 25}
+
+
 def test_presets_quick():
     status, out, err = run_script("presets.py", "--quick")
     assert status == 0, err[-3000:]

@@ -35,6 +35,8 @@ from keras_textattn.text.vectors import vocabulary_coverage
 from keras_textattn_config.train_config import BATCH_SIZES
 from keras_textattn_config.train_config import DEFAULT_VECTORS
 from keras_textattn_config.train_config import EPOCHS
+from keras_textattn_config.train_config import FAST_ROWS
+from keras_textattn_config.train_config import FAST_TRAINING
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import MULTI_LABEL_TRAINING
 from keras_textattn_config.train_config import OPTIMIZERS
@@ -128,6 +130,27 @@ def with_batch_for_rows(config, rows, scale_rate):
     if scale_rate:
         growth = batch_size / config.batch_size
         chosen["learning_rate"] = config.learning_rate * (growth if config.optimizer == "sgd" else math.sqrt(growth))
+    return dataclasses.replace(config, **chosen), chosen
+
+
+def left_to_rows(config, recipe, multi_label_chosen):
+    """The options the preset of `config` (as given) leaves to the training rows, once counted:
+    with the cpu and fast presets the batch size and rate, and with the fast preset its
+    `FAST_TRAINING`, each where neither the user nor the preset's `recipe` gives it (nor, on
+    multi-label data, its epochs rule: `multi_label_chosen`)."""
+    names = {"batch_size", "learning_rate"} if config.preset != "paper" else set()
+    if config.preset == "fast":
+        names |= set(FAST_TRAINING) - set(multi_label_chosen)
+    return {name for name in names if getattr(config, name) is None and name not in recipe}
+
+
+def with_fast_training(config, rows, left):
+    """`(config, what changed)`: `config` with the fast preset's `FAST_TRAINING` options named in
+    `left` (those neither the user nor the recipe gives) on `FAST_ROWS` training `rows` or more;
+    unchanged on fewer."""
+    if rows < FAST_ROWS:
+        return config, {}
+    chosen = {name: value for name, value in FAST_TRAINING.items() if name in left and getattr(config, name) != value}
     return dataclasses.replace(config, **chosen), chosen
 
 
@@ -359,10 +382,10 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
 
 def vectors_left_to_texts(spec, config):
     """Whether the training texts decide if `spec`'s model starts from `DEFAULT_VECTORS`
-    (`default_vectors_chosen`): with the cpu preset, for a model of `vectors_arguments`, where the
-    user gave no embeddings, no size they fix and no run to start from."""
+    (`default_vectors_chosen`): with the cpu or fast preset, for a model of `vectors_arguments`,
+    where the user gave no embeddings, no size they fix and no run to start from."""
     return bool(
-        config.preset == "cpu"
+        config.preset != "paper"
         and spec.vectors_arguments
         and config.embeddings is None
         and config.init_from is None

@@ -60,6 +60,7 @@ from keras_textattn.training.model_setup import embedding_updates
 from keras_textattn.training.model_setup import fit_encoder
 from keras_textattn.training.model_setup import initialise_embeddings
 from keras_textattn.training.model_setup import initialise_from
+from keras_textattn.training.model_setup import left_to_rows
 from keras_textattn.training.model_setup import make_optimizer
 from keras_textattn.training.model_setup import predictions
 from keras_textattn.training.model_setup import scored_rows
@@ -68,6 +69,7 @@ from keras_textattn.training.model_setup import split_scores
 from keras_textattn.training.model_setup import vectors_left_to_texts
 from keras_textattn.training.model_setup import with_batch_for_rows
 from keras_textattn.training.model_setup import with_default_vectors
+from keras_textattn.training.model_setup import with_fast_training
 from keras_textattn.training.model_setup import with_multi_label_training
 from keras_textattn.training.model_setup import with_recipe
 from keras_textattn.training.multi_worker import train_multi_worker
@@ -82,6 +84,7 @@ from keras_textattn.training.strategies import even_first_batch
 from keras_textattn.training.strategies import is_chief
 from keras_textattn.training.strategies import make_strategy
 from keras_textattn_config.train_config import AUTO
+from keras_textattn_config.train_config import FAST_ROWS
 from keras_textattn_config.train_config import FIELDS
 from keras_textattn_config.train_config import FROM_SOURCE_RUN
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
@@ -89,6 +92,7 @@ from keras_textattn_config.train_config import STEPS_PER_EPOCH
 from keras_textattn_config.train_config import TrainConfig
 from keras_textattn_config.train_config import default_of
 from keras_textattn_config.train_config import jsonable
+from keras_textattn_config.train_config import options_said
 
 
 def train(model=None, data=None, output="runs/run", config=None, **overrides):
@@ -125,11 +129,6 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     run_json = {"model": model, "data": jsonable(data), **config.resumed()}
     # The paper's recipe fills what the user left unset (preset "paper"); run.json keeps what was given.
     recipe, used = with_recipe(spec, config)
-    # Options the cpu preset leaves to the training rows, once they are counted (`_batch_chosen_saying_so`).
-    left_to_rows = set()
-    if config.preset == "cpu":
-        left_to_rows = {name for name in ("batch_size", "learning_rate") if getattr(config, name) is None}
-        left_to_rows -= set(recipe)
     if config.early_stopping_monitor is not None and used.early_stopping is None:
         raise RunError(
             f"early_stopping_monitor (--early-stopping-monitor) is what early stopping watches; give its "
@@ -142,7 +141,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
         whose = (
             f"The {model} paper's recipe (--preset paper; "
             if config.preset == "paper"
-            else f"The {model} cpu preset's training ("
+            else f"The {model} {config.preset} preset's training ("
         )
         print(
             whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items())
@@ -151,12 +150,13 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     _check_batch_splits(used.batch_size, strategy, config.distribute)
     run_state(output, config.overwrite, run_json)  # a quick first look, before the data is read
     dataset, source = _load_data(data, config)  # bad data fails here, before anything on disk changes
+    multi_label_chosen = {}
     if dataset.multi_label:
-        used, chosen = with_multi_label_training(config, recipe, used)
-        if chosen and config.verbose:
+        used, multi_label_chosen = with_multi_label_training(config, recipe, used)
+        if multi_label_chosen and config.verbose:
             print(
                 "Multi-label data (give --epochs / --early-stopping to set): "
-                + ", ".join(f"{name} {value}" for name, value in chosen.items())
+                + ", ".join(f"{name} {value}" for name, value in multi_label_chosen.items())
             )
     chief = is_chief(strategy)
     with locked(output) if chief else contextlib.nullcontext(), out_of_memory_said(model):
@@ -179,7 +179,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             chief=chief,
             resume=state == "resume",
             source_run=source_run,
-            left_to_rows=left_to_rows,
+            left_to_rows=left_to_rows(config, recipe, multi_label_chosen),
             vectors_left_to_texts=vectors_left_to_texts(spec, config),
         )
         if state == "overwrite" and chief:
@@ -303,8 +303,8 @@ def _train_run(run):
         split: (dataset.rows or {}).get(split) for split in ("train", "validation", "test") if split in dataset.splits
     }
     rows = {split: count_rows(dataset[split]) if count is None else count for split, count in rows.items()}
-    if "batch_size" in run.left_to_rows:
-        run.config = config = _batch_chosen_saying_so(run, rows["train"])
+    if run.left_to_rows:
+        run.config = config = _chosen_from_rows(run, rows["train"])
     if run.chief:
         remove_temporary_files(output)  # of a write that a kill interrupted
         write_text(os.path.join(output, "run.json"), json.dumps(run.run_json, indent=2, sort_keys=True))
@@ -444,11 +444,25 @@ def _training_record(run, history, best, resumed_from_epoch, train_rows):
     }
 
 
-def _batch_chosen_saying_so(run, train_rows):
-    """The run's config with the batch size (and, where it is the optimizer's default, the learning
-    rate) chosen from its `train_rows` (`with_batch_for_rows`), said when it is not the fallback's."""
-    config, chosen = with_batch_for_rows(run.config, train_rows, "learning_rate" in run.left_to_rows)
+def _chosen_from_rows(run, train_rows):
+    """The run's config with the options of `run.left_to_rows` chosen from its `train_rows`, each
+    said when it is not the fallback's: the fast preset's (`with_fast_training`), the batch size
+    and, where it is the optimizer's default, the learning rate (`with_batch_for_rows`)."""
+    config, fast = with_fast_training(run.config, train_rows, run.left_to_rows)
+    if fast and config.verbose:
+        print(
+            f"The fast preset on {train_rows:,} training rows ({FAST_ROWS:,} or more; give the option to set "
+            "it): " + options_said(fast)
+        )
+    if "batch_size" in run.left_to_rows:
+        config = _batch_chosen_saying_so(config, train_rows, "learning_rate" in run.left_to_rows)
     check_sizes_fit(get_spec(run.model), config)
+    return config
+
+
+def _batch_chosen_saying_so(config, train_rows, scale_rate):
+    """`config` with the batch size (and with `scale_rate` the rate) of `with_batch_for_rows`, said."""
+    config, chosen = with_batch_for_rows(config, train_rows, scale_rate)
     if chosen and config.verbose:
         print(
             f"Chosen from the {train_rows:,} training rows (an epoch of {STEPS_PER_EPOCH} steps or more; give "

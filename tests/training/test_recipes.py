@@ -16,14 +16,29 @@ from keras_textattn.models import get_spec
 from keras_textattn.run_folder import FINISHED_MARKER
 from keras_textattn.run_folder import load_run
 from keras_textattn.training import train
+from keras_textattn.training.model_setup import left_to_rows
+from keras_textattn.training.model_setup import with_fallbacks
+from keras_textattn.training.model_setup import with_fast_training
 from keras_textattn.training.schedules import ResumablePlateau
 from keras_textattn.training.schedules import schedule_callbacks
 from keras_textattn_cli import main
 from keras_textattn_config.train_config import BATCH_SIZES
+from keras_textattn_config.train_config import FAST_ROWS
+from keras_textattn_config.train_config import FAST_TRAINING
+from keras_textattn_config.train_config import MODELS
+from keras_textattn_config.train_config import MULTI_LABEL_TRAINING
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 from keras_textattn_config.train_config import STEPS_PER_EPOCH
+from keras_textattn_config.train_config import TrainConfig
 
 SMALL = dict(model_kwargs={"embedding_dim": 8, "fc_units": 8}, sequence_length=24, max_tokens=2000, verbose=0)
+LAMA_SMALL = dict(
+    model_kwargs={"embedding_dim": 8, "gru_units": 4, "num_heads": 2, "mlp_units": 8},
+    sequence_length=24,
+    max_tokens=2000,
+    embeddings="random",
+    verbose=0,
+)
 
 
 @pytest.fixture
@@ -675,3 +690,46 @@ def test_cpu_preset_chooses_the_batch_from_the_training_rows_and_grows_the_rate(
     assert run("batch given", batch_size=32, verbose=1) == (32, 1e-3, math.ceil(6920 / 32))
     assert run("paper", preset="paper", model_kwargs={})[:2] == (32, 1e-3)
     assert "Chosen from" not in capsys.readouterr().out
+
+
+def test_fast_training_is_chosen_from_enough_training_rows_for_the_options_left_to_it():
+    config = with_fallbacks(TrainConfig(preset="fast"))
+    assert with_fast_training(config, FAST_ROWS - 1, set(FAST_TRAINING)) == (config, {})
+    fast, chosen = with_fast_training(config, FAST_ROWS, {"epochs", "bigram_buckets"})
+    assert chosen == {"epochs": 1, "bigram_buckets": 200_000}
+    assert (fast.epochs, fast.bigram_buckets, fast.lr_schedule) == (1, 200_000, None)
+    assert with_fast_training(with_fallbacks(TrainConfig(lr_schedule="cosine")), FAST_ROWS, {"lr_schedule"})[1] == {}
+    given = TrainConfig(preset="fast", batch_size=64, bigram_buckets=0)
+    assert left_to_rows(given, {"lr_schedule": "cosine"}, {}) == {"learning_rate", "epochs"}
+    assert left_to_rows(given, {}, MULTI_LABEL_TRAINING) == {"learning_rate", "lr_schedule"}  # its epochs rule wins
+    assert left_to_rows(TrainConfig(), {}, {}) == {"batch_size", "learning_rate"}
+    assert left_to_rows(TrainConfig(preset="paper"), {}, {}) == set()
+
+
+def test_fast_preset_trains_one_pass_with_bigrams_on_many_rows_and_is_the_cpu_preset_on_few(
+    sst2_dev, tmp_path, capsys, monkeypatch
+):
+    """From `FAST_ROWS` training rows on (lowered here below the 778 rows SST-2's dev file leaves after
+    its held-out tenth) the fast preset trains one epoch, decaying the rate to near zero, with hashed
+    bigrams: said, and recorded in metrics.json but not run.json (the options as given). What the
+    user gives is kept; on fewer rows it trains as the cpu preset (its sizes, 3 epochs, no bigrams)."""
+    from keras_textattn.training import model_setup
+    from keras_textattn.training import run as run_module
+
+    def fast(name, rows_needed, **options):
+        monkeypatch.setattr(model_setup, "FAST_ROWS", rows_needed)
+        monkeypatch.setattr(run_module, "FAST_ROWS", rows_needed)
+        metrics = train("lama", sst2_dev, str(tmp_path / name), preset="fast", **{**LAMA_SMALL, **options})
+        return len(metrics["history"]["loss"]), metrics["lr_schedule"], metrics["encoder"]["bigram_buckets"]
+
+    assert fast("many", 700, verbose=1) == (1, "cosine", 200_000)
+    assert (
+        "The fast preset on 778 training rows (700 or more; give the option to set it): epochs 1, lr schedule "
+        "cosine, bigram buckets 200,000" in capsys.readouterr().out
+    )
+    assert json.loads((tmp_path / "many" / "run.json").read_text())["bigram_buckets"] is None
+    assert fast("given", 700, epochs=2, bigram_buckets=0, lr_schedule="constant") == (2, "constant", 0)
+    assert fast("few", 779) == (3, "constant", 0)
+    for spec in map(get_spec, MODELS):
+        assert spec.preset_arguments("fast") == spec.preset_arguments("cpu")
+        assert spec.training_defaults("fast") == spec.training_defaults("cpu")

@@ -331,11 +331,14 @@ def test_help_shows_the_defaults(capsys):
     shown = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0
     for default in (
-        "the most, with early stopping (default: 3; multi-label data: 20, with early stopping, patience 2)",
-        "global batch size (default: with --preset paper the paper's, else 32; with --preset cpu the largest of "
-        "32, 64, 128, 256 that gives an epoch of 100 steps or more)",
-        "else 1e-3 (adam) or 0.01 (sgd); where --preset cpu chose a batch size B, times sqrt(B / 32) (adam) or "
-        "B / 32 (sgd)",
+        "the most, with early stopping (default: 3; --preset fast from 20,000 training rows: 1; multi-label "
+        "data: 20, with early stopping, patience 2)",
+        "global batch size (default: with --preset paper the paper's, else 32; with --preset cpu or fast the "
+        "largest of 32, 64, 128, 256 that gives an epoch of 100 steps or more)",
+        "else 1e-3 (adam) or 0.01 (sgd); where --preset cpu or fast chose a batch size B, times sqrt(B / 32) "
+        "(adam) or B / 32 (sgd)",
+        "fast (the cpu preset, and from 20,000 training rows on, where not given: epochs 1, lr schedule cosine, "
+        "bigram buckets 200,000)",
         "(default: cpu)",
     ):
         assert default in shown, default

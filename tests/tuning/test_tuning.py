@@ -303,7 +303,7 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
     assert (
         "Every trial's lama has the cpu preset's embedding_dim 64, mlp_units 64 (neither fixed nor searched" in said
     ) == (preset is None)
-    with pytest.raises(RunError, match=r"unknown preset 'laptop' \(--preset\); choose one of cpu, paper"):
+    with pytest.raises(RunError, match=r"unknown preset 'laptop' \(--preset\); choose one of cpu, fast, paper"):
         tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", preset="laptop")  # before the data is read
     (tmp_path / "a-file").write_text("mine")  # it was "[Errno 17] File exists" once the data had been read
     with pytest.raises(RunError, match=r"a-file is a file; give the folder of the search as --directory"):
@@ -327,7 +327,7 @@ def test_a_trial_takes_the_presets_sizes_where_the_config_is_silent(preset, expe
         with pytest.raises(UserError, match=message):
             tune(path, str(tmp_path / "no-such.csv"), tmp_path / "search", **{name: value})
     path.write_text(f"preset: laptop\n{text}")
-    with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, paper"):
+    with pytest.raises(ConfigError, match=r"lama.yaml: preset: unknown preset 'laptop'; allowed: cpu, fast, paper"):
         load_config(path)
 
 
