@@ -343,8 +343,8 @@ class TrainConfig:
     bigram_buckets: int | None = _encoder(
         None,
         "hashed bigrams added to the embeddings, for any model (hcan: within "
-        f"a sentence row); 0: none (default: {DEFAULT_BIGRAM_BUCKETS} for dual_axial, none for "
-        f"the others; --preset fast from {FAST_ROWS:,} training rows: {FAST_TRAINING['bigram_buckets']})",
+        f"a sentence row); 0: none (default: {DEFAULT_BIGRAM_BUCKETS:,} for dual_axial, none for "
+        f"the others; --preset fast from {FAST_ROWS:,} training rows: {FAST_TRAINING['bigram_buckets']:,})",
         check=_bigram_buckets,
         parse={"type": int},
     )
