@@ -472,17 +472,18 @@ class TextEncoder(keras.layers.Layer):
             data = data.batch(batch_size)
 
         def batch_counts(texts):  # each token of a batch of texts, and how often it occurs there
-            tokens, _, frequency = tf.unique_with_counts(self.tokenize(texts).flat_values)
+            tokens, _, frequency = tf.unique_with_counts(self.tokenize(texts).flat_values, out_idx=tf.int64)
             return tokens, frequency
 
         # Batches are tokenised and counted on parallel calls (several times faster than one
         # batch after another), and their counts summed in TensorFlow every `_MERGED_BATCHES`
         # batches (a Python dict updated token by token took longer than the tokenising).
-        counted = data.map(batch_counts, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        counted = data.map(batch_counts, num_parallel_calls=tf.data.AUTOTUNE).ragged_batch(_MERGED_BATCHES)
         tokens, frequency = tf.constant([], tf.string), tf.constant([], tf.int64)
-        for batches in _blocks(counted, _MERGED_BATCHES):
+        for block_tokens, block_frequency in counted.prefetch(tf.data.AUTOTUNE):
             tokens, frequency = _summed_counts(
-                [tokens, *(t for t, _ in batches)], [frequency, *(tf.cast(f, tf.int64) for _, f in batches)]
+                tf.concat([tokens, block_tokens.flat_values], 0),
+                tf.concat([frequency, block_frequency.flat_values], 0),
             )
         counts = dict(zip(tokens.numpy().tolist(), frequency.numpy().tolist()))
         counts.pop(OOV_TOKEN.encode(), None)
@@ -861,19 +862,7 @@ def _string_batch(texts, method):
 _MERGED_BATCHES = 64
 
 
-def _blocks(iterable, size):
-    """Lists of `size` consecutive items of `iterable` (the last one shorter)."""
-    block = []
-    for item in iterable:
-        block.append(item)
-        if len(block) == size:
-            yield block
-            block = []
-    if block:
-        yield block
-
-
 def _summed_counts(tokens, counts):
-    """The distinct tokens of the `tokens` tensors and the sum of their `counts` in each."""
-    distinct, positions = tf.unique(tf.concat(tokens, 0))
-    return distinct, tf.math.unsorted_segment_sum(tf.concat(counts, 0), positions, tf.shape(distinct)[0])
+    """The distinct tokens of `tokens` (strings) and the sum of each one's `counts`."""
+    distinct, positions = tf.unique(tokens)
+    return distinct, tf.math.unsorted_segment_sum(counts, positions, tf.shape(distinct)[0])
