@@ -150,11 +150,8 @@ def check_model(model):
 
 
 def options_said(options):
-    """`train()` options as a user reads them: "epochs 1, lr schedule cosine, bigram buckets 200,000"."""
-    return ", ".join(
-        f"{name.replace('_', ' ')} {value:,}" if isinstance(value, int) else f"{name.replace('_', ' ')} {value}"
-        for name, value in options.items()
-    )
+    """Options (`train()`'s, or a builder's arguments) as the runs print them: "epochs 1, lr_schedule cosine"."""
+    return ", ".join(f"{name} {value}" for name, value in options.items())
 
 
 def check_preset(preset):

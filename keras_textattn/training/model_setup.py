@@ -44,6 +44,7 @@ from keras_textattn_config.train_config import RANDOM_EMBEDDINGS
 from keras_textattn_config.train_config import SPARSE_TABLE_ROWS
 from keras_textattn_config.train_config import STEPS_PER_EPOCH
 from keras_textattn_config.train_config import VECTORS_COVERAGE
+from keras_textattn_config.train_config import options_said
 
 TRAINING_ROWS_SCORED = 5_000  # the training split's scores are read off a sample of at most these (`scored_rows`)
 # The fields of `TrainConfig` that are the encoder's options.
@@ -355,7 +356,7 @@ def choose_lengths_saying_so(spec, options, texts, verbose, in_config=False):
     if chosen and verbose:
         print(
             f"Chosen from the training texts (95th percentile; give {' / '.join(map(setting, chosen))}{where} to "
-            "set): " + ", ".join(f"{name} {value}" for name, value in chosen.items())
+            "set): " + options_said(chosen)
         )
     given = options.get("sequence_length")
     if verbose and "sequence_length" not in chosen and given > 2 * TOKENS[1] and not options.get("hierarchical"):
@@ -414,8 +415,7 @@ def default_vectors_chosen(spec, config, encoder):
         print(
             f"Chosen from the training texts ({source} has a vector for {share:.1%} of their vocabulary, "
             f"{VECTORS_COVERAGE:.0%} or more; give --embeddings {RANDOM_EMBEDDINGS} to start from random "
-            "vectors): "
-            + ", ".join(f"{name} {value}" for name, value in {**DEFAULT_VECTORS, **spec.vectors_arguments}.items())
+            "vectors): " + options_said({**DEFAULT_VECTORS, **spec.vectors_arguments})
         )
     return True
 

@@ -143,9 +143,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             if config.preset == "paper"
             else f"The {model} {config.preset} preset's training ("
         )
-        print(
-            whose + "give the option to change it): " + ", ".join(f"{name} {value}" for name, value in recipe.items())
-        )
+        print(whose + "give the option to change it): " + options_said(recipe))
     strategy = make_strategy(config.distribute)  # first: MultiWorkerMirroredStrategy must precede other ops
     _check_batch_splits(used.batch_size, strategy, config.distribute)
     run_state(output, config.overwrite, run_json)  # a quick first look, before the data is read
@@ -154,10 +152,7 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
     if dataset.multi_label:
         used, multi_label_chosen = with_multi_label_training(config, recipe, used)
         if multi_label_chosen and config.verbose:
-            print(
-                "Multi-label data (give --epochs / --early-stopping to set): "
-                + ", ".join(f"{name} {value}" for name, value in multi_label_chosen.items())
-            )
+            print("Multi-label data (give --epochs / --early-stopping to set): " + options_said(multi_label_chosen))
     chief = is_chief(strategy)
     with locked(output) if chief else contextlib.nullcontext(), out_of_memory_said(model):
         if chief and recover_replacement(output) == "rolled back":  # said in --quiet too: not progress

@@ -61,6 +61,7 @@ from keras_textattn_config.train_config import RANDOM_EMBEDDINGS
 from keras_textattn_config.train_config import SEARCH_DATA_OPTIONS
 from keras_textattn_config.train_config import SEARCH_TRIAL_OPTIONS
 from keras_textattn_config.train_config import TrainConfig
+from keras_textattn_config.train_config import options_said
 
 
 class SearchSpaceError(UserError, keras_tuner.errors.FatalValueError):
@@ -613,7 +614,7 @@ def _set_search(config, tuner, preset, max_trials, epochs, verbose):
     if taken and verbose:
         print(
             f"Every trial's {config.model} has the {config.preset} preset's "
-            + ", ".join(f"{name} {value}" for name, value in taken.items())
+            + options_said(taken)
             + " (neither fixed nor searched in the config; --preset paper for the paper's sizes)"
         )
     if config.lr_schedule is None:  # as `train` would train with the preset

@@ -724,8 +724,8 @@ def test_fast_preset_trains_one_pass_with_bigrams_on_many_rows_and_is_the_cpu_pr
 
     assert fast("many", 700, verbose=1) == (1, "cosine", 200_000)
     assert (
-        "The fast preset on 778 training rows (700 or more; give the option to set it): epochs 1, lr schedule "
-        "cosine, bigram buckets 200,000" in capsys.readouterr().out
+        "The fast preset on 778 training rows (700 or more; give the option to set it): epochs 1, lr_schedule "
+        "cosine, bigram_buckets 200000" in capsys.readouterr().out
     )
     assert json.loads((tmp_path / "many" / "run.json").read_text())["bigram_buckets"] is None
     assert fast("given", 700, epochs=2, bigram_buckets=0, lr_schedule="constant") == (2, "constant", 0)

@@ -337,8 +337,8 @@ def test_help_shows_the_defaults(capsys):
         "largest of 32, 64, 128, 256 that gives an epoch of 100 steps or more)",
         "else 1e-3 (adam) or 0.01 (sgd); where --preset cpu or fast chose a batch size B, times sqrt(B / 32) "
         "(adam) or B / 32 (sgd)",
-        "fast (the cpu preset, and from 20,000 training rows on, where not given: epochs 1, lr schedule cosine, "
-        "bigram buckets 200,000)",
+        "fast (the cpu preset, and from 20,000 training rows on, where not given: epochs 1, lr_schedule cosine, "
+        "bigram_buckets 200000)",
         "(default: cpu)",
     ):
         assert default in shown, default
