@@ -574,6 +574,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.model_kwargs is None:  # as train() always took it
             object.__setattr__(self, "model_kwargs", {})
+        if self.distribute == "none":  # the flag's word for None: one value, so `distribute is None` means no strategy
+            object.__setattr__(self, "distribute", None)
         for field in dataclasses.fields(self):
             check = option_of(field).check
             if check is not None:

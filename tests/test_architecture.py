@@ -163,7 +163,9 @@ def test_every_config_field_has_a_flag_and_a_help_line():
     flag_defaults = {"verbose": parsed["verbose"], "distribute": "none"}
     for field in fields:
         assert parsed[field.name] == flag_defaults.get(field.name, default_of(field)), field.name
-    assert TrainConfig(**parsed) == TrainConfig(**flag_defaults)
+    # ...and the config the flags' defaults make is train()'s own: "none" is no strategy, as None is
+    # (the run's choices that read `distribute is None`, such as cutting each batch's padding, match).
+    assert TrainConfig(**parsed) == TrainConfig(**flag_defaults) == TrainConfig(verbose=parsed["verbose"])
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["train", "--help"]])

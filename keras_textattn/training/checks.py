@@ -109,7 +109,7 @@ def _check_model_kwargs(spec, model_kwargs):
 
 
 def _check_distribution(config):
-    distribute, workers = config.distribute, config.workers
+    distribute, workers = config.distribute or "none", config.workers
     if (distribute == "ray") != (workers is not None) or (
         workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1)
     ):

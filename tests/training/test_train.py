@@ -1783,7 +1783,9 @@ def test_ray_refusals_come_before_ray_starts_and_workers_get_absolute_paths(
     ):
         train(output=str(tmp_path / "run"), ray_address=f"127.0.0.1:{port}", **options)
     assert not ray.is_initialized() and not (tmp_path / "run").exists()
-    with pytest.raises(RunError, match="--ray-address names the Ray cluster of --distribute ray; got distribute None"):
+    with pytest.raises(
+        RunError, match="--ray-address names the Ray cluster of --distribute ray; got distribute 'none'"
+    ):
         train(
             "scalable_attention", str(folder / "train-*.csv.gz"), str(tmp_path / "run"), ray_address="auto", verbose=0
         )
