@@ -119,7 +119,7 @@ def measure(model, steps, data_dir, dataset="imdb", seed=0):
     start = time.perf_counter()
     encoder = fit_encoder(spec, config, model_kwargs, data["train"], rows["train"])
     encoder_seconds = time.perf_counter() - start
-    cut = cuts_padding(spec, encoder, config)
+    cut = cuts_padding(spec, encoder, config, rows["train"])
     train = make_batches(
         data["train"], encoder, config.batch_size, shuffle=True, seed=seed, rows=rows["train"], cut_padding=cut
     )

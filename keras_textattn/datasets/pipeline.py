@@ -66,9 +66,9 @@ def make_batches(
             cardinality (Keras shows the epoch's length and does not warn that the
             data "ran out" at its end). Not with `bucket_boundaries`.
         cut_padding: for a model that reads ids shorter than the encoder's length
-            (`ModelSpec.reads_any_length`) and a flat encoder: rows of similar length
-            batched together (`length_sorted_batches`), each batch cut to its longest
-            text. The rows come in another order.
+            (`ModelSpec.reads_any_length`): rows of similar length batched together
+            (`length_sorted_batches`), each batch cut to its longest text (hierarchical:
+            to its most sentences and its longest sentence). The rows come in another order.
         sample_windows: for training `(text, label)` rows: a text longer than the encoder reads
             is read at a window of it drawn at random (`TextEncoder.sampled_window_ids`), anew
             each epoch (from `seed`), with its label; the texts are cached rather than their ids
@@ -90,7 +90,7 @@ def make_batches(
     if shuffle:
         buffer = shuffle_buffer or (10_000 if rows is None else max(1, min(rows, SHUFFLE_ROWS)))
         dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
-    if cut_padding and not encoder.hierarchical and not sample_windows:
+    if cut_padding and not sample_windows:
         dataset = length_sorted_batches(dataset, batch_size, shuffle=shuffle, seed=seed, encoder=encoder)
         if rows is not None:
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(math.ceil(rows / batch_size)))
@@ -118,21 +118,27 @@ def make_batches(
 
 
 # `length_sorted_batches`: rows are sorted by length within chunks of this many batches, and
-# a batch is cut to its longest text rounded up to a multiple of `LENGTH_STEP` tokens (a few
-# shapes, so that TensorFlow traces the step a few times, not once per batch).
+# a batch is cut to its longest text rounded up to a multiple of `LENGTH_STEP` tokens (a
+# hierarchical batch: to its most sentences and its longest sentence, rounded up to multiples of
+# `SENTENCE_STEP` and `WORD_STEP`): a few shapes, so that TensorFlow traces the step a few times,
+# not once per batch.
 SORTED_CHUNK_BATCHES = 32
 LENGTH_STEP = 32
+SENTENCE_STEP = 4
+WORD_STEP = 8
 
 
 def length_sorted_batches(rows, batch_size, shuffle=False, seed=0, encoder=None):
     """Batches of `batch_size` of the `(ids, label)` `rows` (flat ids, or `(token ids, bigram
-    ids)`, padded with `PAD_ID` after each text; or `(text, label)` rows, encoded by the flat
-    `encoder` as they come, none held longer than its chunk) in which texts of similar length go together,
+    ids)`, padded with `PAD_ID` after each text; or `(text, label)` rows, encoded by `encoder` as
+    they come, none held longer than its chunk) in which texts of similar length go together,
     each batch cut to its longest text (rounded up to `LENGTH_STEP`): a model whose cost grows
-    with the length reads little padding. The rows are sorted by length within chunks of
-    `SORTED_CHUNK_BATCHES` batches; with `shuffle` (training, rows shuffled before), the batches
-    are shuffled in a buffer of as many, so an epoch does not run from short texts to long ones.
-    Every batch holds `batch_size` rows but the last: an epoch has as many steps as plain batches."""
+    with the length reads little padding. Hierarchical ids `(rows, sentences, words)` go together
+    by their number of sentences, and a batch is cut to its most sentences and its longest
+    sentence. The rows are sorted by length within chunks of `SORTED_CHUNK_BATCHES` batches; with
+    `shuffle` (training, rows shuffled before), the batches are shuffled in a buffer of as many,
+    so an epoch does not run from short texts to long ones. Every batch holds `batch_size` rows
+    but the last: an epoch has as many steps as plain batches."""
 
     def sorted_by_length(ids, labels):
         order = tf.argsort(_text_lengths(ids), stable=True)
@@ -150,16 +156,34 @@ def length_sorted_batches(rows, batch_size, shuffle=False, seed=0, encoder=None)
 
 
 def _text_lengths(ids):
-    """Tokens of each row of `(rows, length)` ids (or their `(token ids, bigram ids)`): ids hold
-    their text first, then `PAD_ID`."""
+    """Tokens of each row of flat `(rows, length)` ids, sentences of each row of hierarchical
+    `(rows, sentences, words)` ids (or of their `(token ids, bigram ids)`): ids hold their text
+    first, then `PAD_ID`."""
     tokens = tf.nest.flatten(ids)[0]
+    if tokens.shape.rank == 3:
+        return _last_real(tf.reduce_any(tokens != PAD_ID, axis=-1))
     return tf.reduce_sum(tf.cast(tokens != PAD_ID, tf.int32), axis=-1)
 
 
+def _last_real(real):
+    """Per row of the booleans `real` (`(..., steps)`), one past the last True step (0: none)."""
+    steps = tf.range(1, tf.shape(real)[-1] + 1)
+    return tf.reduce_max(tf.where(real, steps, 0), axis=-1)
+
+
+def _rounded_up(length, step, most):
+    """`length` rounded up to a multiple of `step`, at least `step` and at most `most`."""
+    return tf.minimum(tf.maximum(-(-length // step) * step, step), most)
+
+
 def _cut_to_longest(ids, labels):
-    length = tf.shape(tf.nest.flatten(ids)[0])[-1]
-    longest = -(-tf.reduce_max(_text_lengths(ids)) // LENGTH_STEP) * LENGTH_STEP
-    cut = tf.minimum(tf.maximum(longest, LENGTH_STEP), length)
+    tokens = tf.nest.flatten(ids)[0]
+    shape = tf.shape(tokens)
+    if tokens.shape.rank == 3:
+        sentences = _rounded_up(tf.reduce_max(_text_lengths(ids)), SENTENCE_STEP, shape[1])
+        words = _rounded_up(tf.reduce_max(_last_real(tokens != PAD_ID)), WORD_STEP, shape[2])
+        return tf.nest.map_structure(lambda tensor: tensor[:, :sentences, :words], ids), labels
+    cut = _rounded_up(tf.reduce_max(_text_lengths(ids)), LENGTH_STEP, shape[-1])
     return tf.nest.map_structure(lambda tensor: tensor[:, :cut], ids), labels
 
 

@@ -9,6 +9,8 @@ from keras_textattn.layers.dual_axial_attention import TextAxialSelfAttention
 from keras_textattn.layers.hcan_attention import ConvMultiheadSelfAttention
 from keras_textattn.layers.hcan_attention import ConvMultiheadTargetAttention
 from keras_textattn.layers.hcan_attention import ParallelConvMultiheadSelfAttention
+from keras_textattn.layers.hierarchy import DocumentSentences
+from keras_textattn.layers.hierarchy import SentenceRows
 from keras_textattn.layers.lama import LAMA
 from keras_textattn.layers.pooling import MaskedGlobalAveragePooling1D
 from keras_textattn.layers.pooling import MaskedGlobalMaxPooling1D
@@ -19,6 +21,7 @@ __all__ = [
     "CascadedSemanticPositional",
     "ConvMultiheadSelfAttention",
     "ConvMultiheadTargetAttention",
+    "DocumentSentences",
     "DualAxialSelfAttention",
     "FeatureAxialSelfAttention",
     "LAMA",
@@ -29,5 +32,6 @@ __all__ = [
     "PositionEmbedding",
     "ScalableAttention",
     "SemanticSelfAttention",
+    "SentenceRows",
     "TextAxialSelfAttention",
 ]

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_textattn.embedding import RowReadEmbedding
+from keras_textattn.layers import SentenceRows
 from keras_textattn.vocabulary import PAD_ID
 
 
@@ -72,12 +73,12 @@ def text_inputs(encoder=None, vocabulary_size=None, sequence_length=None, bigram
 
 def sentence_rows(model_inputs):
     """A hierarchical model's `ModelInputs` with every sentence a row: ids (and bigram ids)
-    `(batch * sentences, words)`, for the word level of HCAN and HAN."""
-    words = model_inputs.token_ids.shape[-1]
+    `(batch * sentences, words)`, for the word level of HCAN and HAN (`SentenceRows`: sizes
+    read at call time, so batches cut to their most sentences and longest sentence pass)."""
     bigram_ids = model_inputs.bigram_ids
     return model_inputs._replace(
-        token_ids=ops.reshape(model_inputs.token_ids, (-1, words)),
-        bigram_ids=None if bigram_ids is None else ops.reshape(bigram_ids, (-1, words)),
+        token_ids=SentenceRows(name="sentence_rows")(model_inputs.token_ids),
+        bigram_ids=None if bigram_ids is None else SentenceRows(name="bigram_sentence_rows")(bigram_ids),
     )
 
 

@@ -4,6 +4,7 @@ max pooling, Kim's CNN, and HCAN's hierarchical attention network (HAN)."""
 import keras
 from keras import ops
 
+from keras_textattn.layers import DocumentSentences
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import MultiQueryAttention
@@ -136,7 +137,7 @@ def build_han_classifier(
     x = embed_tokens(sentence_inputs, units)
     for level, mask in (("word", word_mask), ("sentence", sentence_mask)):
         if level == "sentence":
-            x = ops.reshape(x, (-1, max_sentences, units))
+            x = DocumentSentences(name="document_sentences")([x, model_inputs.token_ids])
         x = keras.layers.Bidirectional(keras.layers.GRU(units // 2, return_sequences=True), name=f"{level}_bigru")(
             x, mask=mask
         )

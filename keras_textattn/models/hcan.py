@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_textattn.layers import ConvMultiheadSelfAttention
 from keras_textattn.layers import ConvMultiheadTargetAttention
+from keras_textattn.layers import DocumentSentences
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import ParallelConvMultiheadSelfAttention
 from keras_textattn.layers import PositionEmbedding
@@ -116,7 +117,7 @@ def build_hcan_classifier(
     sentence_vectors = _hierarchy(
         embed_tokens(sentence_inputs, units), padding_mask(sentence_ids), words, prefix="word", **options
     )
-    sentences = ops.reshape(sentence_vectors, (-1, max_sentences, units))
+    sentences = DocumentSentences(name="document_sentences")([sentence_vectors, ids])
     sentence_mask = ops.any(padding_mask(ids), axis=-1)
     x = _hierarchy(sentences, sentence_mask, max_sentences, prefix="sentence", **options)
     return keras.Model(inputs, classifier_head(x, num_classes, multi_label), name=name)
@@ -134,4 +135,5 @@ SPEC = ModelSpec(
     cpu_defaults={"units": 64, "num_heads": 4},
     embedding_size_argument="units",
     paper_training={"embeddings": "word2vec", "min_frequency": 5},
+    reads_any_length=True,
 )

@@ -58,10 +58,11 @@ class ModelSpec:
         vectors_arguments: builder arguments that fit the token embedding to the cpu preset's
             default vectors (`DEFAULT_VECTORS`, 50-d), for the models held-out data preferred
             starting from them; empty: the model starts from random vectors unless given some.
-        reads_any_length: the flat classifier's token ids may be shorter than the length it
-            was built for, with the outputs of the same ids padded to it: `train` then cuts
-            each batch's trailing padding (`datasets.length_sorted_batches`). Not where a
-            layer's weights span the length (dual-axial's feature axis, HCAN's positions).
+        reads_any_length: the classifier's token ids may be shorter than the length it was
+            built for (hierarchical: fewer sentences, shorter sentences), with the outputs of
+            the same ids padded to it: `train` then cuts each batch's trailing padding
+            (`datasets.length_sorted_batches`). Not where a layer's weights span the length
+            (dual-axial's feature axis); learned positions (HCAN's) are read from the first.
     """
 
     name: str

@@ -349,7 +349,7 @@ def _train_run(run):
         classifier.optimizer.build(classifier.trainable_variables)
         if config.adversarial:
             use_adversarial_training(classifier, config.adversarial)
-        cut = cuts_padding(spec, encoder, config)
+        cut = cuts_padding(spec, encoder, config, rows["train"])
         if cut:
             accept_shorter_ids(classifier)
     fitted = _fit(

@@ -22,6 +22,8 @@ from keras_textattn.datasets import load_dataset
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
 from keras_textattn.datasets.pipeline import LENGTH_STEP
+from keras_textattn.datasets.pipeline import SENTENCE_STEP
+from keras_textattn.datasets.pipeline import WORD_STEP
 from keras_textattn.datasets.pipeline import encoded_rows
 from keras_textattn.datasets.pipeline import sample_rows
 from keras_textattn.text import TextEncoder
@@ -631,6 +633,44 @@ def test_length_sorted_batches_cut_padding_and_keep_every_row(shared_data):
         assert as_rows(in_order) == as_rows(plain)
         lengths = np.concatenate([(ids != 0).sum(axis=1) for (ids, _), _ in in_order])
         assert np.all(np.diff(lengths) >= 0)  # the rows of a chunk (here all of them), shortest first
+
+
+def test_hierarchical_batches_cut_to_their_most_sentences_and_longest_sentence(shared_data):
+    """IMDB's reviews as sentences with bigrams: the cut batches hold every row once (no sentence
+    or word of a text cut), as many batches as plain ones, each cut to its most sentences and its
+    longest sentence rounded up to `SENTENCE_STEP` and `WORD_STEP`, and far fewer cells in all;
+    unshuffled, the rows of a chunk come by their number of sentences."""
+    data = load_dataset(str(shared_data / "imdb" / "test.csv.gz"), splits=("train",))["train"].take(600)
+    encoder = TextEncoder(max_tokens=2000, sequence_length=48, hierarchical=True, max_sentences=30, bigram_buckets=100)
+    encoder.adapt(data)
+
+    def as_rows(batches):
+        out = []
+        for (ids, bigrams), labels in batches:
+            ids, bigrams = ids.numpy(), bigrams.numpy()
+            for i in range(len(labels)):
+                real = ids[i] != 0
+                words = real.sum(axis=1)  # of each sentence: none cut
+                out.append((ids[i][real].tobytes(), bigrams[i][real].tobytes(), words[words > 0].tobytes()))
+        return sorted(out)
+
+    plain = list(make_batches(data, encoder, 32, rows=600))
+    cut = list(make_batches(data, encoder, 32, shuffle=True, seed=0, rows=600, cut_padding=True))
+    assert len(cut) == len(plain) == math.ceil(600 / 32)
+    assert as_rows(cut) == as_rows(plain)
+    for (ids, bigrams), _ in cut:
+        real = ids.numpy() != 0
+        sentences = int(real.any(axis=2).sum(axis=1).max())
+        words = int(real.sum(axis=2).max())
+        assert ids.shape == bigrams.shape
+        assert ids.shape[1:] == (
+            min(30, math.ceil(sentences / SENTENCE_STEP) * SENTENCE_STEP),
+            min(48, math.ceil(words / WORD_STEP) * WORD_STEP),
+        )
+    assert sum(int(tf.size(ids)) for (ids, _), _ in cut) < 0.8 * sum(int(tf.size(ids)) for (ids, _), _ in plain)
+    in_order = make_batches(data, encoder, 32, rows=600, cut_padding=True)
+    counts = np.concatenate([(ids.numpy() != 0).any(axis=2).sum(axis=1) for (ids, _), _ in in_order])
+    assert np.all(np.diff(counts) >= 0)
 
 
 class _CountingEncoder:

@@ -2,9 +2,11 @@ import keras
 import numpy as np
 import pytest
 
+from keras_textattn.layers import DocumentSentences
 from keras_textattn.layers import MaskedGlobalAveragePooling1D
 from keras_textattn.layers import MaskedGlobalMaxPooling1D
 from keras_textattn.layers import PositionEmbedding
+from keras_textattn.layers import SentenceRows
 from tests.layer_contract import run_layer_contract
 from tests.layer_contract import to_numpy
 
@@ -62,3 +64,31 @@ def test_masked_poolings_give_zeros_for_no_time_steps(layer_cls):
     x = np.arange(12, dtype="float32").reshape(2, 2, 3)  # and unmasked inputs as before
     expected = x.max(axis=1) if layer_cls is MaskedGlobalMaxPooling1D else x.mean(axis=1)
     np.testing.assert_allclose(model.predict(x, verbose=0), expected)
+
+
+def test_sentence_rows_and_document_sentences_take_their_sizes_from_the_call(tmp_path):
+    """In a model built for any number of sentences and words, documents of 3 sentences of 4 words
+    and of 2 of 5 become a row per sentence (NumPy's reshape) and their sentence vectors go back
+    to their documents; the model saves and loads with the same outputs."""
+    ids = keras.Input(shape=(None, None), dtype="int32")
+    rows = SentenceRows()(ids)
+    vectors = keras.layers.Embedding(20, 6)(rows)[:, 0]  # one vector per sentence row
+    model = keras.Model(ids, [rows, DocumentSentences()([vectors, ids])])
+    assert model.output_shape == [(None, None), (None, None, 6)]
+    for shape in ((2, 3, 4), (3, 2, 5)):
+        documents = np.random.default_rng(0).integers(0, 20, shape).astype("int32")
+        got_rows, sentences = (to_numpy(x) for x in model(documents))
+        np.testing.assert_array_equal(got_rows, documents.reshape(-1, shape[-1]))
+        embeddings = to_numpy(model.layers[2].embeddings)
+        np.testing.assert_allclose(sentences, embeddings[documents[:, :, 0]], rtol=1e-6)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(to_numpy(loaded(documents)[1]), sentences, rtol=1e-6)
+    assert SentenceRows().compute_output_shape((2, 3, 4, 8)) == (6, 4, 8)
+
+
+def test_sentence_rows_and_document_sentences_refuse_flat_ids():
+    with pytest.raises(ValueError, match="SentenceRows expects ids of rank 3 or more; received shape \\(None, 7\\)"):
+        SentenceRows()(keras.Input(shape=(7,)))
+    with pytest.raises(ValueError, match="DocumentSentences expects document ids of rank 3 or more"):
+        DocumentSentences()([keras.Input(shape=(8,)), keras.Input(shape=(7,))])

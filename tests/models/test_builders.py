@@ -301,3 +301,46 @@ def test_reads_any_length_is_what_the_classifier_does(name):
     cut = keras.ops.convert_to_numpy(model([ids[:, :25], bigrams[:, :25]]))
     np.testing.assert_allclose(cut, keras.ops.convert_to_numpy(model([ids, bigrams])), rtol=1e-5, atol=1e-6)
     assert padded.shape == cut.shape
+
+
+@pytest.mark.parametrize("variant", ["hcan", "hcan_flat", "han"])
+def test_hierarchical_classifiers_read_batches_cut_to_their_most_sentences_and_words(variant):
+    """HCAN (hierarchical and flat) and the HAN baseline give, on ids (and bigram ids) cut to the
+    batch's most sentences and longest sentence, the outputs of the same ids padded to the sizes they
+    were built for, in training too (`accept_shorter_ids`): their learned positions are read from the
+    first and their reshapes take their sizes at call time (`SentenceRows`, `DocumentSentences`)."""
+    from keras_textattn.models import build_han_classifier
+
+    rng = np.random.default_rng(0)
+    sentences, words = np.array([3, 1, 2, 1]), np.array([[5, 2, 4], [1, 0, 0], [3, 5, 0], [2, 0, 0]])
+    if variant == "hcan_flat":
+        shape, real = (40,), np.arange(40) < np.array([25, 9, 17, 1])[:, None]
+        model = build_model(
+            "hcan", 3, vocabulary_size=50, sequence_length=40, bigram_buckets=30, hierarchical=False, **SMALL["hcan"]
+        )
+        cut = (slice(None), slice(0, 25))
+    else:
+        shape = (6, 8)
+        real = (np.arange(6)[None, :, None] < sentences[:, None, None]) & (
+            np.arange(8)[None, None, :] < np.pad(words, ((0, 0), (0, 3)))[:, :, None]
+        )
+        sizes = dict(vocabulary_size=50, sequence_length=8, max_sentences=6, bigram_buckets=30)
+        model = (
+            build_model("hcan", 3, **sizes, **SMALL["hcan"])
+            if variant == "hcan"
+            else build_han_classifier(3, units=8, **sizes)
+        )
+        cut = (slice(None), slice(0, 3), slice(0, 5))
+    ids = np.where(real, rng.integers(2, 50, (4, *shape)), 0).astype("int32")
+    bigrams = np.where(real, rng.integers(1, 31, (4, *shape)), 0).astype("int32")
+    padded = keras.ops.convert_to_numpy(model([ids, bigrams]))
+    accept_shorter_ids(model)
+    model.compile(loss="sparse_categorical_crossentropy")
+    model.train_on_batch([ids[cut], bigrams[cut]], np.array([0, 1, 2, 0]))  # Keras's own check passes
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model([ids[cut], bigrams[cut]])),
+        keras.ops.convert_to_numpy(model([ids, bigrams])),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    assert padded.shape == (4, 3)

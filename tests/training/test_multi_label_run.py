@@ -194,9 +194,9 @@ def test_a_killed_multi_label_run_resumes_with_thresholds_of_its_own_model(share
     texts, truth, rows = _truth(folder / "dev.tsv.gz", names)
     held = held_out(tf.constant([f"dev.tsv.gz:{row}" for row in rows]), 0.1, 0).numpy()
     probabilities = Classifier(output).probabilities([t for t, h in zip(texts, held) if h])
-    recorded = list(metrics["multi_label"]["thresholds"].values())
+    recorded = [metrics["multi_label"]["thresholds"][name] for name in names]  # metrics.json sorts its keys
     expected, _ = multi_label.choose_thresholds(truth[held], probabilities)
-    assert np.mean(np.isclose(recorded, expected)) > 0.75
+    assert np.mean(np.isclose(recorded, expected)) >= 0.9
 
     def macro_f1(thresholds):
         return multi_label.scores(truth[held], multi_label.decide(probabilities, thresholds))["macro_f1"]

@@ -15,7 +15,9 @@ import pytest
 from keras_textattn.models import get_spec
 from keras_textattn.run_folder import FINISHED_MARKER
 from keras_textattn.run_folder import load_run
+from keras_textattn.text import TextEncoder
 from keras_textattn.training import train
+from keras_textattn.training.model_setup import cuts_padding
 from keras_textattn.training.model_setup import left_to_rows
 from keras_textattn.training.model_setup import with_fallbacks
 from keras_textattn.training.model_setup import with_fast_training
@@ -44,6 +46,26 @@ LAMA_SMALL = dict(
 @pytest.fixture
 def sst2_dev(shared_data):
     return str(shared_data / "sst2" / "dev.csv.gz")
+
+
+def test_runs_cut_the_padding_of_models_that_read_any_length_and_of_hierarchical_ones_on_large_data():
+    """A run cuts its batches' padding for a model that reads any length, from the command line
+    (whose --distribute none is train()'s None) as from Python, never with a strategy, unshuffled
+    rows (file order) nor for dual-axial; HCAN's hierarchical ids from `FAST_ROWS` training rows on,
+    its flat variant always."""
+    flat = TextEncoder(sequence_length=8)
+    hierarchical = TextEncoder(sequence_length=8, hierarchical=True, max_sentences=2)
+    from_the_command_line = TrainConfig(distribute="none")
+    assert cuts_padding(get_spec("scalable_attention"), flat, from_the_command_line, 100)
+    assert not cuts_padding(get_spec("scalable_attention"), flat, TrainConfig(distribute="mirrored"), 100)
+    assert not cuts_padding(get_spec("scalable_attention"), flat, TrainConfig(shuffle=False), 100)
+    assert not cuts_padding(get_spec("dual_axial"), flat, from_the_command_line, 10 * FAST_ROWS)
+    hcan = get_spec("hcan")
+    assert [cuts_padding(hcan, hierarchical, from_the_command_line, rows) for rows in (FAST_ROWS - 1, FAST_ROWS)] == [
+        False,
+        True,
+    ]
+    assert cuts_padding(hcan, flat, from_the_command_line, 100)
 
 
 def test_vectors_file_initialises_and_freezes_the_embedding(sst2_dev, tmp_path):
