@@ -127,9 +127,9 @@ def resolve_source(
 
     `data` is a TFDS name, a local file (then `test_data` and `validation_data` are
     files in the same format, read with the same column options; `group_column` is the
-    training file's, see `LocalFile`), a `LocalFile`, or a dict of split name to
-    `LocalFile`. A validation split is always asked for (carved from train when the
-    source has none).
+    training file's, see `LocalFile`), a `LocalFile`, or a dict of split name to a
+    `LocalFile` or a file (read with the column options given here). A validation split is
+    always asked for (carved from train when the source has none).
     """
     if data is None:
         raise DataError("no data: give a TFDS name or a CSV/TSV file")
@@ -141,9 +141,20 @@ def resolve_source(
             "a group column (--group-column) decides which rows of a local training file (--data) are "
             "held out for validation; it goes with neither a validation file nor a TFDS name"
         )
+    options = dict(
+        header=header, label_offset=label_offset, stream=stream, delimiter=delimiter, label_delimiter=label_delimiter
+    )
+    if text_column is not None:
+        options["text_column"] = text_column
+    if label_column is not None:
+        options["label_column"] = label_column
     if isinstance(data, LocalFile):
         data = {"train": data}
     if isinstance(data, dict):
+        data = {
+            split: part if isinstance(part, LocalFile) else LocalFile(os.fspath(part), **options)
+            for split, part in data.items()
+        }
         return data, tuple(data) + ("validation",), None
     data = os.fspath(data)
     if not is_local_path(data):
@@ -155,13 +166,6 @@ def resolve_source(
                 f"{data!r} is a TFDS name, whose validation split is used or carved"
             )
         return data, ("train", "validation", "test"), text_column
-    options = dict(
-        header=header, label_offset=label_offset, stream=stream, delimiter=delimiter, label_delimiter=label_delimiter
-    )
-    if text_column is not None:
-        options["text_column"] = text_column
-    if label_column is not None:
-        options["label_column"] = label_column
     for name, other in (("test", test_data), ("validation", validation_data)):
         if other is not None and os.path.exists(data) and os.path.exists(other) and os.path.samefile(data, other):
             warnings.warn(
@@ -182,9 +186,11 @@ def _check_source(data, test_data, validation_data):
     DataFrame or a list of rows ended in a TypeError from `os.fspath`)."""
     paths = (str, os.PathLike)
     if isinstance(data, dict):
-        wrong = {split: type(part).__name__ for split, part in data.items() if not isinstance(part, LocalFile)}
+        wrong = {
+            split: type(part).__name__ for split, part in data.items() if not isinstance(part, (LocalFile, *paths))
+        }
         if wrong:
-            raise DataError(f"a dict of data maps split names to LocalFile; got {wrong}")
+            raise DataError(f"a dict of data maps split names to files or LocalFiles; got {wrong}")
     elif not isinstance(data, (*paths, LocalFile)):
         hint = (
             " (write a DataFrame to a file first: df.to_csv('train.csv', index=False))"
@@ -193,7 +199,7 @@ def _check_source(data, test_data, validation_data):
         )
         raise DataError(
             "data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split "
-            f"name to LocalFile; got {type(data).__name__}{hint}"
+            f"name to file or LocalFile; got {type(data).__name__}{hint}"
         )
     for name, value in (("test_data", test_data), ("validation_data", validation_data)):
         if value is not None and not isinstance(value, paths):

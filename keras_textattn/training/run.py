@@ -103,7 +103,8 @@ def train(model=None, data=None, output="runs/run", config=None, **overrides):
             a race on the held-out data between the fast paper models, keeping the best); None:
             "auto", or with `init_from` the model of that run.
         data: a TFDS name, a local CSV/TSV, JSONL or TFRecord file (plain or .gz), a glob or a
-            folder of shards (streamed), or a dict of split name to `LocalFile`.
+            folder of shards (streamed), or a dict of split name to a `LocalFile` or a file (read
+            with the column options given here, as `data` is).
         output: the run folder to write; an unfinished run there is resumed when its options
             (run.json) are these, a finished one refused without `overwrite`.
         config: a `TrainConfig` (or a dict of its fields); None: the defaults.

@@ -722,6 +722,34 @@ def test_inference_batches_are_multiples_of_the_training_batch():
     assert [inference_batch_size(size) for size in sizes] == [8, 64, 256, 231, 200, 256, 300]
 
 
+def test_a_dict_of_files_is_read_with_the_column_options(tmp_path):
+    """`data` as a dict of split name to plain paths (a string, a `pathlib.Path`) reads each file
+    with the column options given beside it, as a single file would be; a `LocalFile` in it keeps
+    its own."""
+    for name, rows in (("train", [("good", 1), ("bad", 0), ("fine", 1), ("awful", 0)]), ("test", [("nice", 1)])):
+        (tmp_path / f"{name}.tsv").write_text("".join(f"{label}\t{text}\n" for text, label in rows))
+    dataset, _ = load_labelled_data(
+        {"train": str(tmp_path / "train.tsv"), "test": tmp_path / "test.tsv"},
+        text_column=1,
+        label_column=0,
+        header=False,
+        validation_fraction=0.5,
+    )
+    assert dataset.label_names == ["0", "1"]
+    assert [text.decode() for text, _ in dataset["test"].as_numpy_iterator()] == ["nice"]
+    assert dataset.rows["train"] + dataset.rows["validation"] == 4
+    (tmp_path / "test.csv").write_text("text,label\nnice,1\n")  # another layout, read as its LocalFile says
+    own = LocalFile(str(tmp_path / "test.csv"))
+    dataset, _ = load_labelled_data(
+        {"train": tmp_path / "train.tsv", "test": own},
+        text_column=1,
+        label_column=0,
+        header=False,
+        validation_fraction=0.5,
+    )
+    assert [text.decode() for text, _ in dataset["test"].as_numpy_iterator()] == ["nice"]
+
+
 def test_data_of_a_type_not_read_is_one_line(tmp_path):
     """In-memory data (a DataFrame, a list of rows, a dict of columns) is refused saying what
     `data` takes, not with os.fspath's TypeError or an AttributeError from inside."""
@@ -732,7 +760,8 @@ def test_data_of_a_type_not_read_is_one_line(tmp_path):
     file = tmp_path / "train.csv"
     file.write_text("label,text\npos,good\nneg,bad\n")
     takes = (
-        "data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split name to LocalFile"
+        "data must be a TFDS name, a file, glob or folder of shards, a LocalFile or a dict of split name to file or "
+        "LocalFile"
     )
     for data, test_data, message in (
         (
@@ -744,7 +773,7 @@ def test_data_of_a_type_not_read_is_one_line(tmp_path):
         (
             {"text": ["good"], "label": ["pos"]},
             None,
-            "a dict of data maps split names to LocalFile; got {'text': 'list', 'label': 'list'}",
+            "a dict of data maps split names to files or LocalFiles; got {'text': 'list', 'label': 'list'}",
         ),
         (str(file), ["good"], "test_data must be a file, as data is; got list"),
     ):
