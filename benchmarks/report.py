@@ -187,7 +187,9 @@ def accuracy_section(results):
         'then (the guides\' "Vectors chosen from the texts"); their defaults from random vectors are in git '
         "history. IMDB's HCAN rows predate the cut of hierarchical batches to their most sentences and longest "
         "sentence (2026-12-07, from 20,000 training rows on): they read whole padded batches; the race's "
-        "`hcan+fast` row has the cut.",
+        "`hcan+fast` row has the cut. Every row ran through `train()` in Python; until 2026-12-07 the "
+        "command line read whole padded batches where `train()` cut them (`--distribute none` was not read "
+        "as no strategy), so the same command took longer then than these rows say.",
         "",
     ]
     for dataset, title in DATASETS.items():
