@@ -3,14 +3,18 @@
     python benchmarks/race.py                                  # IMDB, AG News (5k), SST-2; every entry
     python benchmarks/race.py --datasets imdb --entries fasttext tfidf_lr scalable_attention+bigrams
     python benchmarks/race.py --quick                          # TREC, two entries (the test's)
+    python benchmarks/race.py --datasets imdb --repeats 3      # each entry's median of 3 runs
 
-Each entry runs in a process of its own, timed from its start to its test accuracy known (the
-run folder written, for a paper model): reading the data, importing TensorFlow and fitting the
-encoder count, as they do for a user. Its peak memory is the process's. The ratios are against
+Each entry runs in a process of its own, timed from its start to its end, once its test accuracy
+is known (the run folder written, for a paper model): reading the data, importing TensorFlow and
+fitting the encoder count, as they do for a user, and the process ends as the `keras-textattn`
+command does (`exit_without_teardown`). Its peak memory is the process's. The ratios are against
 fastText and TF-IDF + LR measured in the same run, on the same machine. Paper models train as
 `keras-textattn train --model M --data TRAIN --test-data TEST` with the entry's options
 (`ENTRIES`); the baselines are `accuracy.py`'s (`fasttext_on`, `tfidf_on`), their files read
-without TensorFlow. Results: `benchmarks/results/race.jsonl` (appended) and a time-to-accuracy
+without TensorFlow. With `--repeats N` every entry runs N times, the entries in turn (a slow spell of
+the machine then falls on several of them, not on one), and its row is the run of median seconds,
+the others' seconds beside it (`repeats`). Results: `benchmarks/results/race.jsonl` (appended) and a time-to-accuracy
 plot of its newest row of each dataset and entry.
 """
 
@@ -22,6 +26,7 @@ import json
 import os
 import pathlib
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,6 +100,21 @@ def race(data_dir, dataset, entry, seed):
         raise SystemExit(f"{dataset} {entry} failed:\n{child.stderr[-3000:]}")
     row = json.loads(child.stdout.strip().splitlines()[-1])
     return {"dataset": dataset, "entry": entry, "seed": seed, "wall_seconds": wall, **row}
+
+
+def median_runs(runs):
+    """Of `runs` (rows of `race`, the same entries in each round), one row per dataset and entry, in
+    their first order: the run of median seconds (the lower of two middle ones), with `repeats`, the
+    seconds of every run, where there were several."""
+    by_entry = {}
+    for row in runs:
+        by_entry.setdefault((row["dataset"], row["entry"]), []).append(row)
+    chosen = []
+    for rows in by_entry.values():
+        median = statistics.median_low(row["wall_seconds"] for row in rows)
+        row = next(row for row in rows if row["wall_seconds"] == median)
+        chosen.append({**row, "repeats": [r["wall_seconds"] for r in rows]} if len(rows) > 1 else row)
+    return chosen
 
 
 def peak_megabytes():
@@ -172,6 +192,7 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", choices=list(accuracy.DATASETS), default=list(DATASETS))
     parser.add_argument("--entries", nargs="+", choices=[*BASELINES, *ENTRIES], default=[*BASELINES, *ENTRIES])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each entry, in turn; a row is the median run")
     parser.add_argument(
         "--data-dir",
         type=pathlib.Path,
@@ -186,14 +207,20 @@ def main(argv=None):
         dataset, entry = args.one
         result = run_entry(args.data_dir, dataset, entry, args.seed)
         print(json.dumps({"accuracy": float(result), "peak_mb": peak_megabytes()}))
-        return 0
+        from keras_textattn_cli.main import exit_without_teardown
+
+        exit_without_teardown(0)  # as the `keras-textattn` command ends
     if args.quick:
         args.datasets, args.entries = ["trec"], ["fasttext", "scalable_attention+defaults"]
-    rows, run = [], datetime.datetime.now().isoformat(timespec="seconds")  # the run its rows share
-    for dataset in args.datasets:
-        for entry in args.entries:
-            rows.append(race(args.data_dir, dataset, entry, args.seed))
-            print(ratios(rows[-1:]), flush=True)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be 1 or more; got {args.repeats}")
+    runs, run = [], datetime.datetime.now().isoformat(timespec="seconds")  # the run its rows share
+    for _ in range(args.repeats):
+        for dataset in args.datasets:
+            for entry in args.entries:
+                runs.append(race(args.data_dir, dataset, entry, args.seed))
+                print(ratios(runs[-1:]), flush=True)
+    rows = median_runs(runs)
     print(ratios(rows))
     machine = f"{os.cpu_count()} CPU cores ({platform.machine()})"
     with args.results.open("a", encoding="utf-8") as handle:

@@ -323,7 +323,11 @@ def race_section():
         "",
         "Each entry is one process, timed from its start to its test accuracy known: reading the data, "
         "importing TensorFlow, fitting the encoder, training and scoring all count. Ratios are against "
-        "fastText and TF-IDF + LR measured in the same run. Seed 0.",
+        "fastText and TF-IDF + LR measured in the same run. Seed 0. Where the seconds have a range beside "
+        "them, the entries ran in turn that many times (`race.py --repeats N`): the row is the run of median "
+        "seconds, the range that of all its runs (this machine's seconds for the same command vary by a "
+        "third and more from one spell to another). Until 2026-12-08 a paper model's process also spent "
+        "1.4-1.9 s at its end in the interpreter's teardown, which the command no longer waits for.",
         "",
         "| dataset | entry | test accuracy | wall s | peak MB | vs fastText | vs TF-IDF + LR |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
@@ -332,7 +336,7 @@ def race_section():
         against = [row["baselines"][name] for name in race.BASELINES]
         ratio = [f"{row['wall_seconds'] / base['wall_seconds']:.1f}x" if base else "" for base in against]
         lines.append(
-            f"| {row['dataset']} | {row['entry']} | {row['accuracy']:.4f} | {row['wall_seconds']:.1f} | "
+            f"| {row['dataset']} | {row['entry']} | {row['accuracy']:.4f} | {_seconds_of(row)} | "
             f"{row['peak_mb']:,.0f} | {ratio[0]} | {ratio[1]} |"
         )
     dates = sorted({row["date"] for row in rows})
@@ -345,6 +349,13 @@ def race_section():
         "![Test accuracy against the whole command's seconds](benchmarks/results/race.png)",
         "",
     ]
+
+
+def _seconds_of(row):
+    """A race row's wall seconds, with the range of its runs where it has `repeats`."""
+    if "repeats" not in row:
+        return f"{row['wall_seconds']:.1f}"
+    return f"{row['wall_seconds']:.1f} ({min(row['repeats']):.1f}-{max(row['repeats']):.1f})"
 
 
 def _names(models):

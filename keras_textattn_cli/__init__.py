@@ -8,6 +8,7 @@ per subcommand (`add_parser`, and `run`; `prepare` for checks before TensorFlow)
 """
 
 from keras_textattn_cli.main import build_parser
+from keras_textattn_cli.main import command_line
 from keras_textattn_cli.main import main
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "command_line", "main"]

@@ -1,7 +1,5 @@
 """`python -m keras_textattn_cli`: the same as the `keras-textattn` command."""
 
-import sys
+from keras_textattn_cli import command_line
 
-from keras_textattn_cli import main
-
-sys.exit(main())
+command_line()

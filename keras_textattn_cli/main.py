@@ -7,12 +7,14 @@ Python. TensorFlow's C++ log lines are hidden unless `--verbose`.
 """
 
 import argparse
+import atexit
 import contextlib
 import errno
 import functools
 import importlib.metadata
 import os
 import sys
+import threading
 import warnings
 
 from keras_textattn_cli import evaluate
@@ -123,6 +125,34 @@ def main(argv=None):
         # existing path, no permission, a full disk): one line. Anything else is a bug: its traceback shows.
         print(f"keras-textattn: error: {_error_line(error, args)}", file=sys.stderr)
         return 2
+
+
+def command_line():
+    """The `keras-textattn` command (and `python -m keras_textattn_cli`): `main` on the process's
+    arguments, then `exit_without_teardown` with its status."""
+    exit_without_teardown(main())
+
+
+def exit_without_teardown(status):
+    """End the process with `status` (None: 0) once its exit handlers have run and its output is
+    flushed, without the interpreter's teardown: after TensorFlow is imported, freeing its modules
+    and libraries at exit takes over a second, and nothing a command wrote depends on it (each
+    file is closed when written). Where a thread that is not a daemon still runs, the process
+    exits as usual, which waits for it."""
+    status = status or 0
+    if any(
+        thread.is_alive() and not thread.daemon
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread()
+    ):
+        sys.exit(status)
+    atexit._run_exitfuncs()  # what a normal exit runs first: logging.shutdown, weakref finalizers, Ray's shutdown
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`) or stream: the output has nowhere to go
+            pass
+    os._exit(status)
 
 
 def _start_tensorflow(args):

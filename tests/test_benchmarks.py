@@ -433,6 +433,24 @@ def test_race_rows_are_timed_against_the_baselines_of_their_own_run(tmp_path):
     assert seconds[("imdb", "tfidf_lr")] == {"fasttext": 8, "tfidf_lr": 25}
 
 
+def test_a_repeated_race_keeps_each_entrys_median_run():
+    """With `--repeats`, each entry's row is its run of median seconds (the lower middle of an even
+    count), a real run whole (its accuracy and memory with its seconds), with every run's seconds."""
+    median_runs = benchmark_function("race", "median_runs")
+
+    def run(entry, seconds, peak):
+        return {"dataset": "imdb", "entry": entry, "wall_seconds": seconds, "accuracy": 0.9, "peak_mb": peak}
+
+    rounds = [run("fasttext", 9, 1), run("lama+fast", 50, 2), run("fasttext", 7, 3), run("lama+fast", 70, 4)]
+    rounds += [run("fasttext", 8, 5), run("lama+fast", 40, 6)]
+    assert median_runs(rounds) == [
+        {**run("fasttext", 8, 5), "repeats": [9, 7, 8]},
+        {**run("lama+fast", 50, 2), "repeats": [50, 70, 40]},
+    ]
+    assert median_runs(rounds[:4])[1] == {**run("lama+fast", 50, 2), "repeats": [50, 70]}
+    assert median_runs(rounds[:2]) == rounds[:2]  # one run each: the rows as they were
+
+
 def test_presets_quick():
     status, out, err = run_script("presets.py", "--quick")
     assert status == 0, err[-3000:]

@@ -211,3 +211,56 @@ def test_a_mistyped_model_is_said_before_tensorflow_is_imported():
         "keras-textattn: error: unknown model 'lamma' (--model); choose one of bigru, cspan, dual_axial, hcan, "
         "kim_cnn, lama, scalable_attention, transformer"
     ]
+
+
+def _ended_by_exit_without_teardown(tmp_path, body):
+    """A Python process that runs `body` and then `exit_without_teardown(3)`: its result."""
+    probe = (
+        "import atexit, pathlib, sys, threading, time\n"
+        "from keras_textattn_cli.main import exit_without_teardown\n"
+        f"folder = pathlib.Path({str(tmp_path)!r})\n"
+        "atexit.register(lambda: (folder / 'atexit').write_text('ran'))\n"
+        f"{body}\n"
+        "print('printed, not flushed', end='')\n"
+        "exit_without_teardown(3)\n"
+        "print('never')\n"
+    )
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+
+
+def test_a_command_ends_with_its_status_its_output_and_its_exit_handlers(tmp_path):
+    """`exit_without_teardown` skips only the interpreter's teardown (a second and more after
+    TensorFlow's import): the status is the command's, buffered output is written, and the exit
+    handlers (logging's, weakref finalizers', Ray's shutdown) run once."""
+    result = _ended_by_exit_without_teardown(tmp_path, "atexit.register(lambda: print(' handler', end=''))")
+    assert (result.returncode, result.stdout, result.stderr) == (3, "printed, not flushed handler", "")
+    assert (tmp_path / "atexit").read_text() == "ran"
+
+
+def test_a_command_waits_for_its_threads_before_it_ends(tmp_path):
+    """A thread that is not a daemon, still running at the end, finishes first: the process then
+    exits as usual (its exit handlers run once), with the command's status."""
+    thread = (
+        "def late():\n    time.sleep(0.5)\n    (folder / 'thread').write_text('finished')\n"
+        "threading.Thread(target=late).start()"
+    )
+    result = _ended_by_exit_without_teardown(tmp_path, thread)
+    assert (result.returncode, result.stdout, result.stderr) == (3, "printed, not flushed", "")
+    assert (tmp_path / "thread").read_text() == "finished"
+    assert (tmp_path / "atexit").read_text() == "ran"
+
+
+def test_the_installed_command_ends_without_the_teardown():
+    """The `keras-textattn` script of the package's metadata and `python -m keras_textattn_cli`
+    both run `command_line`, which ends through `exit_without_teardown`."""
+    import importlib.metadata
+
+    (script,) = [e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == "keras-textattn"]
+    assert script.value == "keras_textattn_cli:command_line"
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_textattn_cli", "train", "--model", "lamma", "--data", "d", "--output", "o"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "unknown model 'lamma'" in result.stderr
