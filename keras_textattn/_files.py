@@ -36,6 +36,29 @@ def make_folders(folder):
     os.makedirs(folder, exist_ok=True)
 
 
+def check_room(path, needed):
+    """An `OSError` ENOSPC (a full disk) or EDQUOT (a used-up quota), naming `path`, when the
+    folder of `path` has less room than `needed` bytes. Where the OS has `posix_fallocate`
+    (Linux), the room is asked of the file system by allocating it in a file removed at once,
+    which counts the user's quota; elsewhere (macOS), or on a file system that allocates nothing
+    ahead, it is the file system's free space."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if hasattr(os, "posix_fallocate"):
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".room-")
+        try:
+            os.posix_fallocate(handle, 0, needed)
+            return
+        except OSError as error:
+            if error.errno in NO_SPACE_ERRNOS:
+                raise OSError(error.errno, os.strerror(error.errno), path) from None
+            # another refusal (EOPNOTSUPP, EINVAL): the free space, below
+        finally:
+            os.close(handle)
+            os.remove(probe)
+    if shutil.disk_usage(folder).free < needed:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
 def write_atomically(path, write):
     """Call `write(temporary_path)`, then move the finished file to `path` in one step (its
     folder is made if missing); a `UserError` if `path` is a folder."""

@@ -40,6 +40,9 @@ from keras_textattn.errors import UserError
 from keras_textattn_config.checks import RunError  # noqa: F401 (re-exported: keras_textattn.training)
 
 CANDIDATES_FOLDER = "candidates"
+# Where an unfinished run keeps the token ids of the splits whose ids do not fit in memory (or
+# that are streamed), encoded once; removed when the run is finished.
+IDS_FOLDER = "ids"
 RUN_FILES = frozenset(
     {
         "run.json",
@@ -51,6 +54,7 @@ RUN_FILES = frozenset(
         "metrics.json",
         "logs",
         "backup",
+        IDS_FOLDER,
         CANDIDATES_FOLDER,
     }
 )

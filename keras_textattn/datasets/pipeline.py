@@ -187,10 +187,12 @@ def _cut_to_longest(ids, labels):
     return tf.nest.map_structure(lambda tensor: tensor[:, :cut], ids), labels
 
 
-def encoded_rows(dataset, encoder):
+def encoded_rows(dataset, encoder, cache_file=None):
     """`(text, label)` rows as `(ids, label)` rows, encoded in batches of `INFERENCE_ROWS` (for an
-    encoder of ids of a fixed shape) and kept in memory after the first pass."""
-    return _encoded(dataset, encoder).cache()
+    encoder of ids of a fixed shape) and kept after the first pass: in memory, or with
+    `cache_file` in files of that path (tf.data's cache; a pass that stops before the end
+    discards what it wrote)."""
+    return _encoded(dataset, encoder).cache(cache_file or "")
 
 
 def _encoded(dataset, encoder):
@@ -214,11 +216,21 @@ def keeps_ids(encoder, rows, cache=True, bucket_boundaries=None):
     `bucket_boundaries`, for an encoder whose ids have a fixed shape (texts of another length are
     padded or cut to it), a known number of rows, and ids (and bigram ids) that fit in
     `IDS_MEMORY_SHARE` of this machine's memory."""
-    shape = [encoder.sequence_length] + ([encoder.max_sentences] if encoder.hierarchical else [])
-    if not cache or bucket_boundaries or rows is None or None in shape:
+    if not cache or bucket_boundaries or rows is None or not has_fixed_shape(encoder):
         return False
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return rows * math.prod(shape) * 4 * (2 if encoder.bigram_buckets else 1) <= IDS_MEMORY_SHARE * memory
+    return ids_bytes(encoder, rows) <= IDS_MEMORY_SHARE * memory
+
+
+def has_fixed_shape(encoder):
+    """Whether `encoder`'s ids have one shape whatever the text (its lengths are all set)."""
+    return encoder.sequence_length is not None and not (encoder.hierarchical and encoder.max_sentences is None)
+
+
+def ids_bytes(encoder, rows):
+    """The bytes of the ids (and bigram ids) of `rows` texts of `encoder` (of a fixed shape), and their labels."""
+    shape = [encoder.sequence_length] + ([encoder.max_sentences] if encoder.hierarchical else [])
+    return rows * (math.prod(shape) * 4 * (2 if encoder.bigram_buckets else 1) + 8)
 
 
 FLOAT32_MAX = float(np.finfo("float32").max)

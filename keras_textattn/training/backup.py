@@ -12,20 +12,17 @@ an epoch's end when it saves every N steps, and an empty metadata file stopped e
 resume.
 """
 
-import errno
 import functools
 import json
 import math
 import os
 import re
-import shutil
-import tempfile
 import warnings
 
 import keras
 import numpy as np
 
-from keras_textattn._files import NO_SPACE_ERRNOS
+from keras_textattn._files import check_room
 from keras_textattn._files import write_atomically
 from keras_textattn._files import write_text
 from keras_textattn.run_folder import RunError
@@ -47,30 +44,13 @@ def _checkpoints(folder):
 
 def check_room_for_weights(model, path):
     """An `OSError` ENOSPC (a full disk) or EDQUOT (a used-up quota) when the folder of `path`
-    has less room than `model.save_weights` needs there. HDF5 failing mid-write leaves a file
-    that it cannot close, and Python segfaults as it exits (h5py#914): no room must be found
-    before HDF5 starts. Where the OS has `posix_fallocate` (Linux), the room is asked of the
-    file system by allocating it in a file removed at once, which counts the user's quota;
-    elsewhere (macOS), or on a file system that allocates nothing ahead, it is the file
-    system's free space."""
+    has less room than `model.save_weights` needs there (`check_room`). HDF5 failing mid-write
+    leaves a file that it cannot close, and Python segfaults as it exits (h5py#914): no room must
+    be found before HDF5 starts."""
     optimizer = getattr(model, "optimizer", None)  # none before `compile`
     variables = [*model.weights, *(optimizer.variables if optimizer else [])]
     needed = sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize + 4096 for v in variables) + 65536  # + HDF5's headers
-    folder = os.path.dirname(os.path.abspath(path))
-    if hasattr(os, "posix_fallocate"):
-        handle, probe = tempfile.mkstemp(dir=folder, prefix=".room-")
-        try:
-            os.posix_fallocate(handle, 0, needed)
-            return
-        except OSError as error:
-            if error.errno in NO_SPACE_ERRNOS:
-                raise OSError(error.errno, os.strerror(error.errno), path) from None
-            # another refusal (EOPNOTSUPP, EINVAL): the free space, below
-        finally:
-            os.close(handle)
-            os.remove(probe)
-    if shutil.disk_usage(folder).free < needed:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    check_room(path, needed)
 
 
 def save_weights(model, path):

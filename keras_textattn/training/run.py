@@ -18,6 +18,7 @@ import numpy as np
 
 from keras_textattn import _backend
 from keras_textattn._files import check_path
+from keras_textattn._files import check_room
 from keras_textattn._files import locked
 from keras_textattn._files import write_text
 from keras_textattn.datasets import encoded_rows
@@ -25,7 +26,10 @@ from keras_textattn.datasets import inference_batch_size
 from keras_textattn.datasets import keeps_ids
 from keras_textattn.datasets import load_labelled_data
 from keras_textattn.datasets import make_batches
+from keras_textattn.datasets.pipeline import has_fixed_shape
+from keras_textattn.datasets.pipeline import ids_bytes
 from keras_textattn.models import get_spec
+from keras_textattn.run_folder import IDS_FOLDER
 from keras_textattn.run_folder import RunError
 from keras_textattn.run_folder import load_encoder
 from keras_textattn.run_folder import load_run
@@ -391,6 +395,7 @@ def _train_run(run):
     if run.chief:
         save_run(output, classifier, encoder, dataset.label_names, metrics)
         shutil.rmtree(os.path.join(output, "backup"), ignore_errors=True)
+        shutil.rmtree(os.path.join(output, IDS_FOLDER), ignore_errors=True)
     return metrics
 
 
@@ -498,7 +503,7 @@ def _encoder(run, spec, model_kwargs, train_rows, source_encoder):
 def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_padding, rebuild):
     """Train `classifier` from where the run's backup left it: `(classifier, history, best epoch's
     callback or None, the epoch it resumed from, the `encoded_rows` it trained and validated on by
-    split where their token ids are kept in memory)`. With `cut_padding`, on batches of texts of
+    split where their token ids are kept: `_kept_ids`)`. With `cut_padding`, on batches of texts of
     similar length cut to their longest (`make_batches`). `rebuild()` makes the same model outside
     any strategy (for the multi-worker loop's evaluation)."""
     config, dataset = run.config, run.dataset
@@ -520,11 +525,7 @@ def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_paddi
     if config.distribute == "multi-worker":
         return (*train_multi_worker(run, classifier, rows, batches_of, class_weights, label_weights, rebuild), {})
     predict_batch_size = inference_batch_size(config.batch_size)
-    kept = {
-        split: encoded_rows(dataset[split], encoder)
-        for split in ("train", "validation")
-        if keeps_ids(encoder, rows[split], cache) and not (split == "train" and config.sample_windows)
-    }
+    kept = _kept_ids(run, encoder, rows)
     train_batches = batches_of(
         kept.get("train", dataset["train"]), config.batch_size, rows["train"], config.shuffle, config.sample_windows
     )
@@ -564,6 +565,29 @@ def _fit(run, classifier, encoder, rows, class_weights, label_weights, cut_paddi
         best.set_model(classifier)
         best.restore_best()
     return classifier, read_history(history_path), best, resumed_from_epoch, kept
+
+
+def _kept_ids(run, encoder, rows):
+    """The training and validation splits as `encoded_rows`, by split, for an `encoder` of ids of a
+    fixed shape (not the training split of `sample_windows`, whose windows change): each text is
+    encoded once a run, not once an epoch. In memory where the ids fit (`keeps_ids`); else, and for
+    streamed data, in files of the run folder's `IDS_FOLDER`, after `check_room` for them. A
+    killed run's files, perhaps half written, are removed first."""
+    config, dataset = run.config, run.dataset
+    folder = os.path.join(run.output, IDS_FOLDER)
+    shutil.rmtree(folder, ignore_errors=True)
+    kept = {}
+    for split in ("train", "validation"):
+        if not has_fixed_shape(encoder) or (split == "train" and config.sample_windows):
+            continue
+        if not dataset.streamed and keeps_ids(encoder, rows[split]):
+            kept[split] = encoded_rows(dataset[split], encoder)
+            continue
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, split)
+        check_room(path, ids_bytes(encoder, rows[split]))
+        kept[split] = encoded_rows(dataset[split], encoder, cache_file=path)
+    return kept
 
 
 def _callbacks(run, best, interrupt):
