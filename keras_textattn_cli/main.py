@@ -136,8 +136,8 @@ def command_line():
 def exit_without_teardown(status):
     """End the process with `status` (None: 0) once its exit handlers have run and its output is
     flushed, without the interpreter's teardown: after TensorFlow is imported, freeing its modules
-    and libraries at exit takes over a second, and nothing a command wrote depends on it (each
-    file is closed when written). Where a thread that is not a daemon still runs, the process
+    and libraries at exit is slow, and nothing a command wrote depends on it (each file is closed
+    when written). Where a thread that is not a daemon still runs, the process
     exits as usual, which waits for it."""
     status = status or 0
     if any(

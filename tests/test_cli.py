@@ -229,8 +229,8 @@ def _ended_by_exit_without_teardown(tmp_path, body):
 
 
 def test_a_command_ends_with_its_status_its_output_and_its_exit_handlers(tmp_path):
-    """`exit_without_teardown` skips only the interpreter's teardown (a second and more after
-    TensorFlow's import): the status is the command's, buffered output is written, and the exit
+    """`exit_without_teardown` skips only the interpreter's teardown (slow after TensorFlow's
+    import): the status is the command's, buffered output is written, and the exit
     handlers (logging's, weakref finalizers', Ray's shutdown) run once."""
     result = _ended_by_exit_without_teardown(tmp_path, "atexit.register(lambda: print(' handler', end=''))")
     assert (result.returncode, result.stdout, result.stderr) == (3, "printed, not flushed handler", "")
