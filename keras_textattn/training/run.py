@@ -576,10 +576,10 @@ def _kept_ids(run, encoder, rows):
     config, dataset = run.config, run.dataset
     folder = os.path.join(run.output, IDS_FOLDER)
     shutil.rmtree(folder, ignore_errors=True)
+    if not has_fixed_shape(encoder):
+        return {}
     kept = {}
-    for split in ("train", "validation"):
-        if not has_fixed_shape(encoder) or (split == "train" and config.sample_windows):
-            continue
+    for split in ("validation",) if config.sample_windows else ("train", "validation"):
         if not dataset.streamed and keeps_ids(encoder, rows[split]):
             kept[split] = encoded_rows(dataset[split], encoder)
             continue
